@@ -1,0 +1,20 @@
+import pytest
+
+from tests.support.openai_server import OpenAiServer
+from trustgraph.pubsub.embedded import EmbeddedBroker, free_port
+
+
+@pytest.fixture(scope="session")
+def broker(tmp_path_factory):
+    """A real pulsar-lite broker for the whole test session."""
+    broker = EmbeddedBroker(tmp_path_factory.mktemp("broker"), port=free_port())
+    broker.start()
+    yield broker
+    broker.stop()
+
+
+@pytest.fixture
+async def openai_server():
+    server = await OpenAiServer().start()
+    yield server
+    await server.stop()

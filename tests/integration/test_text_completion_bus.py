@@ -1,0 +1,55 @@
+"""text-completion served over a real pulsar-lite broker, through the real openai SDK."""
+import asyncio
+
+import pytest
+
+from tests.support.openai_server import expected_text
+from trustgraph.base import Processor, Requester, ServiceError
+from trustgraph.model.text_completion.service import PROCESSOR, TextCompletionSettings
+from trustgraph.pubsub import Bus
+from trustgraph.schema import TextCompletionRequest, TextCompletionResponse
+
+
+@pytest.fixture
+async def llm(broker, openai_server):
+    settings = TextCompletionSettings(pulsar_url=broker.url, openai_base_url=openai_server.base_url)
+    processor = Processor(PROCESSOR, settings)
+    await processor.start()
+    bus = Bus(broker.url)
+    requester = Requester(bus, "text-completion", "default", "test-requester", timeout=10)
+    await requester.start()
+    yield requester
+    await bus.close()
+    await processor.stop()
+
+
+async def test_streaming_deltas_then_one_final(llm):
+    records = [r async for r in llm.stream(
+        TextCompletionRequest(prompt="[tokens=50]", streaming=True), TextCompletionResponse)]
+    assert [r.end_of_stream for r in records] == [False] * 50 + [True]
+    assert "".join(r.response for r in records) == expected_text(50)
+    assert records[-1].model == "fake-gpt"
+    assert (records[-1].in_token, records[-1].out_token) == (11, 50)
+
+
+async def test_non_streaming_is_one_record(llm):
+    record = await llm.call(TextCompletionRequest(prompt="[tokens=7]"), TextCompletionResponse)
+    assert record.end_of_stream and record.response == expected_text(7)
+
+
+async def test_error_mid_stream_is_final(llm):
+    seen = []
+    with pytest.raises(ServiceError) as failure:
+        async for record in llm.stream(TextCompletionRequest(
+                prompt="[tokens=10 fail_after=3]", streaming=True), TextCompletionResponse):
+            seen.append(record.response)
+    assert failure.value.error.type == "llm-error"
+    assert seen == ["tok0 ", "tok1 ", "tok2 "]
+
+
+async def test_cancel_closes_provider_stream(llm, openai_server):
+    stream = llm.stream(TextCompletionRequest(prompt="[tokens=1000 delay=0.01]", streaming=True),
+                        TextCompletionResponse)
+    await anext(stream)
+    await stream.aclose()
+    await asyncio.wait_for(openai_server.disconnected.wait(), 1.0)

@@ -1,0 +1,165 @@
+"""The serving side of a request/response service.
+
+A service is declared as a ``Service`` (name, record types, handler). The handler
+is an async function from a request record to a response record, or an async
+generator of response records; streaming and non-streaming share that one path.
+Correlation, reply routing, end flags, errors and cancellation live here, once.
+"""
+import asyncio
+import inspect
+import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ..pubsub import Bus, Message
+from ..schema import Error, Record, Response, decode, encode, request_topic
+from .metrics import RequestTimer
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Context:
+    """What a handler knows about the request besides its record."""
+
+    id: str
+    flow: str
+    clients: Any  # the processor's ``Clients`` for this flow: ``ctx.clients.get("prompt")``
+
+
+Handler = Callable[[Any, Context], Awaitable[Response] | AsyncIterator[Response]]
+
+
+@dataclass(frozen=True)
+class Service:
+    name: str
+    request: type[Record]
+    response: type[Response]
+    handler: Handler
+    error_type: str = ""  # the ``error.type`` for unexpected failures
+
+    @property
+    def failure_type(self) -> str:
+        return self.error_type or f"{self.name}-error"
+
+
+class HandledError(Exception):
+    """Raised by handlers for an expected failure: becomes ``Error(type, message)``."""
+
+    def __init__(self, type: str, message: str) -> None:
+        super().__init__(message)
+        self.type = type
+        self.message = message
+
+
+def error_for(service: Service, exception: BaseException) -> Error:
+    """The one place an exception becomes a wire error."""
+    if isinstance(exception, HandledError):
+        return Error(type=exception.type, message=exception.message)
+    if isinstance(exception, ValueError):  # includes pydantic's ValidationError
+        return Error(type="bad-request", message=str(exception))
+    return Error(type=service.failure_type, message=f"{type(exception).__name__}: {exception}")
+
+
+class ServiceRunner:
+    """Serves one ``Service`` on one flow: receive, run the handler, reply."""
+
+    def __init__(self, bus: Bus, service: Service, flow: str, clients: Any,
+                 inflight: dict[str, asyncio.Task], limit: asyncio.Semaphore,
+                 replies: "ReplyProducers") -> None:
+        self.service = service
+        self.flow = flow
+        self._bus = bus
+        self._clients = clients
+        self._inflight = inflight
+        self._limit = limit
+        self._replies = replies
+
+    async def start(self) -> None:
+        await self._bus.consume(request_topic(self.service.name, self.flow),
+                                self.service.name, self._accept,
+                                name=f"requests {self.service.name}:{self.flow}")
+
+    async def _accept(self, message: Message) -> None:
+        properties = message.properties()
+        request_id, reply_to = properties.get("id"), properties.get("reply-to")
+        if not request_id or not reply_to:
+            log.warning("%s: request without id or reply-to dropped", self.service.name)
+            return
+        # Waiting here when the processor is at its limit holds back the receive
+        # loop, so a busy replica stops taking work and other replicas get it.
+        await self._limit.acquire()
+        task = asyncio.create_task(self._serve(message.data(), request_id, reply_to))
+        self._inflight[request_id] = task
+        task.add_done_callback(lambda _: (self._limit.release(),
+                                          self._inflight.pop(request_id, None)))
+
+    async def _serve(self, data: bytes, request_id: str, reply_to: str) -> None:
+        started = time.perf_counter()
+        timer = RequestTimer(self.service.name)
+        send = None
+        sent_final = False
+        try:
+            send = await self._replies.sender(reply_to, request_id)
+            request = decode(self.service.request, data)
+            ctx = Context(id=request_id, flow=self.flow, clients=self._clients)
+            async for record in _records(self.service.handler(request, ctx)):
+                timer.responded()
+                sent_final = record.is_final()
+                await send(record, sent_final)
+                if sent_final:
+                    break
+            if not sent_final:
+                raise RuntimeError("handler ended without a final record")
+        except asyncio.CancelledError:
+            log.info("id=%s %s cancelled", request_id, self.service.name)
+            raise
+        except Exception as exception:
+            error = error_for(self.service, exception)
+            timer.failed()
+            log.warning("id=%s %s failed: %s: %s", request_id, self.service.name,
+                        error.type, error.message)
+            if send is not None and not sent_final:
+                await send(self.service.response.failure(error), True)
+        finally:
+            timer.done()
+            log.debug("id=%s %s done in %.1f ms", request_id, self.service.name,
+                      (time.perf_counter() - started) * 1000)
+
+
+async def _records(result: Awaitable[Response] | AsyncIterator[Response]
+                   ) -> AsyncIterator[Response]:
+    if inspect.isasyncgen(result) or hasattr(result, "__anext__"):
+        try:
+            async for record in result:
+                yield record
+        finally:
+            await result.aclose()
+    else:
+        yield await result
+
+
+class ReplyProducers:
+    """One producer per reply topic, created on first use and kept."""
+
+    def __init__(self, bus: Bus) -> None:
+        self._bus = bus
+        self._producers: dict[str, asyncio.Future] = {}
+
+    async def sender(self, topic: str, request_id: str):
+        if topic not in self._producers:
+            self._producers[topic] = asyncio.ensure_future(self._bus.producer(topic))
+        try:
+            producer = await asyncio.shield(self._producers[topic])
+        except Exception:
+            self._producers.pop(topic, None)
+            raise
+        final_props = {"id": request_id, "end": "1"}
+        delta_props = {"id": request_id}
+
+        async def send(record: Response, final: bool) -> None:
+            await producer.send(encode(record), properties=final_props if final else delta_props)
+
+        return send

@@ -1,0 +1,43 @@
+"""Typed settings: every field is an environment variable (its name upper-cased) and
+a command-line flag (its name kebab-cased) that overrides it."""
+import logging
+from typing import Annotated, TypeVar
+
+from pydantic import field_validator
+from pydantic_settings import BaseSettings, CliApp, NoDecode, SettingsConfigDict
+
+from ..pubsub import DEFAULT_PULSAR_URL
+
+S = TypeVar("S", bound=BaseSettings)
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        cli_kebab_case=True, cli_implicit_flags=True, extra="ignore",
+        env_ignore_empty=True)
+
+    tg_log_level: str = "INFO"
+
+
+class ProcessorSettings(Settings):
+    pulsar_url: str = DEFAULT_PULSAR_URL
+    tg_data_dir: str = "./tg-data"
+    tg_flows: Annotated[list[str], NoDecode] = ["default"]
+    tg_concurrency: int = 64
+    tg_request_timeout: float = 120.0
+    # Index of this replica among processes serving the same service (see Bus).
+    tg_replica: int = 0
+
+    @field_validator("tg_flows", mode="before")
+    @classmethod
+    def _comma_separated(cls, value: object) -> object:
+        return [v.strip() for v in value.split(",") if v.strip()] if isinstance(value, str) else value
+
+
+def load_settings(model: type[S], argv: list[str] | None, prog: str) -> S:
+    settings = CliApp.run(model, cli_args=argv or [])
+    level = getattr(settings, "tg_log_level", "INFO")
+    logging.basicConfig(level=level.upper(),
+                        format=f"%(asctime)s {prog} %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("pulsar").setLevel(max(logging.WARNING, logging.getLogger().level))
+    return settings

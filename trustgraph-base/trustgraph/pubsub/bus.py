@@ -1,0 +1,114 @@
+"""The Pulsar transport: one client per process, producers, consumers, receive loops.
+
+Both the embedded broker (pulsar-lite) and Apache Pulsar are reached through the
+official ``pulsar-client``; nothing here knows which one it is talking to except the
+consumer-id workaround below.
+"""
+import asyncio
+import itertools
+import logging
+from collections.abc import Awaitable, Callable
+
+import pulsar
+import pulsar.asyncio as pulsar_async
+
+log = logging.getLogger(__name__)
+
+DEFAULT_PULSAR_URL = "pulsar://127.0.0.1:6650"
+Message = pulsar.Message
+Handler = Callable[[Message], Awaitable[None]]
+
+_subscription_names = itertools.count()
+
+
+class Bus:
+    """A connected Pulsar client that hands out producers and consumer loops."""
+
+    def __init__(self, url: str, consumer_id_offset: int = 0) -> None:
+        self.url = url
+        self._client = pulsar_async.Client(
+            url,
+            logger=logging.getLogger("pulsar"),
+            operation_timeout_seconds=10,
+        )
+        self._consumer_id_offset = consumer_id_offset
+        self._loops: list[asyncio.Task] = []
+        self._consumers: list[pulsar_async.Consumer] = []
+        self._producers: list[pulsar_async.Producer] = []
+
+    async def producer(self, topic: str, batching: bool = False) -> pulsar_async.Producer:
+        """A producer; batching stays off unless asked for, since each batched send
+        waits for the batch window (~10 ms) and bursts on non-persistent topics drop."""
+        producer = await self._client.create_producer(
+            topic,
+            batching_enabled=batching,
+            block_if_queue_full=True,
+            send_timeout_millis=10_000,
+        )
+        self._producers.append(producer)
+        return producer
+
+    async def consume(self, topic: str, subscription: str, handler: Handler,
+                      name: str = "") -> None:
+        """Subscribe (Shared) and run one long-lived receive loop calling ``handler``.
+
+        A pending ``receive()`` is never cancelled (that loses the next message); the
+        loop ends when the consumer is closed.
+        """
+        await self._skip_consumer_ids()
+        consumer = await self._client.subscribe(
+            topic,
+            subscription,
+            consumer_type=pulsar.ConsumerType.Shared,
+            initial_position=pulsar.InitialPosition.Earliest,
+            receiver_queue_size=1000,
+        )
+        self._consumers.append(consumer)
+        self._loops.append(asyncio.create_task(
+            _receive_loop(consumer, handler), name=name or f"receive {topic}"))
+
+    async def _skip_consumer_ids(self) -> None:
+        # pulsar-lite keys Shared consumers by the client's per-connection consumer
+        # id, so a replica whose first consumer also has id 0 is refused ("Consumer 0
+        # already exists"). Each replica burns a distinct number of ids first; real
+        # Pulsar needs none of this (offset 0).
+        while self._consumer_id_offset > 0:
+            self._consumer_id_offset -= 1
+            burner = await self._client.subscribe(
+                f"non-persistent://tg/control/id-skip-{next(_subscription_names)}",
+                "id-skip", consumer_type=pulsar.ConsumerType.Shared)
+            await burner.close()
+
+    async def close(self) -> None:
+        for consumer in self._consumers:
+            await _quietly(consumer.close())
+        for task in self._loops:
+            task.cancel()
+        await asyncio.gather(*self._loops, return_exceptions=True)
+        for producer in self._producers:
+            await _quietly(producer.close())
+        await _quietly(self._client.close())
+
+
+async def _receive_loop(consumer: pulsar_async.Consumer, handler: Handler) -> None:
+    while True:
+        try:
+            message = await consumer.receive()
+        except pulsar_async.PulsarException as error:
+            if error.error() == pulsar.Result.AlreadyClosed:
+                return
+            # The client reconnects by itself; wait a little and receive again.
+            log.warning("receive on %s failed: %s", consumer.topic(), error)
+            await asyncio.sleep(0.5)
+            continue
+        try:
+            await handler(message)
+        except Exception:
+            log.exception("handler for %s failed", consumer.topic())
+
+
+async def _quietly(closing: Awaitable) -> None:
+    try:
+        await closing
+    except Exception as error:  # closing during shutdown: nothing left to save
+        log.debug("close: %s", error)

@@ -1,0 +1,101 @@
+"""The embedded broker: a ``pulsar-lite`` child process with its data in the data dir.
+
+Its metrics listener (0.0.0.0:8080 by default) is switched off through a config file.
+``pulsar-lite`` ships a Linux x86-64 binary only; elsewhere, point ``PULSAR_URL`` at an
+Apache Pulsar (for example the ``apachepulsar/pulsar`` standalone container).
+"""
+import platform
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+CONFIG = "[metrics]\nenabled = false\n"
+
+
+class BrokerUnavailable(RuntimeError):
+    pass
+
+
+def broker_binary() -> str:
+    if platform.system() != "Linux" or platform.machine() not in ("x86_64", "AMD64"):
+        raise BrokerUnavailable(
+            f"the embedded broker (pulsar-lite) runs on Linux x86-64 only, not "
+            f"{platform.system()} {platform.machine()}. Start Apache Pulsar standalone "
+            f"(docker run -p 6650:6650 apachepulsar/pulsar bin/pulsar standalone) and set "
+            f"PULSAR_URL=pulsar://localhost:6650")
+    try:
+        from pulsar_lite.binary_finder import find_pulsar_lite_binary
+    except ImportError:
+        raise BrokerUnavailable("pulsar-lite is not installed (pip install pulsar-lite), "
+                                "or set PULSAR_URL to an Apache Pulsar broker") from None
+    return find_pulsar_lite_binary()
+
+
+class EmbeddedBroker:
+    def __init__(self, data_dir: str | Path, port: int = 6650, host: str = "127.0.0.1") -> None:
+        self.dir = Path(data_dir).absolute() / "broker"
+        self.host = host
+        self.port = port
+        self.process: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return f"pulsar://{self.host}:{self.port}"
+
+    def start(self, timeout: float = 15.0) -> str:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        config = self.dir / "pulsar-lite.toml"
+        config.write_text(CONFIG)
+        if _accepts(self.host, self.port):
+            raise BrokerUnavailable(f"port {self.port} is already in use; stop what holds "
+                                    f"it or choose another with TG_BROKER_PORT")
+        with open(self.dir / "broker.log", "ab") as log:
+            self.process = subprocess.Popen(
+                [broker_binary(), "--config", str(config), "--addr", f"{self.host}:{self.port}",
+                 "--db-path", str(self.dir / "data"), "--log-level", "warn"],
+                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                cwd=self.dir)
+        deadline = time.monotonic() + timeout
+        while not _accepts(self.host, self.port):
+            if self.process.poll() is not None:
+                raise BrokerUnavailable(f"pulsar-lite exited with {self.process.returncode}; "
+                                        f"see {self.dir / 'broker.log'}")
+            if time.monotonic() > deadline:
+                self.stop()
+                raise BrokerUnavailable(f"pulsar-lite did not listen on {self.port} "
+                                        f"within {timeout:g} s")
+            time.sleep(0.05)
+        return self.url
+
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def stop(self, timeout: float = 5.0) -> None:
+        if self.process is None or self.process.poll() is not None:
+            return
+        self.process.terminate()
+        try:
+            self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+    def kill(self) -> None:
+        if self.alive():
+            self.process.kill()
+            self.process.wait()
+
+
+def _accepts(host: str, port: int) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=0.2):
+            return True
+    except OSError:
+        return False
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

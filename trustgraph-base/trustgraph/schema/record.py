@@ -1,0 +1,52 @@
+"""The base of every record on the bus and on the gateway wire.
+
+One codec: ``encode`` / ``decode`` below. Readers ignore unknown fields and fill
+missing ones with defaults, so old and new processors interoperate. Request fields
+are accepted hyphenated or underscored (``entity-limit`` / ``entity_limit``);
+records are always written with their snake_case names, leaving out unset optionals.
+"""
+from typing import Self, TypeVar
+
+from pydantic import AliasChoices, AliasGenerator, BaseModel, ConfigDict
+
+
+def _both_spellings(name: str) -> AliasChoices:
+    return AliasChoices(name, name.replace("_", "-"))
+
+
+class Record(BaseModel):
+    model_config = ConfigDict(
+        extra="ignore",
+        populate_by_name=True,
+        alias_generator=AliasGenerator(validation_alias=_both_spellings),
+    )
+
+
+R = TypeVar("R", bound=Record)
+
+
+def encode(record: Record) -> bytes:
+    return record.model_dump_json(exclude_none=True).encode()
+
+
+def decode(model: type[R], data: bytes | str) -> R:
+    return model.model_validate_json(data)
+
+
+class Error(Record):
+    type: str
+    message: str
+
+
+class Response(Record):
+    """A response record: knows when it ends its stream and how to carry an error."""
+
+    error: Error | None = None
+    end_of_stream: bool = False
+
+    def is_final(self) -> bool:
+        return self.end_of_stream
+
+    @classmethod
+    def failure(cls, error: Error) -> Self:
+        return cls(error=error, end_of_stream=True)
