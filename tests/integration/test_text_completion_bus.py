@@ -5,15 +5,16 @@ import pytest
 
 from tests.support.openai_server import expected_text
 from trustgraph.base import Processor, Requester, ServiceError
-from trustgraph.model.text_completion.service import PROCESSOR, TextCompletionSettings
+from trustgraph.model.text_completion.openai.provider import Settings
+from trustgraph.model.text_completion.service import spec_for
 from trustgraph.pubsub import Bus
 from trustgraph.schema import TextCompletionRequest, TextCompletionResponse
 
 
 @pytest.fixture
 async def llm(broker, openai_server):
-    settings = TextCompletionSettings(pulsar_url=broker.url, openai_base_url=openai_server.base_url)
-    processor = Processor(PROCESSOR, settings)
+    settings = Settings(pulsar_url=broker.url, openai_base_url=openai_server.base_url)
+    processor = Processor(spec_for("openai"), settings)
     await processor.start()
     bus = Bus(broker.url)
     requester = Requester(bus, "text-completion", "default", "test-requester", timeout=10)

@@ -1,10 +1,18 @@
-"""What a text-completion provider is: one async generator of text deltas that ends
-with the request's ``Usage``. Non-streaming callers collect it."""
+"""What a text-completion provider is.
+
+A provider is one module ``trustgraph.model.text_completion.<name>.provider`` that
+defines ``Settings`` (a subclass of ``LlmSettings`` adding its own variables) and
+``make(settings) -> Provider``. A ``Provider`` is one async generator of text deltas
+ending with the request's ``Usage``; non-streaming callers collect it.
+
+Errors: raise ``Overloaded`` for rate-limit / overload answers (retried with backoff
+while nothing has been yielded yet, see ``retry.py``), ``LlmError`` for anything else.
+"""
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Protocol
 
-from trustgraph.base import HandledError
+from trustgraph.base import HandledError, ProcessorSettings
 
 
 @dataclass(frozen=True)
@@ -19,14 +27,27 @@ class LlmError(HandledError):
         super().__init__("llm-error", message)
 
 
+class Overloaded(LlmError):
+    """The provider said to slow down (HTTP 429/529, throttling, overloaded)."""
+
+
 class Provider(Protocol):
     def stream(self, system: str, prompt: str) -> AsyncIterator[str | Usage]: ...
 
 
+class LlmSettings(ProcessorSettings):
+    tg_llm: str = ""  # provider name; empty picks openai when its variables are set
+    tg_llm_model: str = ""
+    tg_llm_temperature: float = 0.0
+    tg_llm_max_tokens: int = 4096
+    tg_llm_retries: int = 4  # retries of an overloaded provider before the first token
+
+
 NOT_CONFIGURED = (
     "no LLM is configured. Set TG_LLM=openai with OPENAI_API_KEY, or OPENAI_BASE_URL "
-    "for an OpenAI-compatible server (vLLM, LM Studio, Ollama's /v1, llamafile), "
-    "then restart (tg-start, or tg-run text-completion)")
+    "for an OpenAI-compatible server (vLLM, LM Studio, Ollama's /v1, llamafile), or "
+    "TG_LLM=<provider> with that provider's variables; then restart (tg-start, or "
+    "tg-run text-completion)")
 
 
 class NotConfigured:

@@ -1,32 +1,38 @@
-"""The text-completion processor: one service, the provider chosen by ``TG_LLM``."""
-from collections.abc import AsyncIterator
+"""The text-completion processor: one service, its provider chosen by ``TG_LLM``
+(or fixed by ``tg-run text-completion-<provider>``)."""
+import importlib
+import os
+import sys
+from collections.abc import AsyncIterator, Callable
+from types import ModuleType
 
-from trustgraph.base import Context, ProcessorSettings, ProcessorSpec, Service, processor_main
+from trustgraph.base import Context, ProcessorSpec, Service, processor_main
 from trustgraph.schema import TextCompletionRequest, TextCompletionResponse
 
-from .provider import NotConfigured, Provider, Usage
+from .provider import LlmSettings, NotConfigured, Provider, Usage
+from .retry import Retrying
 
 
-class TextCompletionSettings(ProcessorSettings):
-    tg_llm: str = ""  # provider; empty picks openai when its variables are set
-    tg_llm_model: str = ""
-    tg_llm_temperature: float = 0.0
-    tg_llm_max_tokens: int = 4096
-    openai_api_key: str = ""
-    openai_base_url: str = ""
+def provider_module(name: str) -> ModuleType:
+    try:
+        return importlib.import_module(f"{__package__}.{name.replace('-', '_')}.provider")
+    except ModuleNotFoundError as error:
+        if error.name and error.name.startswith(__package__):
+            raise SystemExit(f"TG_LLM={name!r} is not a known provider") from None
+        raise
 
 
-def make_provider(settings: TextCompletionSettings) -> Provider:
-    llm = settings.tg_llm or ("openai" if settings.openai_api_key or settings.openai_base_url
-                              else "")
-    if llm == "openai":
-        from .openai.provider import OpenAiProvider
-        return OpenAiProvider(settings.openai_api_key, settings.openai_base_url or None,
-                              settings.tg_llm_model, settings.tg_llm_temperature,
-                              settings.tg_llm_max_tokens)
-    if llm:
-        raise SystemExit(f"TG_LLM={llm!r} is not a known provider (known: openai)")
-    return NotConfigured()
+def chosen_provider(argv: list[str]) -> str:
+    """The provider named by ``--tg-llm`` or ``TG_LLM``; else openai when its
+    variables are set; else none."""
+    for i, arg in enumerate(argv):
+        if arg.startswith("--tg-llm="):
+            return arg.split("=", 1)[1]
+        if arg == "--tg-llm" and i + 1 < len(argv):
+            return argv[i + 1]
+    if os.environ.get("TG_LLM"):
+        return os.environ["TG_LLM"]
+    return "openai" if os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL") else ""
 
 
 def completion_handler(provider: Provider):
@@ -47,10 +53,25 @@ def completion_handler(provider: Provider):
     return complete
 
 
-def services(settings: TextCompletionSettings) -> list[Service]:
-    return [Service("text-completion", TextCompletionRequest, TextCompletionResponse,
-                    completion_handler(make_provider(settings)), error_type="llm-error")]
+def spec_for(provider_name: str) -> ProcessorSpec:
+    module = provider_module(provider_name) if provider_name else None
+    settings_model = module.Settings if module else LlmSettings
+
+    def services(settings: LlmSettings) -> list[Service]:
+        provider = Retrying(module.make(settings), settings.tg_llm_retries) if module \
+            else NotConfigured()
+        return [Service("text-completion", TextCompletionRequest, TextCompletionResponse,
+                        completion_handler(provider), error_type="llm-error")]
+
+    name = f"text-completion-{provider_name}" if provider_name else "text-completion"
+    return ProcessorSpec(name, settings_model, services)
 
 
-PROCESSOR = ProcessorSpec("text-completion", TextCompletionSettings, services)
-main = processor_main(PROCESSOR)
+def main_for(provider_name: str | None = None) -> Callable[[list[str] | None], None]:
+    def main(argv: list[str] | None = None) -> None:
+        argv = sys.argv[1:] if argv is None else argv
+        processor_main(spec_for(provider_name or chosen_provider(argv)))(argv)
+    return main
+
+
+main = main_for()

@@ -1,7 +1,7 @@
 """OpenAI chat completions, and every server that speaks that API (vLLM, LM Studio,
 llamafile, TGI, Ollama's /v1), chosen by ``OPENAI_BASE_URL``.
 
-The SDK supplies configuration, auth and retries before the response starts; the
+The SDK supplies configuration and auth (overload retries are retry.py's); the
 token stream itself is read as raw SSE lines, since parsing every chunk into the
 SDK's typed models costs milliseconds per chunk under load (DESIGN §1).
 """
@@ -10,20 +10,33 @@ from collections.abc import AsyncIterator
 
 import openai
 
-from ..provider import LlmError, Usage
+from ..provider import LlmError, LlmSettings, Overloaded, Usage
 
 DEFAULT_MODEL = "gpt-4o-mini"
 
 
+class Settings(LlmSettings):
+    openai_api_key: str = ""
+    openai_base_url: str = ""
+
+
+def make(settings: Settings) -> "OpenAiProvider":
+    # Local OpenAI-compatible servers need no key, but the SDK insists on one.
+    client = openai.AsyncOpenAI(api_key=settings.openai_api_key or "not-needed",
+                                base_url=settings.openai_base_url or None, max_retries=0)
+    return OpenAiProvider(client, settings.tg_llm_model or DEFAULT_MODEL,
+                          settings.tg_llm_temperature, settings.tg_llm_max_tokens)
+
+
 class OpenAiProvider:
-    def __init__(self, api_key: str | None, base_url: str | None, model: str | None,
-                 temperature: float, max_tokens: int, max_retries: int = 2) -> None:
-        self.model = model or DEFAULT_MODEL
+    """Any client with the OpenAI chat API shape: ``AsyncOpenAI`` or ``AsyncAzureOpenAI``."""
+
+    def __init__(self, client: openai.AsyncOpenAI, model: str, temperature: float,
+                 max_tokens: int) -> None:
+        self.client = client
+        self.model = model
         self.temperature = temperature
         self.max_tokens = max_tokens
-        # Local OpenAI-compatible servers need no key, but the SDK insists on one.
-        self.client = openai.AsyncOpenAI(api_key=api_key or "not-needed",
-                                         base_url=base_url, max_retries=max_retries)
 
     async def stream(self, system: str, prompt: str) -> AsyncIterator[str | Usage]:
         messages = [{"role": "user", "content": prompt}]
@@ -52,7 +65,8 @@ class OpenAiProvider:
                     usage = chunk.get("usage") or usage
                     model = chunk.get("model") or model
         except openai.APIStatusError as error:
-            raise LlmError(f"{self.client.base_url} answered {error.status_code}: "
+            kind = Overloaded if error.status_code in (429, 503, 529) else LlmError
+            raise kind(f"{self.client.base_url} answered {error.status_code}: "
                            f"{_error_text(error.body) or error.message}") from None
         except openai.APIConnectionError as error:
             raise LlmError(f"cannot reach the LLM at {self.client.base_url}: {error}") from None
