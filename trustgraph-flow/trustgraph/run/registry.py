@@ -8,6 +8,8 @@ from collections.abc import Callable
 
 RUNNABLES = {
     "gateway": "trustgraph.gateway.app:main",
+    "config": "trustgraph.config.service:main",
+    "prompt": "trustgraph.prompt.service:main",
     "text-completion": "trustgraph.model.text_completion.service:main",
 }
 
