@@ -1,0 +1,158 @@
+"""Local LLM servers for tests: the script (what to answer, how fast, how to fail)
+is common; each provider's server module supplies only its wire format.
+
+A request steers its own answer with a directive anywhere in its prompt text, e.g.
+``[tokens=2000 delay=0 first=0.2 fail_after=5 drop_after=7 status=429 fail_times=2]``:
+tokens: how many tokens (``tok0 tok1 ...``); first / delay: seconds before the first
+token and between tokens; fail_after: an in-stream error after N tokens; drop_after:
+cut the connection after N tokens; status: answer with that HTTP status instead
+(only the first ``fail_times`` such requests when given, then answer normally).
+"""
+import asyncio
+import re
+import time
+from dataclasses import dataclass, field, replace
+
+from aiohttp import web
+
+DIRECTIVE = re.compile(r"\[([a-z_]+=[^\]]*)\]")
+PROMPT_TOKENS = 11  # every scripted server reports this many input tokens
+_INTS = {"tokens", "fail_after", "drop_after", "status", "fail_times"}
+
+
+@dataclass
+class Script:
+    tokens: int = 5
+    first: float = 0.0
+    delay: float = 0.0
+    fail_after: int | None = None
+    drop_after: int | None = None
+    status: int = 200
+    fail_times: int | None = None
+
+    def updated(self, text: str) -> "Script":
+        match = DIRECTIVE.search(text)
+        if not match:
+            return self
+        values = dict(item.split("=", 1) for item in match.group(1).split())
+        return replace(self, **{k: (int if k in _INTS else float)(v) for k, v in values.items()})
+
+
+@dataclass
+class Stats:
+    requests: int = 0
+    open_streams: int = 0
+    statuses_sent: int = 0
+    closed_early: list[float] = field(default_factory=list)  # when a client left mid-stream
+
+
+def token(i: int) -> str:
+    return f"tok{i} "
+
+
+def expected_text(tokens: int) -> str:
+    return "".join(token(i) for i in range(tokens))
+
+
+class ScriptedServer:
+    """Subclasses set ``model`` and implement the hooks below for their format."""
+
+    model = "fake-model"
+
+    def __init__(self, script: Script | None = None) -> None:
+        self.script = script or Script()
+        self.stats = Stats()
+        self.runner: web.AppRunner | None = None
+        self.port = 0
+        self.disconnected = asyncio.Event()
+        self.last_body: dict | None = None
+        self.last_headers: dict | None = None
+
+    # --- hooks for a wire format -------------------------------------------------
+    def routes(self, app: web.Application) -> None:
+        raise NotImplementedError
+
+    def prompt_text(self, body: dict) -> str:
+        raise NotImplementedError
+
+    def wants_stream(self, body: dict) -> bool:
+        raise NotImplementedError
+
+    def error_response(self, status: int, message: str) -> web.Response:
+        return web.json_response({"error": {"message": message}}, status=status)
+
+    def completion(self, text: str, script: Script) -> web.Response:
+        raise NotImplementedError
+
+    async def open_stream(self, request: web.Request, body: dict) -> web.StreamResponse:
+        raise NotImplementedError
+
+    async def write_token(self, response: web.StreamResponse, text: str) -> None:
+        raise NotImplementedError
+
+    async def write_error(self, response: web.StreamResponse, message: str) -> None:
+        raise NotImplementedError
+
+    async def write_end(self, response: web.StreamResponse, body: dict, script: Script) -> None:
+        raise NotImplementedError
+
+    # --- common behaviour ---------------------------------------------------------
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    async def start(self, port: int = 0) -> "ScriptedServer":
+        app = web.Application(client_max_size=64 * 1024 * 1024)
+        self.routes(app)
+        self.runner = web.AppRunner(app, handler_cancellation=True, access_log=None)
+        await self.runner.setup()
+        site = web.TCPSite(self.runner, "127.0.0.1", port)
+        await site.start()
+        self.port = site._server.sockets[0].getsockname()[1]
+        return self
+
+    async def stop(self) -> None:
+        if self.runner:
+            await self.runner.cleanup()
+
+    async def handle(self, request: web.Request, body: dict | None = None) -> web.StreamResponse:
+        """Answer one request; ``body`` when the format parsed it already."""
+        body = body if body is not None else await request.json()
+        self.stats.requests += 1
+        self.last_body, self.last_headers = body, dict(request.headers)
+        script = self.script.updated(self.prompt_text(body))
+        if script.status != 200 and (script.fail_times is None
+                                     or self.stats.statuses_sent < script.fail_times):
+            self.stats.statuses_sent += 1
+            return self.error_response(script.status, f"scripted {script.status}")
+        if not self.wants_stream(body):
+            await asyncio.sleep(script.first + script.delay * max(script.tokens - 1, 0))
+            return self.completion(expected_text(script.tokens), script)
+        return await self._stream(request, body, script)
+
+    async def _stream(self, request: web.Request, body: dict, script: Script) -> web.StreamResponse:
+        response = await self.open_stream(request, body)
+        self.stats.open_streams += 1
+        finished = False
+        try:
+            await asyncio.sleep(script.first)
+            for i in range(script.tokens):
+                if i and script.delay:
+                    await asyncio.sleep(script.delay)
+                if script.fail_after is not None and i == script.fail_after:
+                    await self.write_error(response, "scripted failure")
+                    finished = True
+                    return response
+                if script.drop_after is not None and i == script.drop_after:
+                    request.transport.close()
+                    finished = True
+                    return response
+                await self.write_token(response, token(i))
+            await self.write_end(response, body, script)
+            finished = True
+            return response
+        finally:
+            self.stats.open_streams -= 1
+            if not finished:
+                self.stats.closed_early.append(time.monotonic())
+                self.disconnected.set()
