@@ -21,10 +21,17 @@ class Settings(LlmSettings):
 
 
 def make(settings: Settings) -> "OpenAiProvider":
+    return compatible(settings, settings.openai_base_url, settings.openai_api_key)
+
+
+def compatible(settings: LlmSettings, base_url: str, api_key: str = "",
+               default_model: str = DEFAULT_MODEL) -> "OpenAiProvider":
+    """The adapter for any server speaking the OpenAI chat API at ``base_url``
+    (empty: OpenAI itself); the presets (vllm, lmstudio, ...) are this with a URL."""
     # Local OpenAI-compatible servers need no key, but the SDK insists on one.
-    client = openai.AsyncOpenAI(api_key=settings.openai_api_key or "not-needed",
-                                base_url=settings.openai_base_url or None, max_retries=0)
-    return OpenAiProvider(client, settings.tg_llm_model or DEFAULT_MODEL,
+    client = openai.AsyncOpenAI(api_key=api_key or "not-needed", base_url=base_url or None,
+                                max_retries=0)
+    return OpenAiProvider(client, settings.tg_llm_model or default_model,
                           settings.tg_llm_temperature, settings.tg_llm_max_tokens)
 
 

@@ -1,0 +1,105 @@
+"""AWS Bedrock through the Converse API (``converse_stream``), on aiobotocore so the
+answer is read without blocking the event loop.
+
+Bedrock streams AWS event-stream binary frames; botocore decodes them (checking both
+CRCs) and hands each over as one parsed event: ``contentBlockDelta`` carries text,
+``metadata`` the token counts, and an exception frame raises ``EventStreamError``.
+Credentials, region and endpoint resolve as every AWS tool does, unless set here.
+"""
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack
+
+from aiobotocore.config import AioConfig
+from aiobotocore.session import get_session
+from botocore.exceptions import ClientError, NoCredentialsError, NoRegionError
+
+from ..provider import LlmError, LlmSettings, Overloaded, Usage
+
+DEFAULT_MODEL = "anthropic.claude-3-5-sonnet-20240620-v1:0"
+# "Slow down" error codes: PascalCase in HTTP answers, camelCase inside a stream.
+OVERLOAD_CODES = {"throttlingexception", "serviceunavailableexception",
+                  "modelnotreadyexception", "toomanyrequestsexception"}
+
+
+class Settings(LlmSettings):
+    aws_region: str = ""  # else AWS_DEFAULT_REGION or the AWS config file
+    aws_access_key_id: str = ""  # the three keys: else the AWS credential chain
+    aws_secret_access_key: str = ""
+    aws_session_token: str = ""
+    bedrock_endpoint_url: str = ""  # e.g. a VPC endpoint; default from the region
+
+
+def make(settings: Settings) -> "BedrockProvider":
+    return BedrockProvider(settings)
+
+
+class BedrockProvider:
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.model = settings.tg_llm_model or DEFAULT_MODEL
+        self._client = None
+        self._lock = asyncio.Lock()
+        self._exit = AsyncExitStack()
+
+    async def client(self):
+        """One client for the provider's life (its connection pool is reused); made on
+        first use since aiobotocore clients are entered inside the running loop."""
+        async with self._lock:
+            if self._client is None:
+                s = self.settings
+                config = AioConfig(
+                    retries={"total_max_attempts": 1},  # retry.py owns retries
+                    read_timeout=s.tg_request_timeout, max_pool_connections=s.tg_concurrency)
+                self._client = await self._exit.enter_async_context(get_session().create_client(
+                    "bedrock-runtime", region_name=s.aws_region or None,
+                    endpoint_url=s.bedrock_endpoint_url or None,
+                    aws_access_key_id=s.aws_access_key_id or None,
+                    aws_secret_access_key=s.aws_secret_access_key or None,
+                    aws_session_token=s.aws_session_token or None, config=config))
+        return self._client
+
+    async def aclose(self) -> None:
+        await self._exit.aclose()
+        self._client = None
+
+    async def stream(self, system: str, prompt: str) -> AsyncIterator[str | Usage]:
+        request = {
+            "modelId": self.model,
+            "messages": [{"role": "user", "content": [{"text": prompt}]}],
+            "inferenceConfig": {"maxTokens": self.settings.tg_llm_max_tokens,
+                                "temperature": self.settings.tg_llm_temperature}}
+        if system:
+            request["system"] = [{"text": system}]
+        usage, events = {}, None
+        try:
+            response = await (await self.client()).converse_stream(**request)
+            events = response["stream"]
+            async for event in events:
+                if "contentBlockDelta" in event:
+                    text = event["contentBlockDelta"]["delta"].get("text")
+                    if text:
+                        yield text
+                elif "metadata" in event:
+                    usage = event["metadata"].get("usage") or usage
+        except ClientError as error:  # an HTTP error answer, or an exception frame
+            raise _error(error) from None
+        except (NoRegionError, NoCredentialsError) as error:
+            raise LlmError(f"Bedrock is not configured: {str(error).rstrip('.')}. Set AWS_REGION "
+                           "and AWS credentials (keys, AWS_PROFILE or a role).") from None
+        except Exception as error:  # a connection refused or cut mid-stream, ...
+            raise LlmError(f"Bedrock stream failed: {type(error).__name__}: {error}") from None
+        finally:
+            if events is not None:
+                # A no-op after the last frame; when the caller stops early (aclose,
+                # cancel) it drops the HTTP connection so Bedrock stops generating.
+                events.close()
+        yield Usage(usage.get("inputTokens"), usage.get("outputTokens"), self.model)
+
+
+def _error(error: ClientError) -> LlmError:
+    code = error.response.get("Error", {}).get("Code", "")
+    message = error.response.get("Error", {}).get("Message", "") or str(error)
+    status = error.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+    overloaded = code.lower() in OVERLOAD_CODES or status in (429, 503)
+    return (Overloaded if overloaded else LlmError)(f"Bedrock answered {code}: {message}")
