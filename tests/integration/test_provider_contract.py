@@ -32,10 +32,15 @@ async def case(request):
     module = provider_module(case.provider)
     settings = module.Settings(**case.settings(server))
 
+    made = []
+
     def provider(retries: int = 0) -> Retrying:
-        return Retrying(module.make(settings), retries, base_delay=0.01)
+        made.append(Retrying(module.make(settings), retries, base_delay=0.01))
+        return made[-1]
 
     yield case, server, provider
+    for each in made:
+        await each.aclose()
     await server.stop()
 
 

@@ -61,11 +61,13 @@ class Processor:
         self.instance = f"{spec.name}-{uuid.uuid4().hex[:8]}"
         self.bus = Bus(settings.pulsar_url, consumer_id_offset=settings.tg_replica)
         self._inflight: dict[str, asyncio.Task] = {}
+        self._services: list[Service] = []
 
     async def start(self) -> None:
         services = self.spec.services(self.settings)
         if inspect.isawaitable(services):
             services = await services
+        self._services = services
         limit = asyncio.Semaphore(self.settings.tg_concurrency)
         replies = ReplyProducers(self.bus)
         await self.bus.consume(CANCEL_TOPIC, self.instance, self._on_cancel,
@@ -91,6 +93,9 @@ class Processor:
             task.cancel()
         await asyncio.gather(*self._inflight.values(), return_exceptions=True)
         await self.bus.close()
+        for service in self._services:
+            if service.close is not None:
+                await service.close()
 
 
 async def serve_until_stopped(processor: Processor) -> None:

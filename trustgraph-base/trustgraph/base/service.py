@@ -39,6 +39,7 @@ class Service:
     response: type[Response]
     handler: Handler
     error_type: str = ""  # the ``error.type`` for unexpected failures
+    close: Callable[[], Awaitable[None]] | None = None  # releases what the handler holds
 
     @property
     def failure_type(self) -> str:

@@ -4,6 +4,7 @@ import asyncio
 import logging
 import random
 from collections.abc import AsyncIterator
+from contextlib import aclosing
 
 from .provider import LlmError, Overloaded, Provider, Usage
 
@@ -11,6 +12,8 @@ log = logging.getLogger(__name__)
 
 
 class Retrying:
+    """A provider that retries its inner provider; ``aclose`` is the inner one's."""
+
     def __init__(self, provider: Provider, retries: int, base_delay: float = 0.5,
                  max_delay: float = 8.0) -> None:
         self.provider = provider
@@ -22,9 +25,12 @@ class Retrying:
         for attempt in range(self.retries + 1):
             started = False
             try:
-                async for piece in self.provider.stream(system, prompt):
-                    started = True
-                    yield piece
+                # aclosing: a caller that stops early closes the provider's HTTP
+                # stream now, not whenever the generator is collected.
+                async with aclosing(self.provider.stream(system, prompt)) as pieces:
+                    async for piece in pieces:
+                        started = True
+                        yield piece
                 return
             except Overloaded as error:
                 if started:
@@ -37,3 +43,8 @@ class Retrying:
                 log.info("provider overloaded (%s); retry %d in %.2f s",
                          error.message, attempt + 1, delay)
                 await asyncio.sleep(delay)
+
+    async def aclose(self) -> None:
+        close = getattr(self.provider, "aclose", None)
+        if close is not None:
+            await close()

@@ -61,7 +61,8 @@ def spec_for(provider_name: str) -> ProcessorSpec:
         provider = Retrying(module.make(settings), settings.tg_llm_retries) if module \
             else NotConfigured()
         return [Service("text-completion", TextCompletionRequest, TextCompletionResponse,
-                        completion_handler(provider), error_type="llm-error")]
+                        completion_handler(provider), error_type="llm-error",
+                        close=getattr(provider, "aclose", None))]
 
     name = f"text-completion-{provider_name}" if provider_name else "text-completion"
     return ProcessorSpec(name, settings_model, services)
