@@ -7,11 +7,13 @@ answers cancels, and shuts down cleanly on SIGINT/SIGTERM.
 import asyncio
 import inspect
 import logging
+import os
 import signal
 import sys
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from ..pubsub import Bus, Message
 from ..schema import CANCEL_TOPIC, Cancel, decode
@@ -104,11 +106,20 @@ async def serve_until_stopped(processor: Processor) -> None:
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     await processor.start()
+    announce_ready()
     try:
         await stop.wait()
     finally:
         log.info("%s stopping", processor.spec.name)
         await processor.stop()
+
+
+def announce_ready() -> None:
+    """Touch ``TG_READY_FILE`` when set: tg-start's "ready" must mean requests are
+    answered, and a request sent on a non-persistent topic before its service has
+    subscribed would be lost."""
+    if ready_file := os.environ.get("TG_READY_FILE"):
+        Path(ready_file).touch()
 
 
 def processor_main(spec: ProcessorSpec) -> Callable[[list[str] | None], None]:

@@ -8,6 +8,7 @@ cancel that goes out when a caller stops listening before the final record.
 import asyncio
 import logging
 import uuid
+from collections import deque
 from collections.abc import AsyncIterator
 
 from ..pubsub import Bus, Message
@@ -35,6 +36,56 @@ class ServiceError(Exception):
         self.error = error
 
 
+class _Pending:
+    """Responses that arrived for one request and not yet read, in order.
+
+    Every response carries a sequence number (property ``seq``); a gap means records
+    were lost in transit (non-persistent topics drop what is in flight when the
+    broker restarts), and the request fails rather than returning text with holes.
+    """
+
+    __slots__ = ("frames", "arrived", "expected", "failure")
+
+    def __init__(self) -> None:
+        self.frames: deque[Frame] = deque()
+        self.arrived = asyncio.Event()
+        self.expected = 0
+        self.failure: Exception | None = None
+
+    def put(self, frame: Frame, seq: int | None) -> None:
+        if self.failure is not None:
+            return
+        if seq is not None and seq != self.expected:
+            self.fail(ServiceError(Error(
+                type="responses-lost",
+                message=f"{seq - self.expected} response record(s) lost in transit "
+                        f"(was the broker restarted?)")))
+            return
+        self.expected += 1
+        if len(self.frames) >= MAX_PENDING_RESPONSES:
+            self.fail(ServiceError(Error(type="overflow",
+                                         message="the caller is not reading its responses")))
+            return
+        self.frames.append(frame)
+        self.arrived.set()
+
+    def fail(self, error: Exception) -> None:
+        self.failure = error
+        self.arrived.set()
+
+    async def batch(self, timeout: float) -> list[Frame]:
+        """Everything that has arrived, waiting up to ``timeout`` for the first."""
+        while not self.frames:
+            if self.failure is not None:
+                raise self.failure
+            self.arrived.clear()
+            async with asyncio.timeout(timeout):
+                await self.arrived.wait()
+        batch = list(self.frames)
+        self.frames.clear()
+        return batch
+
+
 class Requester:
     def __init__(self, bus: Bus, service: str, flow: str, requester_id: str,
                  timeout: float = 120.0) -> None:
@@ -45,7 +96,8 @@ class Requester:
         self._request_topic = request_topic(service, flow)
         self._reply_to = response_topic(service, flow, requester_id)
         self._subscription = requester_id
-        self._pending: dict[str, asyncio.Queue[Frame]] = {}
+        self._pending: dict[str, _Pending] = {}
+        self._cancels: set[asyncio.Task] = set()
         self._producer = None
         self._cancel_producer = None
 
@@ -57,15 +109,12 @@ class Requester:
 
     async def _route(self, message: Message) -> None:
         properties = message.properties()
-        queue = self._pending.get(properties.get("id", ""))
-        if queue is None:
+        pending = self._pending.get(properties.get("id", ""))
+        if pending is None:
             return  # late response for a request that was cancelled or timed out
-        try:
-            queue.put_nowait((message.data(), properties.get("end") == "1"))
-        except asyncio.QueueFull:
-            self._pending.pop(properties["id"], None)
-            log.warning("id=%s dropped: caller is not reading its responses",
-                        properties["id"])
+        seq = properties.get("seq")
+        pending.put((message.data(), properties.get("end") == "1"),
+                    int(seq) if seq is not None else None)
 
     async def frames(self, request: Record, request_id: str | None = None
                      ) -> AsyncIterator[list[Frame]]:
@@ -76,40 +125,37 @@ class Requester:
         cancel for the request, so the service stops and closes its LLM stream.
         """
         request_id = request_id or uuid.uuid4().hex
-        queue: asyncio.Queue[Frame] = asyncio.Queue(MAX_PENDING_RESPONSES)
-        self._pending[request_id] = queue
+        pending = self._pending[request_id] = _Pending()
         finished = False
         try:
             await self._producer.send(encode(request), properties={
                 "id": request_id, "reply-to": self._reply_to})
             while not finished:
-                batch = [await self._next(queue, request_id)]
-                while not queue.empty():
-                    batch.append(queue.get_nowait())
+                try:
+                    batch = await pending.batch(self.timeout)
+                except TimeoutError:
+                    raise RequestTimeout(f"{self.service} on flow {self.flow} sent nothing "
+                                         f"for {self.timeout:g} s") from None
                 finished = batch[-1][1]
                 yield batch
         finally:
-            self._pending.pop(request_id, None)
+            del self._pending[request_id]
             if not finished:
-                await self._cancel(request_id)
+                self._cancel(request_id)
 
-    async def _next(self, queue: asyncio.Queue[Frame], request_id: str) -> Frame:
-        if request_id not in self._pending:
-            raise ServiceError(Error(type="overflow", message="response consumer too slow"))
-        try:
-            return await asyncio.wait_for(queue.get(), self.timeout)
-        except TimeoutError:
-            raise RequestTimeout(
-                f"{self.service} on flow {self.flow} sent nothing for {self.timeout:g} s"
-            ) from None
+    def _cancel(self, request_id: str) -> None:
+        # Not awaited: while the broker is away a send waits for its timeout, and the
+        # caller's error (e.g. a timeout) must not wait for that.
+        task = asyncio.get_running_loop().create_task(self._send_cancel(request_id))
+        self._cancels.add(task)
+        task.add_done_callback(self._cancels.discard)
 
-    async def _cancel(self, request_id: str) -> None:
+    async def _send_cancel(self, request_id: str) -> None:
         try:
-            await asyncio.shield(self._cancel_producer.send(
-                encode(Cancel(id=request_id)), properties={"id": request_id}))
+            await self._cancel_producer.send(encode(Cancel(id=request_id)),
+                                             properties={"id": request_id})
         except Exception as error:
             log.warning("id=%s cancel not sent: %s", request_id, error)
-
     async def stream(self, request: Record, model: type[Response],
                      request_id: str | None = None) -> AsyncIterator[Response]:
         """Yield decoded response records; a record carrying ``error`` raises

@@ -157,10 +157,15 @@ class ReplyProducers:
         except Exception:
             self._producers.pop(topic, None)
             raise
-        final_props = {"id": request_id, "end": "1"}
-        delta_props = {"id": request_id}
+        seq = 0
 
         async def send(record: Response, final: bool) -> None:
-            await producer.send(encode(record), properties=final_props if final else delta_props)
+            # ``seq`` lets the requester notice records lost in transit.
+            nonlocal seq
+            properties = {"id": request_id, "seq": str(seq)}
+            if final:
+                properties["end"] = "1"
+            seq += 1
+            await producer.send(encode(record), properties=properties)
 
         return send

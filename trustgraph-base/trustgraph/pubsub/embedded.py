@@ -55,7 +55,9 @@ class EmbeddedBroker:
                 [broker_binary(), "--config", str(config), "--addr", f"{self.host}:{self.port}",
                  "--db-path", str(self.dir / "data"), "--log-level", "warn"],
                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                cwd=self.dir)
+                # Its own session: a terminal's Ctrl-C reaches tg-start, which stops
+                # the broker last, after the processors.
+                cwd=self.dir, start_new_session=True)
         deadline = time.monotonic() + timeout
         while not _accepts(self.host, self.port):
             if self.process.poll() is not None:

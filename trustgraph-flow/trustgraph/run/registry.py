@@ -26,3 +26,9 @@ def main_of(name: str) -> Callable[[list[str] | None], None]:
                          f"{PROVIDER_PREFIX}<provider>")
     module, attribute = RUNNABLES[name].split(":")
     return getattr(importlib.import_module(module), attribute)
+
+
+# What ``tg-start`` runs unless TG_PROCESSORS says otherwise; entries whose module is
+# not installed are skipped with a line saying so. The gateway is started alongside
+# the processors and stopped before them.
+DEFAULT_STACK = ["config", "prompt", "text-completion", "gateway"]

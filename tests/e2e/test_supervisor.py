@@ -1,0 +1,157 @@
+"""tg-start as a user runs it: the stack comes up, answers through the gateway's
+websocket, survives its parts being killed, and stops cleanly leaving nothing behind."""
+import asyncio
+import signal
+import subprocess
+import time
+import uuid
+
+import aiohttp
+import pytest
+
+from tests.support.openai_server import expected_text
+from tests.support.stack import Stack, openai_server_thread
+from trustgraph.run.rundir import alive
+
+PARTS = ["text-completion", "gateway"]
+
+
+async def complete(stack: Stack, prompt: str = "[tokens=5]", timeout: float = 10.0
+                   ) -> tuple[str, dict | None]:
+    """One streaming text-completion over the websocket: (text, error or None)."""
+    request_id = uuid.uuid4().hex
+    async with aiohttp.ClientSession() as session:
+        async with session.ws_connect(stack.websocket_url) as ws:
+            await ws.send_json({"id": request_id, "service": "text-completion",
+                                "flow": "default", "request": {
+                                    "system": "", "prompt": prompt, "streaming": True}})
+            text = []
+            while True:
+                frame = await asyncio.wait_for(ws.receive_json(), timeout)
+                assert frame["id"] == request_id
+                response = frame.get("response") or {}
+                error = frame.get("error") or response.get("error")
+                if error:
+                    return "".join(text), error
+                text.append(response.get("response", ""))
+                if frame["complete"]:
+                    return "".join(text), None
+
+
+async def answers_within(stack: Stack, deadline: float) -> float:
+    """Poll until a request succeeds; returns how long that took."""
+    started = time.monotonic()
+    while True:
+        try:
+            text, error = await complete(stack, timeout=1.0)
+            if error is None and text == expected_text(5):
+                return time.monotonic() - started
+        except (aiohttp.ClientError, TimeoutError):
+            pass
+        assert time.monotonic() - started < deadline, "the stack did not answer again"
+        await asyncio.sleep(0.1)
+
+
+@pytest.fixture(scope="module")
+def llm():
+    with openai_server_thread() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def stack(llm):
+    with Stack(env={"OPENAI_BASE_URL": llm.base_url, "OPENAI_API_KEY": "test",
+                    "TG_REQUEST_TIMEOUT": "3"}, processors=PARTS) as stack:
+        yield stack
+
+
+async def test_stack_answers_and_says_where_it_listens(stack):
+    assert await complete(stack) == (expected_text(5), None)
+    log = stack.log()
+    assert f"{stack.broker_url}  (embedded pulsar-lite, pid {stack.pid('broker')}" in log
+    assert stack.gateway_url in log and stack.websocket_url in log
+    assert "OPEN: no TG_GATEWAY_TOKEN set" in log
+    assert set(stack.pids()) == {"tg-start", "broker", "text-completion", "gateway"}
+    assert all(alive(pid) for pid in stack.pids().values())
+
+
+async def test_killed_processor_is_restarted(stack):
+    old = stack.kill("text-completion")
+    killed = time.monotonic()
+    new = await asyncio.to_thread(stack.wait_restarted, "text-completion", old)
+    restarted = time.monotonic() - killed
+    answered = await answers_within(stack, deadline=15)
+    print(f"text-completion serving again {restarted:.2f} s after SIGKILL, "
+          f"answering after {answered:.2f} s more")
+    assert new != old and "text-completion restarted, pid" in stack.log()
+
+
+async def test_killed_broker_is_restarted(stack):
+    in_flight = asyncio.create_task(complete(stack, "[tokens=200 delay=0.05]", timeout=15))
+    await asyncio.sleep(0.5)  # streaming by now
+    old = stack.kill("broker")
+    killed = time.monotonic()
+    new = await asyncio.to_thread(stack.wait_restarted, "broker", old)
+    answered = await answers_within(stack, deadline=20)
+    print(f"broker back {time.monotonic() - killed - answered:.2f} s after SIGKILL; "
+          f"requests answered {time.monotonic() - killed:.2f} s after it")
+    assert new != old
+    # The request in flight may fail, time out or finish, but it ends: it never hangs.
+    # (Not asserted: that a finished one is whole. Deltas sent while the broker is
+    # down can be lost without an error; see docs/operations.md.)
+    await asyncio.wait_for(in_flight, 20)
+
+
+def test_second_tg_start_on_the_same_data_dir_is_refused(stack):
+    result = subprocess.run([str(stack.process.args[0])], env=stack.env, timeout=30,
+                            capture_output=True, text=True)
+    assert result.returncode == 1
+    assert f"another tg-start (pid {stack.pid('tg-start')})" in result.stderr
+
+
+async def test_default_stack_without_an_llm_says_how_to_configure_one_and_stops_in_order():
+    async with Stack(env={"TG_REQUEST_TIMEOUT": "3"}) as stack:  # the default stack
+        text, error = await complete(stack)
+        assert text == ""
+        assert error["type"] == "llm-error"
+        assert "TG_LLM" in error["message"] and "OPENAI_API_KEY" in error["message"]
+        pids = stack.pids()
+        assert await asyncio.to_thread(stack.stop, signal.SIGTERM) == 0
+        log = stack.log()
+    assert not any(alive(pid) for pid in pids.values())
+    assert log.index("gateway stopping") < log.index("text-completion stopping")
+    assert log.rstrip().endswith("tg-start: stopped")
+
+
+def test_ctrl_c_stops_everything_and_exits_0():
+    with Stack(processors=PARTS) as stack:
+        assert stack.interrupt() == 0
+        assert "gateway stopping" in stack.log()
+
+
+def test_sigterm_while_starting_leaves_nothing_behind():
+    stack = Stack(processors=PARTS)
+    try:
+        stack.launch()
+        stack.wait_for(lambda: stack.pid_or_none("text-completion"), 20, "a child")
+        assert stack.stop(signal.SIGTERM) == 0
+        assert "tg-start: ready" not in stack.log()
+    finally:
+        stack.close()
+
+
+def test_children_of_a_killed_tg_start_are_cleaned_up():
+    """SIGKILL leaves tg-start no say: its processors follow it (parent-death
+    signal) and the next tg-start on that data dir stops the orphaned broker."""
+    with Stack(processors=PARTS) as stack:
+        children = {n: stack.pid(n) for n in PARTS}
+        broker = stack.pid("broker")
+        stack.process.kill()
+        stack.process.wait()
+        stack.process = None
+        stack.wait_for(lambda: not any(alive(p) for p in children.values()), 10,
+                       "the processors to follow tg-start")
+        assert alive(broker)
+        stack.start()
+        assert not alive(broker) and stack.pid("broker") != broker
+        assert "left over from an earlier tg-start" in stack.log()

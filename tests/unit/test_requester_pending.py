@@ -1,0 +1,54 @@
+"""The per-request buffer of the requester: ordering, batching, lost records."""
+import asyncio
+
+import pytest
+
+from trustgraph.base.requester import MAX_PENDING_RESPONSES, ServiceError, _Pending
+
+
+async def test_batches_whatever_has_arrived_in_order():
+    pending = _Pending()
+    for seq in range(3):
+        pending.put((b"%d" % seq, seq == 2), seq)
+    assert await pending.batch(1) == [(b"0", False), (b"1", False), (b"2", True)]
+
+
+async def test_waits_for_the_first_frame():
+    pending = _Pending()
+    waiting = asyncio.create_task(pending.batch(5))
+    await asyncio.sleep(0)
+    assert not waiting.done()
+    pending.put((b"x", True), 0)
+    assert await waiting == [(b"x", True)]
+
+
+async def test_a_gap_in_sequence_fails_after_the_frames_before_it():
+    pending = _Pending()
+    pending.put((b"a", False), 0)
+    pending.put((b"c", False), 2)  # 1 was lost
+    pending.put((b"d", True), 3)
+    assert await pending.batch(1) == [(b"a", False)]
+    with pytest.raises(ServiceError) as failure:
+        await pending.batch(1)
+    assert failure.value.error.type == "responses-lost"
+
+
+async def test_records_without_seq_are_accepted_from_old_senders():
+    pending = _Pending()
+    pending.put((b"a", False), None)
+    pending.put((b"b", True), None)
+    assert len(await pending.batch(1)) == 2
+
+
+async def test_a_reader_that_never_reads_overflows_instead_of_growing():
+    pending = _Pending()
+    for seq in range(MAX_PENDING_RESPONSES + 1):
+        pending.put((b"x", False), seq)
+    assert len(await pending.batch(1)) == MAX_PENDING_RESPONSES
+    with pytest.raises(ServiceError, match="overflow"):
+        await pending.batch(1)
+
+
+async def test_times_out_when_nothing_arrives():
+    with pytest.raises(TimeoutError):
+        await _Pending().batch(0.01)

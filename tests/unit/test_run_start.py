@@ -1,0 +1,65 @@
+"""tg-start's settings, its choice of parts, and how it fails."""
+import pytest
+
+from trustgraph.pubsub.embedded import BrokerUnavailable
+from trustgraph.run import registry, start
+from trustgraph.run.start import StartError, StartSettings, module_of, plan
+
+
+def test_settings_come_from_the_environment_and_flags(monkeypatch):
+    monkeypatch.setenv("TG_PROCESSORS", "gateway, text-completion")
+    monkeypatch.setenv("TG_GATEWAY_PORT", "9999")
+    settings = StartSettings()
+    assert settings.tg_processors == ["gateway", "text-completion"]
+    assert settings.tg_gateway_port == 9999 and settings.pulsar_url == ""
+    settings = start.load_settings(StartSettings, ["--tg-processors", "config"], "t")
+    assert settings.tg_processors == ["config"]
+
+
+def test_default_is_the_registry_stack(monkeypatch):
+    monkeypatch.delenv("TG_PROCESSORS", raising=False)
+    assert StartSettings().tg_processors == registry.DEFAULT_STACK
+    assert set(registry.DEFAULT_STACK) <= set(registry.RUNNABLES)
+
+
+def test_plan_skips_what_is_not_installed_and_starts_the_gateway_last(monkeypatch, capsys):
+    monkeypatch.setitem(registry.RUNNABLES, "ghost", "trustgraph.ghost.service:main")
+    parts = plan(["gateway", "ghost", "text-completion", "text-completion-nosuch",
+                  "text-completion-openai", "text-completion"])
+    assert parts == ["text-completion", "text-completion-openai", "gateway"]
+    out = capsys.readouterr().out
+    assert "skipping ghost: trustgraph.ghost.service is not installed" in out
+    assert "skipping text-completion-nosuch" in out
+
+
+def test_unknown_names_are_refused():
+    with pytest.raises(StartError, match="unknown part 'nope'.*known: config"):
+        module_of("nope")
+    assert module_of("text-completion-vertexai-claude") == \
+        "trustgraph.model.text_completion.vertexai_claude.provider"
+
+
+def test_an_unknown_part_exits_1(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("TG_DATA_DIR", str(tmp_path))
+    assert start.main(["--tg-processors", "nope"]) == 1
+    assert "unknown part 'nope'" in capsys.readouterr().err
+
+
+def test_no_broker_for_this_platform_is_said_plainly(tmp_path, monkeypatch, capsys):
+    class NoBroker:
+        def __init__(self, data_dir, port):
+            self.url, self.process = f"pulsar://127.0.0.1:{port}", None
+
+        def start(self):
+            raise BrokerUnavailable("the embedded broker runs on Linux x86-64 only; "
+                                    "set PULSAR_URL")
+
+        def stop(self):
+            pass
+
+    monkeypatch.setattr(start, "EmbeddedBroker", NoBroker)
+    monkeypatch.setenv("TG_DATA_DIR", str(tmp_path))
+    assert start.main(["--tg-processors", "text-completion"]) == 1
+    assert "cannot start the embedded broker: the embedded broker runs on Linux " \
+        "x86-64 only; set PULSAR_URL" in capsys.readouterr().err
+    assert list((tmp_path / "run").iterdir()) == []

@@ -1,0 +1,275 @@
+"""``tg-start``: the whole platform on one machine in one command.
+
+Starts the embedded broker (unless ``PULSAR_URL`` names one), then every processor in
+``TG_PROCESSORS`` and the gateway as child processes (``tg-run <name>``), prints where
+each part listens and a ``ready`` line, keeps them running, and on Ctrl-C / SIGTERM
+stops gateway, processors and broker in that order and exits 0.
+"""
+import asyncio
+import importlib.util
+import os
+import signal
+import socket
+import sys
+import time
+from pathlib import Path
+from typing import Annotated
+from urllib.parse import urlsplit
+
+from pydantic import field_validator
+from pydantic_settings import NoDecode
+
+from trustgraph.base import Settings, load_settings
+from trustgraph.pubsub.embedded import BrokerUnavailable, EmbeddedBroker
+
+from .registry import DEFAULT_STACK, PROVIDER_PREFIX, RUNNABLES
+from .rundir import AlreadyRunning, RunDir
+from .supervisor import BrokerKeeper, Child
+
+GATEWAY = "gateway"
+POLL = 0.05  # seconds between readiness checks while starting
+SLOW_START = 15.0  # seconds before naming the parts still starting
+WIDTH = 15  # of the first column of what tg-start prints
+
+
+class StartSettings(Settings):
+    pulsar_url: str = ""  # empty: start the embedded broker (pulsar-lite)
+    tg_data_dir: str = "./tg-data"
+    tg_broker_port: int = 6650
+    tg_gateway_host: str = "127.0.0.1"  # 0.0.0.0 to accept other machines
+    tg_gateway_port: int = 8888
+    tg_gateway_token: str = ""
+    tg_processors: Annotated[list[str], NoDecode] = DEFAULT_STACK
+
+    @field_validator("tg_processors", mode="before")
+    @classmethod
+    def _comma_separated(cls, value: object) -> object:
+        return [v.strip() for v in value.split(",") if v.strip()] if isinstance(value, str) else value
+
+
+class StartError(Exception):
+    pass
+
+
+def say(text: str, file=None) -> None:
+    print(f"tg-start: {text}", file=file or sys.stdout, flush=True)
+
+
+def module_of(name: str) -> str:
+    if name.startswith(PROVIDER_PREFIX):
+        provider = name.removeprefix(PROVIDER_PREFIX).replace("-", "_")
+        return f"trustgraph.model.text_completion.{provider}.provider"
+    if name not in RUNNABLES:
+        raise StartError(f"unknown part {name!r} in TG_PROCESSORS; known: "
+                         f"{', '.join(sorted(RUNNABLES))}, {PROVIDER_PREFIX}<provider>")
+    return RUNNABLES[name].split(":")[0]
+
+
+def installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:
+        return False
+
+
+def plan(names: list[str]) -> list[str]:
+    """The parts to run, processors first and the gateway last; a part whose module
+    is not installed is left out with a line saying so."""
+    parts = []
+    for name in dict.fromkeys(names):
+        module = module_of(name)
+        if installed(module):
+            parts.append(name)
+        else:
+            say(f"skipping {name}: {module} is not installed")
+    return sorted(parts, key=lambda name: name == GATEWAY)
+
+
+def local_host(host: str) -> str:
+    return "127.0.0.1" if host in ("", "0.0.0.0", "::") else host
+
+
+def accepts(host: str, port: int) -> bool:
+    try:
+        with socket.create_connection((local_host(host), port), timeout=0.2):
+            return True
+    except OSError:
+        return False
+
+
+async def accepts_async(host: str, port: int) -> bool:
+    try:
+        _, writer = await asyncio.wait_for(
+            asyncio.open_connection(local_host(host), port), 1.0)
+    except (OSError, TimeoutError):
+        return False
+    writer.close()
+    return True
+
+
+class Platform:
+    """The broker (embedded or not), the processors and the gateway of one tg-start."""
+
+    def __init__(self, settings: StartSettings, parts: list[str], run_dir: RunDir,
+                 shutdown: asyncio.Event) -> None:
+        self.settings = settings
+        self.run_dir = run_dir
+        self.data_dir = run_dir.path.parent
+        self.shutdown = shutdown
+        self.broker = None if settings.pulsar_url else BrokerKeeper(
+            EmbeddedBroker(self.data_dir, settings.tg_broker_port), run_dir, shutdown,
+            on_spawn=self._broker_started)
+        self.pulsar_url = settings.pulsar_url or self.broker.broker.url
+        host = local_host(settings.tg_gateway_host)
+        self.http_url = f"http://{host}:{settings.tg_gateway_port}/"
+        self.ws_url = f"ws://{host}:{settings.tg_gateway_port}/api/v1/socket"
+        env = self._child_env()
+        self.children = [Child(name, [sys.executable, "-m", "trustgraph.run.single", name],
+                               env | {"TG_READY_FILE": str(run_dir.ready_file(name))},
+                               run_dir, shutdown, on_spawn=self._child_started)
+                         for name in parts]
+
+    def _child_env(self) -> dict[str, str]:
+        s = self.settings
+        env = dict(os.environ, PULSAR_URL=self.pulsar_url, TG_DATA_DIR=str(self.data_dir),
+                   TG_GATEWAY_HOST=s.tg_gateway_host, TG_GATEWAY_PORT=str(s.tg_gateway_port),
+                   TG_LOG_LEVEL=s.tg_log_level, TG_SUPERVISOR_PID=str(os.getpid()))
+        if s.tg_gateway_token:
+            env["TG_GATEWAY_TOKEN"] = s.tg_gateway_token
+        return env
+
+    async def start(self) -> None:
+        say(f"{'data dir':<{WIDTH}} {self.data_dir}")
+        if self.broker:
+            await self.broker.start()
+        else:
+            await self._check_external_broker()
+        if self.shutdown.is_set():
+            return
+        for child in self.children:
+            child.start()
+
+    async def stop(self) -> None:
+        """Gateway first (no new requests), then the processors, then the broker."""
+        self.shutdown.set()  # restart nothing from now on
+        gateways = [c for c in self.children if c.name == GATEWAY]
+        for child in gateways:
+            await child.stop()
+        results = await asyncio.gather(*(c.stop() for c in self.children if c not in gateways),
+                                       return_exceptions=True)
+        if self.broker:
+            await self.broker.stop()
+        for error in results:
+            if error is not None:
+                raise error
+
+    async def settled(self) -> list[str]:
+        """Wait until no part is still starting: each processor serves (its ready
+        file exists) and the gateway accepts connections, or the part has exited.
+        Returns the names of the parts that exited while starting."""
+        started = time.monotonic()
+        warned = False
+        while True:
+            waiting = [c.name for c in self.children if not await self._settled(c)]
+            if not waiting:
+                return [c.name for c in self.children if c.exits]
+            if not warned and time.monotonic() - started > SLOW_START:
+                warned = True
+                say(f"still starting after {SLOW_START:g} s: {', '.join(waiting)}")
+            await asyncio.sleep(POLL)
+
+    async def _settled(self, child: Child) -> bool:
+        if child.exits or child.process is None:
+            return child.exits > 0
+        if child.name == GATEWAY:
+            return await accepts_async(self.settings.tg_gateway_host,
+                                       self.settings.tg_gateway_port)
+        return self.run_dir.ready_file(child.name).exists()
+
+    def _broker_started(self, broker: EmbeddedBroker, again: bool) -> None:
+        if again:
+            say(f"broker restarted, pid {broker.process.pid}")
+        else:
+            say(f"{'broker':<{WIDTH}} {broker.url}  (embedded pulsar-lite, pid "
+                f"{broker.process.pid}, log {broker.dir / 'broker.log'})")
+
+    def _child_started(self, child: Child, again: bool) -> None:
+        if again:
+            say(f"{child.name} restarted, pid {child.pid}")
+        elif child.name == GATEWAY:
+            s = self.settings
+            access = ("token-protected (TG_GATEWAY_TOKEN)" if s.tg_gateway_token
+                      else "OPEN: no TG_GATEWAY_TOKEN set")
+            where = "" if local_host(s.tg_gateway_host) == s.tg_gateway_host \
+                else f" on all interfaces ({s.tg_gateway_host})"
+            say(f"{GATEWAY:<{WIDTH}} {self.http_url}  {self.ws_url}{where}  {access}  "
+                f"(pid {child.pid})")
+        else:
+            say(f"{child.name:<{WIDTH}} pid {child.pid}")
+
+    async def _check_external_broker(self) -> None:
+        url = urlsplit(self.pulsar_url)
+        say(f"{'broker':<{WIDTH}} {self.pulsar_url}  (PULSAR_URL)")
+        if url.hostname and not await accepts_async(url.hostname, url.port or 6650):
+            say(f"broker {self.pulsar_url} does not answer yet; the parts will keep "
+                f"retrying")
+
+
+async def serve(settings: StartSettings, parts: list[str], run_dir: RunDir) -> None:
+    started = time.monotonic()
+    shutdown = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        loop.add_signal_handler(sig, shutdown.set)
+    platform = Platform(settings, parts, run_dir, shutdown)
+    try:
+        await platform.start()
+        settled = asyncio.ensure_future(platform.settled())
+        stopped = asyncio.ensure_future(shutdown.wait())
+        await asyncio.wait({settled, stopped}, return_when=asyncio.FIRST_COMPLETED)
+        if settled.done():
+            _announce_ready(platform, settled.result(), time.monotonic() - started)
+        settled.cancel()
+        await stopped
+        say("stopping")
+    finally:
+        await platform.stop()
+    say("stopped")
+
+
+def _announce_ready(platform: Platform, failed: list[str], took: float) -> None:
+    where = (f"gateway {platform.http_url}" if any(c.name == GATEWAY for c in platform.children)
+             else f"broker {platform.pulsar_url} (no gateway)")
+    problems = f"; FAILED to start: {', '.join(failed)} (restarting; see the log above)" \
+        if failed else ""
+    say(f"ready in {took:.1f} s: {where}{problems}  (Ctrl-C stops everything)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    settings = load_settings(StartSettings, sys.argv[1:] if argv is None else argv,
+                             "tg-start")
+    run_dir = RunDir(Path(settings.tg_data_dir).absolute() / "run")
+    try:
+        parts = plan(settings.tg_processors)
+        run_dir.claim()
+    except (StartError, AlreadyRunning) as error:
+        say(f"error: {error}", sys.stderr)
+        return 1
+    try:
+        if GATEWAY in parts and accepts(settings.tg_gateway_host, settings.tg_gateway_port):
+            raise StartError(f"port {settings.tg_gateway_port} is already in use; stop "
+                             f"what holds it or choose another with TG_GATEWAY_PORT")
+        asyncio.run(serve(settings, parts, run_dir))
+    except StartError as error:
+        say(f"error: {error}", sys.stderr)
+        return 1
+    except BrokerUnavailable as error:
+        say(f"cannot start the embedded broker: {error}", sys.stderr)
+        return 1
+    finally:
+        run_dir.release()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
