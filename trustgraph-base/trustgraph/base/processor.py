@@ -19,18 +19,20 @@ from ..pubsub import Bus, Message
 from ..schema import CANCEL_TOPIC, Cancel, decode
 from .requester import Requester
 from .service import ReplyProducers, Service, ServiceRunner
+from .stage import Stage, StageRunner
 from .settings import ProcessorSettings, load_settings
 
 log = logging.getLogger(__name__)
 
-ServicesFactory = Callable[[ProcessorSettings], list[Service] | Awaitable[list[Service]]]
+Part = Service | Stage
+ServicesFactory = Callable[[ProcessorSettings], list[Part] | Awaitable[list[Part]]]
 
 
 @dataclass(frozen=True)
 class ProcessorSpec:
     name: str
     settings: type[ProcessorSettings]
-    services: ServicesFactory
+    services: ServicesFactory  # builds the request/response services and pipeline stages
     uses: tuple[str, ...] = field(default=())  # services it calls, started up front
 
 
@@ -63,7 +65,8 @@ class Processor:
         self.instance = f"{spec.name}-{uuid.uuid4().hex[:8]}"
         self.bus = Bus(settings.pulsar_url, consumer_id_offset=settings.tg_replica)
         self._inflight: dict[str, asyncio.Task] = {}
-        self._services: list[Service] = []
+        self._services: list[Part] = []
+        self._stages: list[StageRunner] = []
 
     async def start(self) -> None:
         services = self.spec.services(self.settings)
@@ -78,9 +81,14 @@ class Processor:
             clients = Clients(self.bus, flow, self.instance, self.settings.tg_request_timeout)
             for service in self.spec.uses:
                 await clients.get(service)
-            for service in services:
-                await ServiceRunner(self.bus, service, flow, clients, self._inflight,
-                                    limit, replies).start()
+            for part in services:
+                if isinstance(part, Stage):
+                    runner = StageRunner(self.bus, part, flow, clients, limit)
+                    self._stages.append(runner)
+                else:
+                    runner = ServiceRunner(self.bus, part, flow, clients, self._inflight,
+                                           limit, replies)
+                await runner.start()
         names = ", ".join(s.name for s in services)
         log.info("%s serving [%s] on flows %s via %s", self.spec.name, names,
                  ",".join(self.settings.tg_flows), self.settings.pulsar_url)
@@ -91,13 +99,16 @@ class Processor:
             task.cancel()
 
     async def stop(self) -> None:
-        for task in list(self._inflight.values()):
+        tasks = list(self._inflight.values())
+        for runner in self._stages:
+            tasks += runner.tasks  # unacknowledged work is redelivered after a restart
+        for task in tasks:
             task.cancel()
-        await asyncio.gather(*self._inflight.values(), return_exceptions=True)
+        await asyncio.gather(*tasks, return_exceptions=True)
         await self.bus.close()
-        for service in self._services:
-            if service.close is not None:
-                await service.close()
+        for part in self._services:
+            if isinstance(part, Service) and part.close is not None:
+                await part.close()
 
 
 async def serve_until_stopped(processor: Processor) -> None:

@@ -50,22 +50,34 @@ class Bus:
 
     async def consume(self, topic: str, subscription: str, handler: Handler,
                       name: str = "") -> None:
-        """Subscribe (Shared) and run one long-lived receive loop calling ``handler``.
+        """Subscribe (Shared) and run one long-lived receive loop calling ``handler``."""
+        self.receive(await self.subscribe(topic, subscription), handler, name)
 
-        A pending ``receive()`` is never cancelled (that loses the next message); the
-        loop ends when the consumer is closed.
-        """
+    async def subscribe(self, topic: str, subscription: str,
+                        receiver_queue_size: int = 1000) -> pulsar_async.Consumer:
+        """A Shared subscription (replicas compete; Exclusive/Failover delivered
+        duplicates on pulsar-lite). Unacknowledged messages of a persistent topic are
+        redelivered after ``negative_acknowledge`` or a crash."""
         await self._skip_consumer_ids()
         consumer = await self._client.subscribe(
             topic,
             subscription,
             consumer_type=pulsar.ConsumerType.Shared,
             initial_position=pulsar.InitialPosition.Earliest,
-            receiver_queue_size=1000,
+            receiver_queue_size=receiver_queue_size,
+            negative_ack_redelivery_delay_ms=2_000,
         )
         self._consumers.append(consumer)
+        return consumer
+
+    def receive(self, consumer: pulsar_async.Consumer, handler: Handler, name: str = "") -> None:
+        """Run one long-lived receive loop calling ``handler`` for each message.
+
+        A pending ``receive()`` is never cancelled (that loses the next message); the
+        loop ends when the consumer is closed.
+        """
         self._loops.append(asyncio.create_task(
-            _receive_loop(consumer, handler), name=name or f"receive {topic}"))
+            _receive_loop(consumer, handler), name=name or f"receive {consumer.topic()}"))
 
     async def _skip_consumer_ids(self) -> None:
         # pulsar-lite keys Shared consumers by the client's per-connection consumer
