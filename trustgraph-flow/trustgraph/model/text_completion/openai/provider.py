@@ -39,21 +39,25 @@ class OpenAiProvider:
     """Any client with the OpenAI chat API shape: ``AsyncOpenAI`` or ``AsyncAzureOpenAI``."""
 
     def __init__(self, client: openai.AsyncOpenAI, model: str, temperature: float,
-                 max_tokens: int) -> None:
+                 max_tokens: int, include_usage: bool = True, label: str = "") -> None:
         self.client = client
+        self.label = label or str(client.base_url)  # how errors name the server
         self.model = model
         self.temperature = temperature
         self.max_tokens = max_tokens
+        # Servers that report usage unasked and reject ``stream_options`` (Mistral)
+        # are given none.
+        self.stream_options = {"include_usage": True} if include_usage else openai.NOT_GIVEN
 
     async def stream(self, system: str, prompt: str) -> AsyncIterator[str | Usage]:
         messages = [{"role": "user", "content": prompt}]
         if system:
             messages.insert(0, {"role": "system", "content": system})
-        usage, model = {}, self.model
+        usage, model, finished = {}, self.model, False
         try:
             async with self.client.chat.completions.with_streaming_response.create(
                 model=self.model, messages=messages, stream=True,
-                stream_options={"include_usage": True},
+                stream_options=self.stream_options,
                 temperature=self.temperature, max_tokens=self.max_tokens,
             ) as response:
                 async for line in response.iter_lines():
@@ -61,27 +65,39 @@ class OpenAiProvider:
                         continue
                     data = line[5:].strip()
                     if data == "[DONE]":
+                        finished = True
                         break
                     chunk = json.loads(data)
-                    if chunk.get("error"):
-                        raise LlmError(_error_text(chunk["error"]))
+                    if chunk.get("error") or chunk.get("object") == "error":
+                        raise LlmError(f"{self.label} failed mid-answer: "
+                                       f"{_error_text(chunk.get('error') or chunk)}")
                     for choice in chunk.get("choices") or ():
                         content = (choice.get("delta") or {}).get("content")
+                        if content and not isinstance(content, str):
+                            content = _text_parts(content)
                         if content:
                             yield content
                     usage = chunk.get("usage") or usage
                     model = chunk.get("model") or model
         except openai.APIStatusError as error:
             kind = Overloaded if error.status_code in (429, 503, 529) else LlmError
-            raise kind(f"{self.client.base_url} answered {error.status_code}: "
+            raise kind(f"{self.label} answered {error.status_code}: "
                            f"{_error_text(error.body) or error.message}") from None
         except openai.APIConnectionError as error:
-            raise LlmError(f"cannot reach the LLM at {self.client.base_url}: {error}") from None
+            raise LlmError(f"cannot reach {self.label}: {error}") from None
         except LlmError:
             raise
         except Exception as error:  # the HTTP stream broke mid-way, or sent bad JSON
             raise LlmError(f"LLM stream failed: {type(error).__name__}: {error}") from None
+        if not finished:  # a server that stops without [DONE] has cut the answer short
+            raise LlmError(f"the stream from {self.label} ended without [DONE]")
         yield Usage(usage.get("prompt_tokens"), usage.get("completion_tokens"), model)
+
+
+def _text_parts(content: list) -> str:
+    """Content sent as typed parts (reasoning models): only ``text`` parts are answer."""
+    return "".join(part.get("text", "") for part in content
+                   if isinstance(part, dict) and part.get("type") == "text")
 
 
 def _error_text(error: object) -> str:
