@@ -10,6 +10,7 @@ import logging
 import uuid
 from collections import deque
 from collections.abc import AsyncIterator
+from contextlib import aclosing
 
 from ..pubsub import Bus, Message
 from ..schema import CANCEL_TOPIC, Cancel, Error, Record, Response, decode, encode
@@ -160,12 +161,13 @@ class Requester:
                      request_id: str | None = None) -> AsyncIterator[Response]:
         """Yield decoded response records; a record carrying ``error`` raises
         ``ServiceError`` after nothing else could follow it."""
-        async for batch in self.frames(request, request_id):
-            for data, _ in batch:
-                record = decode(model, data)
-                if record.error is not None:
-                    raise ServiceError(record.error)
-                yield record
+        async with aclosing(self.frames(request, request_id)) as batches:
+            async for batch in batches:
+                for data, _ in batch:
+                    record = decode(model, data)
+                    if record.error is not None:
+                        raise ServiceError(record.error)
+                    yield record
 
     async def call(self, request: Record, model: type[Response]) -> Response:
         """One request, its final record (non-streaming use)."""

@@ -9,6 +9,7 @@ import asyncio
 import inspect
 import logging
 import time
+from contextlib import aclosing
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -106,12 +107,14 @@ class ServiceRunner:
             send = await self._replies.sender(reply_to, request_id)
             request = decode(self.service.request, data)
             ctx = Context(id=request_id, flow=self.flow, clients=self._clients)
-            async for record in _records(self.service.handler(request, ctx)):
-                timer.responded()
-                sent_final = record.is_final()
-                await send(record, sent_final)
-                if sent_final:
-                    break
+            # aclosing: a cancel closes the handler (and its LLM stream) at once.
+            async with aclosing(_records(self.service.handler(request, ctx))) as records:
+                async for record in records:
+                    timer.responded()
+                    sent_final = record.is_final()
+                    await send(record, sent_final)
+                    if sent_final:
+                        break
             if not sent_final:
                 raise RuntimeError("handler ended without a final record")
         except asyncio.CancelledError:
