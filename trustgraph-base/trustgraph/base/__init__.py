@@ -1,10 +1,15 @@
-from .processor import Clients, Processor, ProcessorSpec, processor_main
+"""The processor runtime: request/response services, pipeline stages, service clients."""
+from .config_client import ConfigClient, ConfigWatcher
+from .processor import Clients, Processor, ProcessorSpec, processor_main, serve_until_stopped
+from .prompt_client import PromptClient, PromptResult
 from .requester import Requester, RequestTimeout, ServiceError
 from .service import Context, HandledError, Service
 from .settings import ProcessorSettings, Settings, load_settings
+from .stage import Rejected, Stage, StageContext
 
 __all__ = [
-    "Clients", "Context", "HandledError", "Processor", "ProcessorSettings",
-    "ProcessorSpec", "RequestTimeout", "Requester", "Service", "ServiceError",
-    "Settings", "load_settings", "processor_main",
+    "Clients", "ConfigClient", "ConfigWatcher", "Context", "HandledError", "Processor",
+    "ProcessorSettings", "ProcessorSpec", "PromptClient", "PromptResult", "Rejected",
+    "RequestTimeout", "Requester", "Service", "ServiceError", "Settings", "Stage",
+    "StageContext", "load_settings", "processor_main", "serve_until_stopped",
 ]

@@ -21,6 +21,10 @@ log = logging.getLogger(__name__)
 # Responses waiting for a caller that has stopped reading; past this the request
 # fails rather than holding memory for a reader that is not there.
 MAX_PENDING_RESPONSES = 10_000
+# The broker drops a non-persistent message for a consumer with no receive permits
+# left, so a response consumer gets a deep prefetch queue: a burst of deltas while
+# this process is busy waits in the client instead of being lost.
+RESPONSE_PREFETCH = 50_000
 
 Frame = tuple[bytes, bool]  # (record JSON, is the final record)
 
@@ -104,7 +108,8 @@ class Requester:
 
     async def start(self) -> None:
         await self._bus.consume(self._reply_to, self._subscription, self._route,
-                                name=f"responses {self.service}:{self.flow}")
+                                name=f"responses {self.service}:{self.flow}",
+                                receiver_queue_size=RESPONSE_PREFETCH)
         self._producer = await self._bus.producer(self._request_topic)
         self._cancel_producer = await self._bus.producer(CANCEL_TOPIC)
 

@@ -5,6 +5,7 @@ official ``pulsar-client``; nothing here knows which one it is talking to except
 consumer-id workaround below.
 """
 import asyncio
+import gc
 import itertools
 import logging
 from collections.abc import Awaitable, Callable
@@ -49,9 +50,10 @@ class Bus:
         return producer
 
     async def consume(self, topic: str, subscription: str, handler: Handler,
-                      name: str = "") -> None:
+                      name: str = "", receiver_queue_size: int = 1000) -> None:
         """Subscribe (Shared) and run one long-lived receive loop calling ``handler``."""
-        self.receive(await self.subscribe(topic, subscription), handler, name)
+        self.receive(await self.subscribe(topic, subscription, receiver_queue_size),
+                     handler, name)
 
     async def subscribe(self, topic: str, subscription: str,
                         receiver_queue_size: int = 1000) -> pulsar_async.Consumer:
@@ -92,6 +94,8 @@ class Bus:
             await burner.close()
 
     async def close(self) -> None:
+        if self._client is None:
+            return  # closed already
         for consumer in self._consumers:
             await _quietly(consumer.close())
         for task in self._loops:
@@ -100,6 +104,13 @@ class Bus:
         for producer in self._producers:
             await _quietly(producer.close())
         await _quietly(self._client.close())
+        # pulsar-client aborts the process ("terminate called without an active
+        # exception") when its C++ objects are destroyed during interpreter shutdown;
+        # destroy them now, while Python is whole.
+        self._consumers.clear()
+        self._producers.clear()
+        self._client = None
+        gc.collect()
 
 
 async def _receive_loop(consumer: pulsar_async.Consumer, handler: Handler) -> None:

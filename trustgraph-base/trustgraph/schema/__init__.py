@@ -1,12 +1,24 @@
+"""Every record on the bus and the gateway wire (PROTOCOL §4), and topic names."""
+from .cancel import Cancel
+from .config import (CONFIG_FLOW, CONFIG_NOTIFY_TOPIC, ConfigKey, ConfigNotify,
+                     ConfigRequest, ConfigResponse, ConfigValue)
+from .embeddings import EmbeddingsRequest, EmbeddingsResponse
+from .knowledge import RDFS_LABEL, Term, Triple
+from .pipeline import (Chunk, ChunkEntities, ChunkTriples, ChunkVector, DecodeWork,
+                       DocumentLoadRequest, DocumentRef, DocumentRemoved, EntityContext,
+                       EntityVector, EntityVectors, LoadResponse, TextLoadRequest)
+from .prompt import PROMPT_CONFIG_TYPE, PromptRequest, PromptResponse, PromptTemplate
 from .record import Error, Record, Response, decode, encode
 from .text_completion import TextCompletionRequest, TextCompletionResponse
 from .topics import CANCEL_TOPIC, flow_topic, request_topic, response_topic
 
 __all__ = [
-    "CANCEL_TOPIC", "Error", "Record", "Response", "TextCompletionRequest",
-    "TextCompletionResponse", "decode", "encode", "flow_topic", "request_topic",
-    "response_topic",
+    "CANCEL_TOPIC", "CONFIG_FLOW", "CONFIG_NOTIFY_TOPIC", "Cancel", "Chunk", "ChunkEntities",
+    "ChunkTriples", "ChunkVector", "ConfigKey", "ConfigNotify", "ConfigRequest",
+    "ConfigResponse", "ConfigValue", "DecodeWork", "DocumentLoadRequest", "DocumentRef",
+    "DocumentRemoved", "EmbeddingsRequest", "EmbeddingsResponse", "EntityContext",
+    "EntityVector", "EntityVectors", "Error", "LoadResponse", "PROMPT_CONFIG_TYPE",
+    "PromptRequest", "PromptResponse", "PromptTemplate", "RDFS_LABEL", "Record", "Response",
+    "TextCompletionRequest", "TextCompletionResponse", "TextLoadRequest", "Term", "Triple",
+    "decode", "encode", "flow_topic", "request_topic", "response_topic",
 ]
-from .cancel import Cancel  # noqa: E402
-
-__all__ += ["Cancel"]

@@ -1,0 +1,74 @@
+"""Answers as text: a stream of text deltas taken from a service's response frames,
+the token usage gathered on the way, and the collected text.
+
+Every answer-producing service (text-completion, prompt, RAG, ...) streams frames
+that carry a piece of text and, somewhere, token counts; they differ only in which
+field holds the text, so one ``TextStream`` serves them all.
+"""
+from collections.abc import AsyncIterator, Callable
+from contextlib import aclosing
+from dataclasses import dataclass
+
+
+@dataclass
+class Usage:
+    """Tokens used by one request. Counts on the wire are deltas, so they are summed;
+    ``None`` until some frame reports them."""
+
+    in_token: int | None = None
+    out_token: int | None = None
+    model: str | None = None
+
+    def add(self, response: dict) -> None:
+        if response.get("in_token") is not None:
+            self.in_token = (self.in_token or 0) + response["in_token"]
+        if response.get("out_token") is not None:
+            self.out_token = (self.out_token or 0) + response["out_token"]
+        if response.get("model"):
+            self.model = response["model"]
+
+
+class Completion(str):
+    """The whole text of an answer (it *is* a ``str``) with its token ``usage``."""
+
+    usage: Usage
+
+    def __new__(cls, text: str, usage: Usage) -> "Completion":
+        completion = super().__new__(cls, text)
+        completion.usage = usage
+        return completion
+
+
+class TextStream:
+    """An answer's text deltas, as an async iterable (iterate it once).
+
+    ``responses`` opens the request when iteration starts; ``text_of`` picks a frame's
+    text. ``usage`` is complete once the stream has ended. Breaking out of the loop
+    ends the request on the gateway (see ``GatewaySocket.request``).
+    """
+
+    def __init__(self, responses: Callable[[], AsyncIterator[dict]],
+                 text_of: Callable[[dict], str]) -> None:
+        self._responses = responses
+        self._text_of = text_of
+        self._started = False
+        self.usage = Usage()
+
+    def __aiter__(self) -> AsyncIterator[str]:
+        if self._started:
+            raise RuntimeError("a TextStream can be iterated only once")
+        self._started = True
+        return self._deltas()
+
+    async def _deltas(self) -> AsyncIterator[str]:
+        async with aclosing(self._responses()) as responses:
+            async for response in responses:
+                self.usage.add(response)
+                text = self._text_of(response)
+                if text:
+                    yield text
+
+    async def collect(self) -> Completion:
+        """The whole answer, with its usage."""
+        parts = [delta async for delta in self]
+        return Completion("".join(parts), self.usage)

@@ -1,0 +1,97 @@
+"""Records of the ingestion pipeline (docs/ingestion.md has the topology).
+
+Loading is a request/response service answered once the document is durably in
+the librarian; everything after runs on persistent stage topics, each record small
+(a document is split into chunk records long before the broker's 5 MiB limit).
+"""
+from .knowledge import Term, Triple
+from .record import Record, Response
+
+DEFAULT_USER = "trustgraph"
+DEFAULT_COLLECTION = "default"
+
+
+class DocumentRef(Record):
+    """Which document, and whose: every stage record carries it, so every store
+    write is scoped by user and collection and traceable to its document."""
+
+    id: str
+    user: str = DEFAULT_USER
+    collection: str = DEFAULT_COLLECTION
+    title: str = ""
+
+
+class TextLoadRequest(Record):
+    id: str
+    user: str = DEFAULT_USER
+    collection: str = DEFAULT_COLLECTION
+    title: str = ""
+    text: str
+
+
+class DocumentLoadRequest(Record):
+    id: str
+    user: str = DEFAULT_USER
+    collection: str = DEFAULT_COLLECTION
+    title: str = ""
+    data: str  # base64
+    kind: str = ""  # MIME type; empty: guessed from the content
+
+
+class LoadResponse(Response):
+    """``{}`` on the wire once the document is durably accepted."""
+
+    end_of_stream: bool = True
+
+
+# --- stage records ------------------------------------------------------------------
+
+class DecodeWork(Record):  # stage "decode": the librarian has stored the content
+    document: DocumentRef
+    kind: str
+
+
+class Chunk(Record):  # stage "chunks": to chunk embedding and to extraction
+    document: DocumentRef
+    id: str  # stable: "<document id>/c<index>", so a re-load overwrites, never duplicates
+    index: int
+    text: str
+    page: int | None = None
+
+
+class ChunkVector(Record):  # stage "chunk-vectors": to the vector store's owner
+    chunk: Chunk
+    vector: list[float]
+
+
+class ChunkTriples(Record):  # stage "triples": to the triples store's owner
+    document: DocumentRef
+    chunk_id: str
+    triples: list[Triple]
+
+
+class EntityContext(Record):
+    entity: Term
+    label: str
+    definition: str = ""
+
+
+class ChunkEntities(Record):  # stage "entities": to entity embedding
+    document: DocumentRef
+    chunk_id: str
+    entities: list[EntityContext]
+
+
+class EntityVector(Record):
+    entity: Term
+    label: str
+    vector: list[float]
+
+
+class EntityVectors(Record):  # stage "entity-vectors": to the vector store's owner
+    document: DocumentRef
+    entities: list[EntityVector]
+
+
+class DocumentRemoved(Record):  # stage "document-removed": every store owner forgets it
+    document: DocumentRef

@@ -1,0 +1,45 @@
+"""Prompt service records (PROTOCOL §2, §4) and the shape of a prompt template.
+
+A template is stored in config as type ``prompt``, key = template id, value =
+``PromptTemplate`` as JSON (``response-type`` and ``response_type`` both accepted).
+"""
+from typing import Literal
+
+from pydantic import AliasChoices, Field, JsonValue
+
+from .record import Record, Response
+
+PROMPT_CONFIG_TYPE = "prompt"
+
+ResponseType = Literal["text", "json", "jsonl"]
+
+
+class PromptTemplate(Record):
+    system: str = ""
+    prompt: str  # Jinja2 template text
+    response_type: ResponseType = "text"
+    # Optional JSON schema the parsed answer of a json/jsonl template must match
+    # (for jsonl: each line). Called "schema" in config; the attribute name avoids
+    # shadowing pydantic's own.
+    json_schema: dict[str, JsonValue] | None = Field(
+        default=None, validation_alias=AliasChoices("schema", "json_schema", "json-schema"),
+        serialization_alias="schema")
+
+    def config_value(self) -> dict:
+        """The JSON value to store in config."""
+        return self.model_dump(by_alias=True, exclude_none=True)
+
+
+class PromptRequest(Record):
+    id: str  # template id
+    variables: dict[str, JsonValue] | None = None
+    terms: dict[str, str] | None = None  # legacy: each value JSON-encoded
+    streaming: bool = False
+
+
+class PromptResponse(Response):
+    text: str | None = None  # text templates: a delta (streaming) or the full text
+    object: str | None = None  # json/jsonl templates: the whole answer as JSON text
+    in_token: int | None = None
+    out_token: int | None = None
+    model: str | None = None

@@ -1,0 +1,1 @@
+"""The tg-* command line tools."""

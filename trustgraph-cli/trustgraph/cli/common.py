@@ -1,0 +1,74 @@
+"""What every tg-* command shares: the connection options, and running a command
+so that a failure is one line on stderr and a non-zero exit, never a traceback.
+
+A command is ``main(argv) -> int``: parse with ``parser(...)`` (which adds
+``-u/--url``, ``-t/--token`` and, for flow services, ``-f/--flow-id``), then
+``return run(prog, coroutine)`` where the coroutine uses ``connect(args)``.
+"""
+import argparse
+import asyncio
+import os
+import sys
+from collections.abc import Coroutine
+from typing import Any
+
+from trustgraph.api import DEFAULT_URL, AsyncTrustGraph, TrustGraphError, Usage
+
+EXIT_ERROR = 1
+EXIT_INTERRUPTED = 130  # as a shell reports a command stopped by Ctrl-C (128 + SIGINT)
+
+
+def parser(prog: str, description: str, flow: bool = True) -> argparse.ArgumentParser:
+    """An argument parser with the connection options every command takes."""
+    result = argparse.ArgumentParser(prog=prog, description=description)
+    result.add_argument("-u", "--url", default=os.environ.get("TRUSTGRAPH_URL") or DEFAULT_URL,
+                        help="gateway URL (env TRUSTGRAPH_URL; default %(default)s)")
+    result.add_argument("-t", "--token", default=os.environ.get("TRUSTGRAPH_TOKEN") or None,
+                        help="gateway token (env TRUSTGRAPH_TOKEN)")
+    if flow:
+        result.add_argument("-f", "--flow-id", default="default",
+                            help="flow to use (default %(default)s)")
+    return result
+
+
+def connect(args: argparse.Namespace) -> AsyncTrustGraph:
+    return AsyncTrustGraph(args.url, args.token)
+
+
+def run(prog: str, command: Coroutine[Any, Any, Any]) -> int:
+    """Run ``command``; report a failure as ``prog: type: message`` on stderr."""
+    try:
+        asyncio.run(command)
+    except TrustGraphError as error:
+        return fail(prog, error.type, error.message)
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED  # asyncio.run cancelled the command, which cancels its requests
+    except BrokenPipeError:
+        # The reader of our output went away (e.g. `| head`): stop quietly, and keep
+        # Python from complaining again while flushing at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_ERROR
+    except Exception as error:  # a bug or an unforeseen failure: still one line
+        return fail(prog, "error", f"{type(error).__name__}: {error}")
+    return 0
+
+
+def fail(prog: str, kind: str, message: str) -> int:
+    one_line = " ".join(str(message).split())
+    print(f"{prog}: {kind}: {one_line}", file=sys.stderr, flush=True)
+    return EXIT_ERROR
+
+
+def write(text: str) -> None:
+    """Print a piece of a streamed answer now."""
+    sys.stdout.write(text)
+    sys.stdout.flush()
+
+
+def show_usage(usage: Usage) -> None:
+    """Tokens in and out and the model, on stderr (``?`` where the service did not say)."""
+    def shown(value: object) -> object:
+        return "?" if value is None else value
+
+    print(f"Input tokens: {shown(usage.in_token)}  Output tokens: {shown(usage.out_token)}"
+          f"  Model: {shown(usage.model)}", file=sys.stderr, flush=True)

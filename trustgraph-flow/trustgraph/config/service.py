@@ -1,0 +1,113 @@
+"""The config processor: typed, versioned configuration (prompts, flows, tools) kept
+in ``TG_DATA_DIR/config.db``, served on the bus, each change announced on
+``CONFIG_NOTIFY_TOPIC`` so processors apply edits without a restart.
+
+Operations are listed in ``trustgraph.schema.config``.
+"""
+import asyncio
+import logging
+import sys
+from pathlib import Path
+
+from pydantic import field_validator
+
+from trustgraph.base import Context, HandledError, Processor, ProcessorSettings, ProcessorSpec
+from trustgraph.base import Service, load_settings
+from trustgraph.base.processor import serve_until_stopped
+from trustgraph.pubsub import Bus
+from trustgraph.schema import (CONFIG_FLOW, CONFIG_NOTIFY_TOPIC, ConfigNotify, ConfigRequest,
+                               ConfigResponse, encode)
+
+from .store import ConfigStore
+
+log = logging.getLogger(__name__)
+
+NAME = "config"
+
+
+class ConfigSettings(ProcessorSettings):
+    @field_validator("tg_flows")
+    @classmethod
+    def _one_global_flow(cls, flows: list[str]) -> list[str]:
+        # Configuration is global (it defines the flows): whatever TG_FLOWS says, the
+        # service answers on the one flow every ConfigClient asks on.
+        return [CONFIG_FLOW]
+
+
+def _need(condition: object, message: str) -> None:
+    if not condition:
+        raise HandledError("bad-request", message)
+
+
+def config_handler(store: ConfigStore, notify):
+    """``notify(version, types)`` is awaited after every change."""
+
+    def run(request: ConfigRequest) -> tuple[ConfigResponse, list[str]]:
+        """Runs on a worker thread (SQLite); returns the answer and the types changed."""
+        match request.operation:
+            case "get":
+                _need(request.keys, "get needs keys: [{type, key}, ...]")
+                values, version = store.get(request.keys)
+                return ConfigResponse(values=values, version=version), []
+            case "list":
+                _need(request.type, "list needs a type")
+                keys, version = store.keys(request.type)
+                return ConfigResponse(directory=keys, version=version), []
+            case "getvalues":
+                _need(request.type, "getvalues needs a type")
+                values, version = store.values(request.type)
+                return ConfigResponse(values=values, version=version), []
+            case "config":
+                config, version = store.everything()
+                return ConfigResponse(config=config, version=version), []
+            case "put":
+                _need(request.values, "put needs values: [{type, key, value}, ...]")
+                _need(all(v.type and v.key for v in request.values),
+                      "every value needs a non-empty type and key")
+                version = store.put(request.values)
+                return ConfigResponse(version=version), [v.type for v in request.values]
+            case "delete":
+                _need(request.keys, "delete needs keys: [{type, key}, ...]")
+                version = store.delete(request.keys)
+                return ConfigResponse(version=version), [k.type for k in request.keys]
+
+    async def handle(request: ConfigRequest, ctx: Context) -> ConfigResponse:
+        response, changed = await asyncio.to_thread(run, request)
+        response.end_of_stream = True
+        if changed:
+            log.info("id=%s %s %s -> version %d", ctx.id, request.operation,
+                     ",".join(sorted(set(changed))), response.version)
+            await notify(response.version, changed)
+        return response
+
+    return handle
+
+
+async def config_services(settings: ConfigSettings, bus: Bus) -> list[Service]:
+    path = Path(settings.tg_data_dir) / "config.db"
+    store = await asyncio.to_thread(ConfigStore, path)
+    producer = await bus.producer(CONFIG_NOTIFY_TOPIC)
+
+    async def notify(version: int, types: list[str]) -> None:
+        await producer.send(encode(ConfigNotify(version=version, types=sorted(set(types)))))
+
+    # Announce the current version, so watchers that started before this service
+    # (and found nobody to ask) read their configuration now.
+    version, types = await asyncio.gather(asyncio.to_thread(store.version),
+                                          asyncio.to_thread(store.types))
+    await notify(version, types)
+    log.info("config at %s, version %d", path, version)
+    return [Service(NAME, ConfigRequest, ConfigResponse, config_handler(store, notify))]
+
+
+def config_processor(settings: ConfigSettings) -> Processor:
+    # The service publishes on the processor's own bus, which exists once the
+    # Processor does and is closed by its stop().
+    processor = Processor(ProcessorSpec(
+        NAME, ConfigSettings, lambda s: config_services(s, processor.bus)), settings)
+    return processor
+
+
+def main(argv: list[str] | None = None) -> None:
+    settings = load_settings(ConfigSettings, sys.argv[1:] if argv is None else argv, NAME)
+    asyncio.run(serve_until_stopped(config_processor(settings)))

@@ -1,0 +1,1 @@
+"""The gateway: websocket and REST access to every request/response service."""

@@ -1,0 +1,87 @@
+"""The one generic requestor: every service row goes through it.
+
+It resolves a service name and flow to a table row, validates the request against
+the row's model, sends it on the bus under a fresh request id (clients choose their
+own ids, which may collide across sockets) and yields the response frames,
+coalesced when the caller has fallen behind.
+"""
+import asyncio
+import uuid
+from collections.abc import AsyncIterator, Iterable
+from contextlib import aclosing
+
+from pydantic import ValidationError
+
+from trustgraph.base import Requester
+from trustgraph.pubsub import Bus
+from trustgraph.schema import Record
+
+from .errors import GatewayError, bad_request, validation_message
+from .framing import Frame, coalesce
+from .services import SERVICES, ServiceRow
+
+
+class Dispatcher:
+    def __init__(self, bus: Bus, flows: Iterable[str], timeout: float) -> None:
+        self.flows = tuple(flows)
+        self._bus = bus
+        self._timeout = timeout
+        self._owner = f"gateway-{uuid.uuid4().hex[:8]}"
+        self._requesters: dict[tuple[str, str], asyncio.Future[Requester]] = {}
+
+    def resolve(self, service: object, flow: object) -> ServiceRow:
+        row = SERVICES.get(service) if isinstance(service, str) else None
+        if row is None:
+            raise GatewayError("unknown-service", f"unknown service {service!r}; known: "
+                               f"{', '.join(SERVICES)}", 404)
+        if flow not in self.flows:
+            raise GatewayError("unknown-flow", f"unknown flow {flow!r}; this gateway serves: "
+                               f"{', '.join(self.flows)}", 404)
+        return row
+
+    @staticmethod
+    def prepare(row: ServiceRow, request: object, tenant: object = None) -> Record:
+        """The request record; ``tenant`` fills ``user`` when the request has none."""
+        if not isinstance(request, dict):
+            raise bad_request("request: must be a JSON object")
+        if tenant is not None:
+            if not isinstance(tenant, str):
+                raise bad_request("user: must be a string")
+            if "user" in row.request_model.model_fields and "user" not in request:
+                request = {**request, "user": tenant}
+        try:
+            return row.request_model.model_validate(request)
+        except ValidationError as error:
+            raise bad_request(validation_message(error)) from None
+
+    async def frames(self, row: ServiceRow, flow: str, record: Record
+                     ) -> AsyncIterator[list[Frame]]:
+        """Batches of response frames, ending after the final one. Closing this
+        generator early cancels the request on the bus."""
+        requester = await self._requester(row.name, flow)
+        async with aclosing(requester.frames(record, uuid.uuid4().hex)) as batches:
+            async for batch in batches:
+                yield coalesce(batch, row.delta_field)
+
+    async def _requester(self, service: str, flow: str) -> Requester:
+        """One started ``Requester`` per (service, flow), made on first use; a failed
+        start is forgotten so the next request tries again."""
+        key = (service, flow)
+        if key not in self._requesters:
+            requester = Requester(self._bus, service, flow, self._owner, self._timeout)
+            self._requesters[key] = future = asyncio.ensure_future(_started(requester))
+            # Its failure is reported to whoever awaits it; with nobody left (all
+            # cancelled, or shutting down) it would be logged as never retrieved.
+            future.add_done_callback(lambda done: done.cancelled() or done.exception())
+        future = self._requesters[key]
+        try:
+            return await asyncio.shield(future)
+        except Exception:
+            if self._requesters.get(key) is future:
+                del self._requesters[key]
+            raise
+
+
+async def _started(requester: Requester) -> Requester:
+    await requester.start()
+    return requester

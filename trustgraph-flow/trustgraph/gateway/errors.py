@@ -1,0 +1,51 @@
+"""What can go wrong at the gateway, as ``{type, message}`` plus an HTTP status.
+
+``classify`` is the one place an exception becomes a gateway error; the websocket
+and REST boundaries each format its result in one function of their own.
+"""
+import logging
+
+from pydantic import ValidationError
+
+from trustgraph.base import RequestTimeout, ServiceError
+
+log = logging.getLogger(__name__)
+
+
+class GatewayError(Exception):
+    def __init__(self, type: str, message: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.type = type
+        self.message = message
+        self.status = status
+
+    def as_dict(self) -> dict[str, str]:
+        return {"type": self.type, "message": self.message}
+
+
+def bad_request(message: str) -> GatewayError:
+    return GatewayError("bad-request", message, 400)
+
+
+def validation_message(error: ValidationError, where: str = "request") -> str:
+    """The first problem, naming its field, e.g. ``request.prompt: Field required``."""
+    problem = error.errors()[0]
+    path = ".".join(str(part) for part in (where, *problem["loc"]))
+    return f"{path}: {problem['msg']}"
+
+
+def classify(exception: BaseException) -> GatewayError:
+    if isinstance(exception, GatewayError):
+        return exception
+    if isinstance(exception, RequestTimeout):
+        return GatewayError("timeout", str(exception), 504)
+    if isinstance(exception, ServiceError):
+        return GatewayError(exception.error.type, exception.error.message, 502)
+    if isinstance(exception, ValidationError):
+        return bad_request(validation_message(exception))
+    log.warning("gateway failure: %s: %s", type(exception).__name__, exception,
+                exc_info=exception)
+    # The exception's own words (e.g. a bus timeout) help; a stack trace never leaves.
+    detail = f"{type(exception).__name__}: {exception}"[:300]
+    return GatewayError("gateway-error", f"the gateway could not serve this request: {detail}",
+                        500)

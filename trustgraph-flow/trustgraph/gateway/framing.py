@@ -1,0 +1,70 @@
+"""Response frames on the hot path.
+
+A bus record's JSON is already its wire form (snake_case, unset optionals left
+out), so the gateway splices those bytes into the envelope without decoding them.
+Only when a client has fallen behind, and several records wait at once, are the
+waiting deltas decoded and merged into one frame (``coalesce``).
+"""
+import json
+
+Frame = tuple[bytes, bool]  # (record JSON, is the final record)
+
+TOKEN_FIELDS = ("in_token", "out_token")
+_MORE = b',"complete":false}'
+_END = b',"complete":true}'
+
+
+class Envelope:
+    """The websocket frames of one request: ``{"id", "response"|"error", "complete"}``."""
+
+    __slots__ = ("_id",)
+
+    def __init__(self, client_id: object) -> None:
+        self._id = b'{"id":' + json.dumps(client_id).encode()  # once per request
+
+    def response(self, record: bytes, final: bool) -> bytes:
+        return b"".join((self._id, b',"response":', record, _END if final else _MORE))
+
+    def error(self, error: dict[str, str]) -> bytes:
+        return b"".join((self._id, b',"error":', json.dumps(error).encode(), _END))
+
+
+def coalesce(batch: list[Frame], delta_field: str) -> list[Frame]:
+    """Merge runs of consecutive non-final records with the same keys into one record:
+    ``delta_field`` concatenated, token counts summed, other fields from the last.
+    Final records are never merged. A batch of one comes back untouched."""
+    if len(batch) < 2:
+        return batch
+    merged: list[Frame] = []
+    run: list[tuple[bytes, dict]] = []
+    for data, final in batch:
+        record = None if final else _mergeable(data, delta_field)
+        if run and (record is None or record.keys() != run[0][1].keys()):
+            merged.append(_merge(run, delta_field))
+            run = []
+        if record is None:
+            merged.append((data, final))
+        else:
+            run.append((data, record))
+    if run:
+        merged.append(_merge(run, delta_field))
+    return merged
+
+
+def _mergeable(data: bytes, delta_field: str) -> dict | None:
+    record = json.loads(data)
+    if isinstance(record, dict) and isinstance(record.get(delta_field), str):
+        return record
+    return None
+
+
+def _merge(run: list[tuple[bytes, dict]], delta_field: str) -> Frame:
+    if len(run) == 1:
+        return run[0][0], False  # nothing to merge: keep the original bytes
+    records = [record for _, record in run]
+    merged = dict(records[-1])
+    merged[delta_field] = "".join(record[delta_field] for record in records)
+    for field in TOKEN_FIELDS:
+        if field in merged:
+            merged[field] = sum(record[field] or 0 for record in records)
+    return json.dumps(merged, ensure_ascii=False, separators=(",", ":")).encode(), False

@@ -1,0 +1,81 @@
+"""``GET /api/v1/openapi.json``: generated from the service table, so it cannot drift."""
+from collections.abc import Iterable
+
+from pydantic.json_schema import models_json_schema
+
+from .services import ServiceRow
+
+_REF = "#/components/schemas/{model}"
+_ERROR = {"type": "object", "required": ["error"], "properties": {"error": {
+    "type": "object", "required": ["type", "message"],
+    "properties": {"type": {"type": "string"}, "message": {"type": "string"}}}}}
+
+
+def openapi(rows: Iterable[ServiceRow], flows: Iterable[str]) -> dict:
+    rows = list(rows)
+    refs, schemas = models_json_schema(
+        [(row.request_model, "validation") for row in rows]
+        + [(row.response_model, "serialization") for row in rows], ref_template=_REF)
+    paths = {f"/api/v1/flow/{{flow}}/service/{row.name}": {"post": _service_operation(
+        row, refs[(row.request_model, "validation")],
+        refs[(row.response_model, "serialization")], list(flows))} for row in rows}
+    paths.update(_fixed_paths(rows))
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "TrustGraph gateway", "version": "1"},
+        "paths": paths,
+        "components": {
+            "schemas": {**schemas.get("$defs", {}), "GatewayError": _ERROR},
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+        },
+        "security": [{"bearer": []}, {}],
+    }
+
+
+def _service_operation(row: ServiceRow, request: dict, response: dict, flows: list[str]
+                       ) -> dict:
+    error = {"content": {"application/json": {"schema": {"$ref": _REF.format(
+        model="GatewayError")}}}}
+    lines = {"type": "string", "description": f"one {row.response_model.__name__} per record"}
+    return {
+        "summary": f"{row.name} on a flow",
+        "description": 'Without streaming: the final record. With "streaming": true or '
+                       "Accept: application/x-ndjson: NDJSON, one record per line; "
+                       "Accept: text/event-stream: SSE data events.",
+        "parameters": [{"name": "flow", "in": "path", "required": True,
+                        "schema": {"type": "string", "enum": flows}}],
+        "requestBody": {"required": True,
+                        "content": {"application/json": {"schema": request}}},
+        "responses": {
+            "200": {"description": "the response", "content": {
+                "application/json": {"schema": response},
+                "application/x-ndjson": {"schema": lines},
+                "text/event-stream": {"schema": lines}}},
+            "400": {"description": "bad request (the message names the field)", **error},
+            "401": {"description": "missing or wrong token", **error},
+            "404": {"description": "unknown flow or service", **error},
+            "502": {"description": "the service failed: its final record, with error",
+                    "content": {"application/json": {"schema": response}}},
+            "504": {"description": "the service sent nothing for too long", **error},
+        },
+    }
+
+
+def _fixed_paths(rows: list[ServiceRow]) -> dict:
+    names = ", ".join(row.name for row in rows)
+    return {
+        "/api/v1/socket": {"get": {
+            "summary": "websocket carrying many concurrent requests",
+            "description": 'Client frames: {"id", "service", "flow"?, "request"}, '
+                           '{"type": "auth", "token"}, {"type": "cancel", "id"}. Server '
+                           'frames: {"id", "response", "complete"} or {"id", "error", '
+                           f'"complete": true}}. Services: {names}.',
+            "responses": {"101": {"description": "switching to the websocket protocol"}}}},
+        "/api/v1/openapi.json": {"get": {
+            "summary": "this document", "security": [],
+            "responses": {"200": {"description": "OpenAPI 3.1"}}}},
+        "/metrics": {"get": {
+            "summary": "Prometheus metrics", "security": [],
+            "responses": {"200": {"description": "Prometheus text format",
+                                  "content": {"text/plain": {}}}}}},
+    }

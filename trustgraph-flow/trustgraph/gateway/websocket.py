@@ -1,0 +1,225 @@
+"""``GET /api/v1/socket``: many concurrent requests over one websocket (PROTOCOL §1).
+
+One reader loop per socket (the handler) parses each frame and starts one task per
+request; each request task sends its own frames straight to the socket. A bad
+frame gets an error for its id and nothing else: the socket stays open and other
+requests carry on. Closing the socket cancels all of its requests.
+"""
+import asyncio
+import json
+import re
+from contextlib import aclosing
+from dataclasses import dataclass
+
+from aiohttp import WSCloseCode, WSMsgType, web
+
+from trustgraph.schema import Record
+
+from .auth import Auth, presented_token
+from .dispatch import Dispatcher
+from .errors import GatewayError, bad_request, classify
+from .framing import Envelope
+from .metrics import ERRORS, REQUESTS, SOCKETS
+from .services import ServiceRow
+
+HEARTBEAT = 30.0
+AUTH_OK = b'{"type":"auth-ok","default_workspace":"default"}'
+AUTH_FAILED = b'{"type":"auth-failed","error":"auth failure"}'
+AUTH_REQUIRED = GatewayError(
+    "auth-required", 'this gateway needs a token: send {"type":"auth","token":...} first, '
+    "or open the socket with ?token= or Authorization: Bearer", 401)
+AUTH_REFUSED = GatewayError("auth-failed", "auth failure", 401)
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_inflight: int  # concurrent requests per socket
+    max_frame: int     # bytes in one client frame
+
+
+def error_frame(client_id: object, exception: BaseException) -> bytes:
+    """The one place a websocket request's failure becomes its error frame."""
+    error = classify(exception)
+    ERRORS.labels(error.type).inc()
+    return Envelope(client_id).error(error.as_dict())
+
+
+class SocketEndpoint:
+    """The aiohttp handler; keeps the live sockets so shutdown can close them."""
+
+    def __init__(self, dispatcher: Dispatcher, auth: Auth, limits: Limits) -> None:
+        self.dispatcher = dispatcher
+        self.auth = auth
+        self.limits = limits
+        self.live: set[web.WebSocketResponse] = set()
+
+    async def handle(self, request: web.Request) -> web.WebSocketResponse:
+        # Frames up to max_frame get a clean error from us; aiohttp's own limit sits
+        # well above it and is only there to stop a runaway client. No per-message
+        # deflate: compressing every small token frame costs more CPU than it saves.
+        ws = web.WebSocketResponse(heartbeat=HEARTBEAT, compress=False,
+                                   max_msg_size=2 * self.limits.max_frame + (1 << 20))
+        await ws.prepare(request)
+        self.live.add(ws)
+        SOCKETS.inc()
+        try:
+            await Session(ws, self, self._opening_auth(request)).run()
+        finally:
+            self.live.discard(ws)
+            SOCKETS.dec()
+        return ws
+
+    def _opening_auth(self, request: web.Request) -> GatewayError | None:
+        """None when the socket may send requests, else the error they will get."""
+        if self.auth.open:
+            return None
+        token = presented_token(request)
+        if token is None:
+            return AUTH_REQUIRED
+        return None if self.auth.accepts(token) else AUTH_REFUSED
+
+    async def close_all(self) -> None:
+        await asyncio.gather(*(ws.close(code=WSCloseCode.GOING_AWAY, message=b"shutting down")
+                               for ws in list(self.live)), return_exceptions=True)
+
+
+class Session:
+    """One open socket: its auth state and its in-flight requests by client id."""
+
+    def __init__(self, ws: web.WebSocketResponse, endpoint: SocketEndpoint,
+                 refusal: GatewayError | None) -> None:
+        self.ws = ws
+        self.endpoint = endpoint
+        self.refusal = refusal
+        self.tasks: dict[str, asyncio.Task] = {}  # in flight, by client id
+        self._running: set[asyncio.Task] = set()   # also those cancelled, until they end
+
+    async def run(self) -> None:
+        try:
+            async for message in self.ws:
+                if message.type in (WSMsgType.TEXT, WSMsgType.BINARY):
+                    await self.on_frame(message.data)
+        finally:
+            for task in self._running:
+                task.cancel()
+            await asyncio.gather(*self._running, return_exceptions=True)
+
+    async def on_frame(self, data: str | bytes) -> None:
+        client_id = None
+        try:
+            if _too_large(data, self.endpoint.limits.max_frame):
+                client_id = _leading_id(data)
+                raise GatewayError("too-large", f"frame exceeds the gateway's limit of "
+                                   f"{self.endpoint.limits.max_frame} bytes", 413)
+            frame = _parse(data)
+            client_id = frame.get("id")
+            await self._dispatch(frame)
+        except Exception as exception:
+            await self._send(error_frame(client_id, exception))
+
+    async def _dispatch(self, frame: dict) -> None:
+        kind = frame.get("type")
+        if kind == "auth":
+            await self._authenticate(frame.get("token"))
+        elif kind == "cancel":
+            client_id = frame.get("id")
+            task = self.tasks.pop(client_id, None) if isinstance(client_id, str) else None
+            if task is not None:  # the id is free again at once
+                task.cancel()
+        elif kind is None:
+            self._start(frame)
+        else:
+            raise bad_request(f"type: unknown frame type {kind!r}")
+
+    async def _authenticate(self, token: object) -> None:
+        accepted = self.endpoint.auth.accepts(token)
+        self.refusal = None if accepted else AUTH_REFUSED
+        await self._send(AUTH_OK if accepted else AUTH_FAILED)
+
+    def _start(self, frame: dict) -> None:
+        client_id = frame.get("id")
+        if not isinstance(client_id, str) or not client_id:
+            raise bad_request("id: a non-empty string is required")
+        for field in ("service", "request"):
+            if field not in frame:
+                raise bad_request(f"{field}: required")
+        if self.refusal is not None:
+            raise self.refusal
+        if client_id in self.tasks:
+            raise GatewayError("duplicate-id", f"request {client_id!r} is still in flight", 409)
+        if len(self.tasks) >= self.endpoint.limits.max_inflight:
+            raise GatewayError("too-many-requests", f"this socket already has "
+                               f"{len(self.tasks)} requests in flight", 429)
+        dispatcher = self.endpoint.dispatcher
+        flow = frame.get("flow", "default")
+        row = dispatcher.resolve(frame.get("service"), flow)
+        record = dispatcher.prepare(row, frame["request"], _tenant(frame))
+        REQUESTS.labels(row.name, "websocket").inc()
+        task = asyncio.create_task(self._serve(client_id, row, flow, record))
+        self.tasks[client_id] = task
+        self._running.add(task)
+        task.add_done_callback(self._running.discard)
+
+    async def _serve(self, client_id: str, row: ServiceRow, flow: str, record: Record) -> None:
+        envelope = Envelope(client_id)
+        send = self.ws.send_frame  # send_str without the str: the frame is already bytes
+        try:
+            async with aclosing(self.endpoint.dispatcher.frames(row, flow, record)) as batches:
+                async for batch in batches:
+                    for data, final in batch:
+                        if final:  # the id is free again once its last frame is out
+                            self._forget(client_id)
+                        await send(envelope.response(data, final), WSMsgType.TEXT)
+        except ConnectionError:
+            return  # the socket is gone; its reader loop cancels the rest
+        except Exception as exception:
+            self._forget(client_id)
+            await self._send(error_frame(client_id, exception))
+        finally:
+            self._forget(client_id)
+
+    def _forget(self, client_id: str) -> None:
+        if self.tasks.get(client_id) is asyncio.current_task():
+            del self.tasks[client_id]
+
+    async def _send(self, data: bytes) -> None:
+        try:
+            await self.ws.send_frame(data, WSMsgType.TEXT)
+        except ConnectionError:
+            pass  # the socket is closing; nobody is left to tell
+
+
+def _parse(data: str | bytes) -> dict:
+    try:
+        frame = json.loads(data)
+    except (ValueError, RecursionError) as error:
+        raise bad_request(f"frame is not valid JSON: {error}") from None
+    if not isinstance(frame, dict):
+        raise bad_request("frame must be a JSON object")
+    return frame
+
+
+def _tenant(frame: dict) -> object:
+    return frame.get("user", frame.get("workspace"))
+
+
+def _too_large(data: str | bytes, limit: int) -> bool:
+    if len(data) > limit:
+        return True
+    # A str counts characters; only one that might exceed the limit in UTF-8 is encoded.
+    return isinstance(data, str) and len(data) * 4 > limit and len(data.encode()) > limit
+
+
+_LEADING_ID = re.compile(r'\s*\{\s*"id"\s*:\s*("(?:[^"\\]|\\.){0,512}")')
+
+
+def _leading_id(data: str | bytes) -> object:
+    """The id of an oversize frame, when it is the frame's first key (it is not parsed)."""
+    head = data[:1024]
+    if isinstance(head, bytes):
+        head = head.decode("utf-8", "replace")
+    match = _LEADING_ID.match(head)
+    try:
+        return json.loads(match.group(1)) if match else None
+    except ValueError:
+        return None

@@ -1,0 +1,281 @@
+"""The templates shipped with the platform, put into config (type ``prompt``) on the
+prompt service's first start when config holds no prompts. Edit them at run time with
+``tg-set-prompt``; docs/prompts.md lists each template's variables and output.
+
+Variables (all required unless marked optional):
+
+kg-prompt               query; knowledge: [{s, p, o}]
+document-prompt         query; documents: [text]
+extract-definitions     text                         -> json [{entity, definition}]
+extract-relationships   text                         -> json [{subject, predicate,
+                                                          object, object-entity}]
+query-rewrite           query
+query-decompose         query; max_subqueries (optional, 4)   -> json [question]
+agent-react             question; tools: [{name, description, arguments?: [{name,
+                        type, description}]}]; history (optional): [{thought, action,
+                        arguments, observation}]; context (optional)
+lazy-rag-summary        query; entities: [name | {name, description?}];
+                        relationships: [{s, p, o}]; communities (optional): [text]
+"""
+from trustgraph.schema import PromptTemplate
+
+_STRING = {"type": "string", "minLength": 1}
+
+KG_PROMPT = PromptTemplate(
+    system=(
+        "You answer questions from a knowledge graph. You are given facts as "
+        "subject | predicate | object statements and must rely on them alone."),
+    prompt="""\
+Knowledge statements:
+{% for t in knowledge %}- {{ t.s }} | {{ t.p }} | {{ t.o }}
+{% else %}(no statements were found)
+{% endfor %}
+Question: {{ query }}
+
+How to answer:
+- Use only the statements above. Do not add facts from general knowledge, even if \
+you believe them to be true.
+- Combine statements when the answer needs several of them, for example by following \
+a chain of relationships from one entity to the next.
+- If the statements do not contain the answer, say plainly that the knowledge graph \
+does not contain it, then mention briefly what related information it does hold, if \
+any. Do not guess.
+- If statements contradict each other, say so and give both.
+- Answer the question directly and concisely, in plain prose.
+""")
+
+DOCUMENT_PROMPT = PromptTemplate(
+    system=(
+        "You answer questions from the document excerpts you are given, and from "
+        "nothing else. You are careful, precise and honest about what the excerpts "
+        "do not say."),
+    prompt="""\
+Document excerpts:
+{% for document in documents %}
+[{{ loop.index }}]
+{{ document }}
+{% else %}
+(no excerpts were found)
+{% endfor %}
+Question: {{ query }}
+
+How to answer:
+- Use only the information in the excerpts. Do not add facts from general knowledge.
+- When it helps the reader check the answer, refer to excerpts by number, like [2].
+- If the excerpts disagree, say so and give each version with its excerpt number.
+- If the excerpts do not contain the answer, say plainly that the documents provided \
+do not answer the question, and mention briefly what they do cover. Do not guess.
+- Answer the question directly and concisely, in plain prose.
+""")
+
+EXTRACT_DEFINITIONS = PromptTemplate(
+    system=(
+        "You extract definitions from text for a knowledge graph. You reply with JSON "
+        "only: no commentary, no Markdown."),
+    prompt="""\
+Read the text below and find the entities it defines or describes: people, \
+organisations, places, products, technical terms and key concepts.
+
+For each one, give:
+- "entity": its name as written in the text (the fullest form the text uses);
+- "definition": one or two sentences saying what it is, based only on the text.
+
+Rules:
+- Include only entities the text actually says something about; skip passing mentions.
+- One object per entity; do not repeat an entity under another spelling.
+- Write each definition so it makes sense on its own, without the text.
+- If the text defines nothing, reply with an empty array: []
+
+Reply with a JSON array of objects and nothing else, for example:
+[{"entity": "Photosynthesis", "definition": "The process by which green plants use \
+sunlight to make sugars from carbon dioxide and water."}]
+
+Text:
+{{ text }}
+""",
+    response_type="json",
+    json_schema={
+        "type": "array",
+        "items": {
+            "type": "object",
+            "properties": {"entity": _STRING, "definition": _STRING},
+            "required": ["entity", "definition"],
+        },
+    })
+
+EXTRACT_RELATIONSHIPS = PromptTemplate(
+    system=(
+        "You extract relationships from text for a knowledge graph. You reply with "
+        "JSON only: no commentary, no Markdown."),
+    prompt="""\
+Read the text below and list the relationships it states between things.
+
+For each relationship, give:
+- "subject": the entity the statement is about, named as in the text;
+- "predicate": a short lowercase verb phrase for the relationship, e.g. \
+"founded", "is located in", "is a type of", "was born on";
+- "object": the other entity, or the value;
+- "object-entity": true if the object is an entity (something that could have \
+relationships of its own: a person, place, organisation, thing or concept); false if \
+it is a literal value such as a date, number, quantity or short description.
+
+Rules:
+- Only relationships the text states or directly implies; do not add outside knowledge.
+- Use the same name for the same entity every time (the fullest form in the text).
+- Resolve pronouns ("it", "she", "the company") to the entity they refer to.
+- One fact per object: split lists into separate relationships.
+- If the text states no relationships, reply with an empty array: []
+
+Reply with a JSON array of objects and nothing else, for example:
+[{"subject": "Marie Curie", "predicate": "was born in", "object": "Warsaw", \
+"object-entity": true},
+ {"subject": "Marie Curie", "predicate": "was born on", "object": "7 November 1867", \
+"object-entity": false}]
+
+Text:
+{{ text }}
+""",
+    response_type="json",
+    json_schema={
+        "type": "array",
+        "items": {
+            "type": "object",
+            "properties": {
+                "subject": _STRING, "predicate": _STRING, "object": _STRING,
+                "object-entity": {"type": "boolean"},
+            },
+            "required": ["subject", "predicate", "object", "object-entity"],
+        },
+    })
+
+QUERY_REWRITE = PromptTemplate(
+    system="You turn users' questions into clear search queries. You reply with the "
+           "query only.",
+    prompt="""\
+Rewrite the question below as one clear, self-contained search query for finding \
+relevant passages in a knowledge base.
+
+- Keep every name, number, date and constraint in the question.
+- Replace vague references ("it", "that thing") with what they refer to, when the \
+question makes that clear.
+- Drop greetings, politeness and instructions about the answer's format.
+- Expand an abbreviation only if you are sure what it stands for.
+- If the question is already a clear query, return it unchanged.
+
+Reply with the query alone on one line: no quotes, no labels, no explanation.
+
+Question: {{ query }}
+""")
+
+QUERY_DECOMPOSE = PromptTemplate(
+    system="You break complex questions into simpler ones. You reply with JSON only: "
+           "no commentary, no Markdown.",
+    prompt="""\
+{% set limit = max_subqueries if max_subqueries is defined else 4 -%}
+Break the question below into at most {{ limit }} simpler sub-questions that can each \
+be answered by searching a knowledge base, and whose answers together answer the \
+original question.
+
+- Each sub-question must stand on its own: name the entities it is about instead of \
+using "it" or "they".
+- Keep every name, number, date and constraint from the question.
+- Do not add sub-questions the question does not need.
+- If the question is already simple, reply with a one-element array containing it.
+
+Reply with a JSON array of strings and nothing else, for example:
+["Who founded Acme Corp?", "When was Acme Corp's first factory opened?"]
+
+Question: {{ query }}
+""",
+    response_type="json",
+    json_schema={"type": "array", "items": _STRING, "minItems": 1, "maxItems": 10})
+
+AGENT_REACT = PromptTemplate(
+    system=(
+        "You are a careful assistant that answers questions by reasoning step by step "
+        "and using tools when they help. You follow the response format exactly."),
+    prompt="""\
+Question: {{ question }}
+{% if context is defined and context %}
+Context:
+{{ context }}
+{% endif %}
+Tools:
+{% for tool in tools %}- {{ tool.name }}: {{ tool.description }}
+{% for argument in tool.get("arguments", []) %}  - argument "{{ argument.name }}" \
+({{ argument.type }}): {{ argument.description }}
+{% endfor %}{% else %}(no tools are available: answer from what you know)
+{% endfor %}
+{% if history is defined and history %}Steps so far:
+{% for step in history %}
+Thought: {{ step.thought }}
+Action: {{ step.action }}
+Args: {{ step.arguments | json }}
+Observation: {{ step.observation }}
+{% endfor %}
+{% endif %}
+Decide the single next step. Reply in exactly one of these two forms.
+
+To use a tool:
+Thought: <what you know so far and why this tool helps>
+Action: <the name of one tool from the list above>
+Args: <a JSON object giving that tool's arguments, on one line>
+
+To give the answer:
+Thought: <why you can answer now>
+Final Answer: <the complete answer to the question>
+
+Rules:
+- Use only tools from the list, with the arguments they declare.
+- Do not write an Observation yourself: it comes from running the tool.
+- Do not repeat a step that is already above with the same arguments.
+- Give the Final Answer as soon as the steps so far are enough. If the tools cannot \
+provide what is needed, give the best answer you can and say what is missing.
+""")
+
+LAZY_RAG_SUMMARY = PromptTemplate(
+    system=(
+        "You write query-focused summaries of a knowledge graph. You use only the "
+        "entities and relationships given, and you say exactly what they do not cover."),
+    prompt="""\
+Question: {{ query }}
+
+Entities:
+{% for entity in entities %}{% if entity is mapping %}- {{ entity.name }}\
+{% if entity.get("description") %}: {{ entity.description }}{% endif %}
+{% else %}- {{ entity }}
+{% endif %}{% else %}(no entities were found)
+{% endfor %}
+Relationships:
+{% for r in relationships %}- {{ r.s }} | {{ r.p }} | {{ r.o }}
+{% else %}(no relationships were found)
+{% endfor %}
+{% if communities is defined and communities %}Groups of closely related entities:
+{% for community in communities %}- {{ community if community is string else community | json }}
+{% endfor %}
+{% endif %}
+Write an answer to the question from this part of the knowledge graph.
+
+- Start with the direct answer in one or two sentences, then give the supporting \
+details, following relationships between entities where the question needs it.
+- Use only the entities and relationships above; do not add outside knowledge.
+- Where the material is thin or indirect, say how sure the answer is.
+- Finish with a line "Missing information:" followed by a short bulleted list of what \
+the question asks that the graph does not cover, or "Missing information: none".
+""")
+
+DEFAULT_TEMPLATES: dict[str, PromptTemplate] = {
+    "kg-prompt": KG_PROMPT,
+    "document-prompt": DOCUMENT_PROMPT,
+    "extract-definitions": EXTRACT_DEFINITIONS,
+    "extract-relationships": EXTRACT_RELATIONSHIPS,
+    "query-rewrite": QUERY_REWRITE,
+    "query-decompose": QUERY_DECOMPOSE,
+    "agent-react": AGENT_REACT,
+    "lazy-rag-summary": LAZY_RAG_SUMMARY,
+}
+
+
+def default_values() -> dict[str, dict]:
+    """The defaults as config values (type ``prompt``)."""
+    return {id: template.config_value() for id, template in DEFAULT_TEMPLATES.items()}

@@ -1,0 +1,155 @@
+"""Prompt templates: compiled once when config changes, rendered per request, and
+the model's answer to a json/jsonl template parsed and checked against its schema.
+
+Rendering uses a sandboxed Jinja2 environment (templates are data anyone with config
+access can edit) with strict undefined variables: a variable the request does not
+give is an error naming it, never an empty string in the prompt.
+"""
+import json
+import logging
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import jinja2
+import jsonschema
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+from trustgraph.base import HandledError
+from trustgraph.schema import PromptTemplate
+
+log = logging.getLogger(__name__)
+
+ERROR = "prompt-error"
+
+_environment = ImmutableSandboxedEnvironment(
+    undefined=jinja2.StrictUndefined, autoescape=False, keep_trailing_newline=True)
+# ``tojson`` is HTML-escaping; prompts want JSON as a model reads it.
+_environment.filters["json"] = lambda value: json.dumps(value, ensure_ascii=False)
+
+_UNDEFINED_NAME = re.compile(r"^'([^']+)' is undefined$")
+_FENCED = re.compile(r"```[a-zA-Z]*\s*\n?(.*?)```", re.DOTALL)
+
+
+class PromptError(HandledError):
+    def __init__(self, message: str) -> None:
+        super().__init__(ERROR, message)
+
+
+@dataclass(frozen=True)
+class Compiled:
+    id: str
+    definition: PromptTemplate
+    system: jinja2.Template
+    prompt: jinja2.Template
+    validator: jsonschema.protocols.Validator | None
+
+    @property
+    def response_type(self) -> str:
+        return self.definition.response_type
+
+    def render(self, variables: dict[str, Any]) -> tuple[str, str]:
+        """(system, prompt) for these variables."""
+        try:
+            return self.system.render(variables), self.prompt.render(variables)
+        except jinja2.UndefinedError as error:
+            match = _UNDEFINED_NAME.match(str(error))
+            given = ", ".join(sorted(variables)) or "none"
+            what = f"variable '{match.group(1)}' is undefined" if match else str(error)
+            raise PromptError(f"template '{self.id}': {what} (the request gave: {given})"
+                              ) from None
+        except jinja2.TemplateError as error:  # includes the sandbox's SecurityError
+            raise PromptError(f"template '{self.id}' failed to render: {error}") from None
+
+    def parse(self, answer: str) -> Any:
+        """The model's answer to a json/jsonl template as a checked JSON value (a
+        jsonl answer becomes a list of its lines' values)."""
+        text = _unfenced(answer)
+        if self.response_type == "jsonl":
+            items = [_loads(self.id, line, f"line {n}")
+                     for n, line in enumerate(text.splitlines(), 1) if line.strip()]
+            for n, item in enumerate(items):
+                self._check(item, f"item {n}")
+            return items
+        value = _loads(self.id, _outermost_json(text), "answer")
+        self._check(value, "answer")
+        return value
+
+    def _check(self, value: Any, what: str) -> None:
+        if self.validator is None:
+            return
+        error = jsonschema.exceptions.best_match(self.validator.iter_errors(value))
+        if error is not None:
+            where = "/" + "/".join(str(p) for p in error.absolute_path)
+            raise PromptError(f"the model's {what} for template '{self.id}' does not match "
+                              f"its schema at {where}: {error.message}")
+
+
+def compile_template(id: str, value: Any) -> Compiled:
+    """A config value (dict) as a ready template; ``PromptError`` says what is wrong."""
+    try:
+        definition = PromptTemplate.model_validate(value)
+        validator = None
+        if definition.json_schema is not None:
+            cls = jsonschema.validators.validator_for(definition.json_schema)
+            cls.check_schema(definition.json_schema)
+            validator = cls(definition.json_schema)
+        return Compiled(id, definition, _environment.from_string(definition.system),
+                        _environment.from_string(definition.prompt), validator)
+    except (ValueError, jinja2.TemplateSyntaxError,
+            jsonschema.exceptions.SchemaError) as error:
+        raise PromptError(f"template '{id}' in config is invalid: {error}") from None
+
+
+class Templates:
+    """The current templates by id, replaced as a whole when config changes."""
+
+    def __init__(self, values: dict[str, Any]) -> None:
+        self._templates: dict[str, Compiled | PromptError] = {}
+        self.replace(values)
+
+    def replace(self, values: dict[str, Any]) -> None:
+        templates: dict[str, Compiled | PromptError] = {}
+        for id, value in values.items():
+            try:
+                templates[id] = compile_template(id, value)
+            except PromptError as error:
+                log.warning("%s", error.message)
+                templates[id] = error
+        self._templates = templates
+        log.info("prompt templates: %s", ", ".join(sorted(templates)) or "none")
+
+    def get(self, id: str) -> Compiled:
+        template = self._templates.get(id)
+        if isinstance(template, PromptError):
+            raise template
+        if template is None:
+            known = ", ".join(sorted(self._templates)) or "none"
+            raise PromptError(f"no prompt template '{id}' (known: {known})")
+        return template
+
+
+def _unfenced(answer: str) -> str:
+    """The content of the first Markdown code fence, if the answer has one."""
+    match = _FENCED.search(answer)
+    return match.group(1).strip() if match else answer.strip()
+
+
+def _outermost_json(text: str) -> str:
+    """Models sometimes wrap the JSON in a sentence: keep from the first bracket to
+    the matching last one."""
+    starts = [i for i in (text.find("{"), text.find("[")) if i >= 0]
+    if not starts or text[:1] in "{[":
+        return text
+    start = min(starts)
+    end = text.rfind("}" if text[start] == "{" else "]")
+    return text[start:end + 1] if end > start else text
+
+
+def _loads(id: str, text: str, what: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        shown = text if len(text) <= 200 else text[:200] + "..."
+        raise PromptError(f"the model's {what} for template '{id}' is not valid JSON "
+                          f"({error}): {shown!r}") from None
