@@ -1,0 +1,264 @@
+"""One contract, every vector backend: Qdrant Edge (embedded), the Qdrant server
+backend against qdrant-client's local mode, and against a real server when
+QDRANT_URL (+ QDRANT_API_KEY) is set. Edge's index-aside machinery is tested last."""
+import asyncio
+import logging
+import math
+import os
+import random
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+from qdrant_client import AsyncQdrantClient
+
+from trustgraph.schema import Term
+from trustgraph.storage.vectors import edge_shards
+from trustgraph.storage.vectors.qdrant_edge import EdgeBackend
+from trustgraph.storage.vectors.qdrant_server import QdrantServerBackend
+from trustgraph.storage.vectors.store import (ChunkVector, EntityVector, Point, Space,
+                                              VectorStore)
+
+pytestmark = pytest.mark.filterwarnings("ignore:Payload indexes have no effect")
+
+DIM = 8
+I, L = Term.iri, Term.literal
+
+
+def vec(seed: int | str) -> list[float]:
+    rng = random.Random(str(seed))
+    return [rng.uniform(-1, 1) for _ in range(DIM)]
+
+
+@pytest.fixture
+def shard_dir(tmp_path):
+    """Edge's shard directories, in memory when the machine has a tmpfs: creating and
+    closing a shard fsyncs (~0.2 s on this disk), which tells nothing about the
+    contract and would make the suite ten times slower."""
+    if not os.path.isdir("/dev/shm"):
+        yield tmp_path
+        return
+    path = Path(tempfile.mkdtemp(prefix="tg-edge-", dir="/dev/shm"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture(params=["qdrant-edge", "qdrant-local", "qdrant-server"])
+async def store(request):
+    if request.param == "qdrant-edge":
+        backend = EdgeBackend(request.getfixturevalue("shard_dir"))
+    elif request.param == "qdrant-local":
+        backend = QdrantServerBackend(AsyncQdrantClient(location=":memory:"))
+    elif os.environ.get("QDRANT_URL"):
+        backend = QdrantServerBackend.connect(os.environ["QDRANT_URL"],
+                                              os.environ.get("QDRANT_API_KEY"))
+    else:
+        pytest.skip("set QDRANT_URL to run against a Qdrant server")
+    store = VectorStore(backend)
+    yield store
+    await store.close()
+
+
+@pytest.fixture
+def scope(request):
+    """A (user, collection) of this test's own (a real server outlives tests)."""
+    return f"user-{random.getrandbits(40):x}", "default"
+
+
+def chunk(n: int, document: str = "doc", **changes) -> ChunkVector:
+    values = dict(chunk_id=f"{document}#c{n}", document=document, vector=vec(f"c{n}"),
+                  text=f"text {n}", title=f"title of {document}")
+    return ChunkVector(**{**values, **changes})
+
+
+async def test_chunk_search_returns_the_nearest_chunks_with_payload_and_score(store, scope):
+    chunks = [chunk(n) for n in range(6)]
+    await store.upsert_chunks(*scope, chunks)
+    found = await store.search_chunks(*scope, chunks[2].vector, limit=3)
+    assert len(found) == 3
+    best = found[0]
+    assert (best.chunk_id, best.document, best.title, best.text) == \
+        ("doc#c2", "doc", "title of doc", "text 2")
+    assert math.isclose(best.score, 1.0, abs_tol=1e-4)
+    assert [m.score for m in found] == sorted((m.score for m in found), reverse=True)
+    assert len(await store.search_chunks(*scope, chunks[0].vector, limit=10)) == 6
+
+
+async def test_entity_search_returns_terms_and_labels(store, scope):
+    entities = [EntityVector(I("urn:alice"), vec("alice"), "Alice", "doc"),
+                EntityVector(L("forty two"), vec("42"), "42", "doc")]
+    await store.upsert_entities(*scope, entities)
+    found = await store.search_entities(*scope, vec("42"), limit=1)
+    assert [(m.entity, m.label) for m in found] == [(L("forty two"), "42")]
+    assert math.isclose(found[0].score, 1.0, abs_tol=1e-4)
+    assert {m.entity for m in await store.search_entities(*scope, vec(1), 5)} == \
+        {I("urn:alice"), L("forty two")}
+
+
+async def test_upserts_are_idempotent_by_id_and_replace(store, scope):
+    await store.upsert_chunks(*scope, [chunk(n) for n in range(3)])
+    await store.upsert_chunks(*scope, [chunk(n) for n in range(3)])
+    await store.upsert_chunks(*scope, [chunk(1, text="new text", vector=vec("moved"))])
+    entity = EntityVector(I("urn:e"), vec("e"), "E", "doc")
+    await store.upsert_entities(*scope, [entity, entity])
+    await store.upsert_entities(*scope, [entity])
+    assert await store.count(*scope) == {"chunks": 3, "entities": 1}
+    [best] = await store.search_chunks(*scope, vec("moved"), limit=1)
+    assert (best.chunk_id, best.text) == ("doc#c1", "new text")
+
+
+async def test_removing_a_document_keeps_what_other_documents_support(store, scope):
+    shared = I("urn:shared")
+    await store.upsert_chunks(*scope, [chunk(n, "first") for n in range(3)])
+    await store.upsert_chunks(*scope, [chunk(n, "second") for n in range(2)])
+    await store.upsert_entities(*scope, [EntityVector(shared, vec("s"), "S", "first"),
+                                         EntityVector(I("urn:first"), vec("f"), "F", "first")])
+    await store.upsert_entities(*scope, [EntityVector(shared, vec("s"), "S", "second")])
+    await store.remove_document(*scope, "first")
+    assert await store.count(*scope) == {"chunks": 2, "entities": 1}
+    assert {m.document for m in await store.search_chunks(*scope, vec("c0"), 10)} == \
+        {"second"}
+    [match] = await store.search_entities(*scope, vec("s"), 10)
+    assert (match.entity, match.label) == (shared, "S")
+    await store.remove_document(*scope, "second")
+    assert await store.count(*scope) == {"chunks": 0, "entities": 0}
+    await store.remove_document(*scope, "never-added")
+
+
+async def test_delete_collection_leaves_other_collections(store, scope):
+    user, collection = scope
+    for c in (collection, "kept"):
+        await store.upsert_chunks(user, c, [chunk(n) for n in range(2)])
+        await store.upsert_entities(user, c, [EntityVector(I("urn:e"), vec("e"), "E", "doc")])
+    await store.delete_collection(user, collection)
+    assert await store.count(user, collection) == {"chunks": 0, "entities": 0}
+    assert await store.search_chunks(user, collection, vec("c0")) == []
+    assert await store.count(user, "kept") == {"chunks": 2, "entities": 1}
+    await store.upsert_chunks(user, collection, [chunk(9)])  # usable again
+    assert await store.count(user, collection) == {"chunks": 1, "entities": 0}
+
+
+async def test_unknown_scopes_are_empty(store, scope):
+    assert await store.search_chunks(*scope, vec(0)) == []
+    assert await store.search_entities(*scope, vec(0)) == []
+    assert await store.count(*scope) == {"chunks": 0, "entities": 0}
+    await store.remove_document(*scope, "doc")
+    await store.delete_collection(*scope)
+
+
+async def test_vectors_of_another_dimension_are_refused(store, scope):
+    await store.upsert_chunks(*scope, [chunk(0)])
+    with pytest.raises(Exception):
+        await store.upsert_chunks(*scope, [chunk(1, vector=[0.5] * (DIM + 1))])
+
+
+NASTY = ["it's", 'say "hi"', "{braces}", "../../etc", "a/b\\c", "'); DROP --", "$x",
+         "line\nbreak", "ünïcødé ✓", ""]
+
+
+async def test_values_with_metacharacters_round_trip(store):
+    for n, value in enumerate(NASTY):
+        user, collection = f"u{value}{random.getrandbits(30)}", f"c{value}"
+        document = f"doc {value}"
+        item = chunk(n, document, chunk_id=f"chunk {value}", text=value, title=value)
+        await store.upsert_chunks(user, collection, [item])
+        await store.upsert_entities(user, collection, [
+            EntityVector(I(f"urn:{value}"), vec(n), value, document),
+            EntityVector(L(value), vec(f"l{n}"), value, document)])
+        [found] = await store.search_chunks(user, collection, item.vector, 1)
+        assert (found.chunk_id, found.document, found.text, found.title) == \
+            (f"chunk {value}", document, value, value)
+        assert {(m.entity, m.label) for m in await store.search_entities(
+            user, collection, vec(n), 5)} == {(I(f"urn:{value}"), value), (L(value), value)}
+        await store.remove_document(user, collection, document)
+        assert await store.count(user, collection) == {"chunks": 0, "entities": 0}
+
+
+async def test_no_query_returns_another_users_or_collections_data(store):
+    """The same chunk ids and entities in several scopes — including two whose user
+    and collection concatenate alike — each search sees only its own scope."""
+    run = f"{random.getrandbits(30):x}"
+    scopes = [(f"alice{run}", "c1"), (f"alice{run}", "c2"), (f"bob{run}", "c1"),
+              (f"x{run}", "y\0z"), (f"x{run}\0y", "z")]
+    for n, scope in enumerate(scopes):
+        await store.upsert_chunks(*scope, [chunk(0, text=f"mine {n}"), chunk(1)])
+        await store.upsert_entities(*scope, [EntityVector(I("urn:e"), vec("e"), f"E{n}",
+                                                          "doc")])
+    for n, scope in enumerate(scopes):
+        found = await store.search_chunks(*scope, vec("c0"), limit=10)
+        assert sorted(m.text for m in found) == sorted([f"mine {n}", "text 1"])
+        assert [m.label for m in await store.search_entities(*scope, vec("e"), 10)] == \
+            [f"E{n}"]
+        assert await store.count(*scope) == {"chunks": 2, "entities": 1}
+    await store.remove_document(*scopes[0], "doc")
+    await store.delete_collection(*scopes[1])
+    for scope in scopes[:2]:
+        assert await store.count(*scope) == {"chunks": 0, "entities": 0}
+    for scope in scopes[2:]:
+        assert await store.count(*scope) == {"chunks": 2, "entities": 1}
+
+
+# -- Qdrant Edge: indexing aside -----------------------------------------------------
+
+async def test_edge_indexes_aside_and_keeps_the_writes_made_meanwhile(shard_dir, caplog):
+    caplog.set_level(logging.INFO, "trustgraph.storage.vectors.qdrant_edge")
+    tmp_path = shard_dir
+    backend = EdgeBackend(tmp_path, index_after=300, quiet=0)
+    space = Space("chunks", "u", "c")
+    point = lambda n: Point(f"00000000-0000-0000-0000-{n:012d}", vec(n), {"n": n})
+    try:
+        await backend.upsert(space, [point(n) for n in range(400)])
+        assert backend._builds, "a build should have started"
+        await asyncio.sleep(0.05)  # the copy is made; the builder process starts
+        await backend.upsert(space, [point(n) for n in range(400, 450)])
+        await backend.delete(space, [point(n).id for n in range(10)])
+        assert await backend.count(space) == 440  # served while the build runs
+        await backend.wait_for_indexing()
+        assert "swapped in" in caplog.text
+        assert await backend.count(space) == 440
+        [(payload, score)] = await backend.search(space, vec(420), 1)
+        assert payload == {"n": 420}
+        assert (await backend.search(space, vec(3), 1))[0][0] != {"n": 3}
+        assert not list(tmp_path.glob("*.build")) and not list(tmp_path.glob("*.old"))
+    finally:
+        await backend.close()
+    reopened = EdgeBackend(tmp_path)
+    try:
+        assert await reopened.count(space) == 440
+    finally:
+        await reopened.close()
+
+
+async def test_edge_cancelled_call_does_not_leave_its_reply_to_the_next(shard_dir):
+    backend = EdgeBackend(shard_dir)
+    space = Space("chunks", "u", "c")
+    try:
+        await backend.upsert(space, [Point(f"00000000-0000-0000-0000-{n:012d}", vec(n), {})
+                                     for n in range(3)])
+        for _ in range(5):
+            search = asyncio.create_task(backend.search(space, vec(1), 3))
+            await asyncio.sleep(0)  # sent, not yet answered
+            search.cancel()
+            assert await backend.count(space) == 3
+    finally:
+        await backend.close()
+
+
+async def test_edge_worker_restarts_after_it_dies(shard_dir):
+    backend = EdgeBackend(shard_dir)
+    space = Space("chunks", "u", "c")
+    try:
+        await backend.upsert(space, [Point("00000000-0000-0000-0000-000000000001", vec(1), {})])
+        backend._worker.kill()
+        await backend._worker.wait()
+        assert await backend.count(space) == 1  # a new worker, same shards
+    finally:
+        await backend.close()
+
+
+def test_edge_repairs_a_swap_interrupted_by_a_crash(tmp_path):
+    for name in ("restored.old", "complete", "complete.old", "partial.build"):
+        (tmp_path / name).mkdir()
+    edge_shards.start(str(tmp_path), 20000)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["complete", "restored"]

@@ -1,0 +1,207 @@
+"""The distributed triples store: Neo4j (or any Bolt + Cypher server) through the
+official async driver.
+
+Graph shape: every term is a ``(:Term {key, user, collection, t, v})`` node whose
+``key`` is the JSON of ``[user, collection, t, v]``, unique per scope, so one indexed
+equality finds an entity inside its scope and nowhere else. Every (triple, document,
+chunk) is one ``[:Rel {user, collection, p, document, chunk}]`` relationship: adding it
+again MERGEs onto the same one, removing a document deletes its relationships, and
+reads return DISTINCT triples.
+
+Cypher is never assembled from input: labels, relationship types and property names
+are fixed; every value is a parameter. Writes are UNWIND batches inside
+``execute_write``, which retries transient failures (deadlocks, leader changes).
+It also runs on ArcadeDB's Bolt plugin; see docs/storage.md for the differences.
+"""
+import json
+from collections.abc import Iterable
+from typing import Any, Self
+
+from neo4j import AsyncDriver, AsyncGraphDatabase, AsyncManagedTransaction
+from neo4j.exceptions import ClientError
+
+from trustgraph.schema import RDFS_LABEL, Term, Triple
+
+from .store import check_addable, iris, make_triple
+
+BATCH = 500  # triples per write transaction
+
+SCHEMA = [
+    # Enforced by Neo4j (and what makes concurrent MERGEs safe there); ArcadeDB
+    # accepts it without creating anything, hence the plain index next.
+    "CREATE CONSTRAINT tg_term_key IF NOT EXISTS FOR (n:Term) REQUIRE n.key IS UNIQUE",
+    "CREATE INDEX tg_term_key_index IF NOT EXISTS FOR (n:Term) ON (n.key)",
+    "CREATE INDEX tg_term_scope IF NOT EXISTS FOR (n:Term) ON (n.user, n.collection)",
+    "CREATE INDEX tg_rel_document IF NOT EXISTS FOR ()-[r:Rel]-()"
+    " ON (r.user, r.collection, r.document)",
+]
+
+ADD = """
+UNWIND $rows AS row
+MERGE (s:Term {key: row.sk})
+  ON CREATE SET s.user = $user, s.collection = $collection, s.t = 'i', s.v = row.s
+MERGE (o:Term {key: row.ok})
+  ON CREATE SET o.user = $user, o.collection = $collection, o.t = row.ot, o.v = row.o
+MERGE (s)-[:Rel {user: $user, collection: $collection, p: row.p,
+                 document: $document, chunk: $chunk}]->(o)
+"""
+
+NEIGHBOURS = """
+UNWIND $keys AS key
+MATCH (n:Term {key: key})-[r:Rel]-(:Term)
+WITH key, collect(DISTINCT {s: startNode(r).v, p: r.p, o: endNode(r).v,
+                            ot: endNode(r).t})[..$limit] AS rows
+UNWIND rows AS row
+RETURN DISTINCT row.s AS s, row.p AS p, row.o AS o, row.ot AS ot
+"""
+
+LABELS = """
+UNWIND $keys AS key
+MATCH (s:Term {key: key})-[:Rel {p: $label}]->(o:Term {t: 'l'})
+RETURN s.v AS entity, min(o.v) AS label
+"""
+
+COUNT = """
+MATCH (s:Term {user: $user, collection: $collection})-[r:Rel]->(o:Term)
+RETURN count(DISTINCT [s.v, r.p, o.t, o.v]) AS n
+"""
+
+DOCUMENT_TERMS = """
+MATCH (s:Term)-[:Rel {user: $user, collection: $collection, document: $document}]->(o:Term)
+RETURN collect(DISTINCT s.key) + collect(DISTINCT o.key) AS keys
+"""
+
+DELETE_DOCUMENT_RELS = """
+MATCH (:Term)-[r:Rel {user: $user, collection: $collection, document: $document}]->(:Term)
+DELETE r
+"""
+
+DELETE_ORPHANS = """
+UNWIND $keys AS key
+MATCH (n:Term {key: key})
+WHERE NOT EXISTS { (n)-[:Rel]-() }
+DELETE n
+"""
+
+DELETE_SCOPE_BATCH = """
+MATCH (n:Term {user: $user, collection: $collection})
+WITH n LIMIT $batch
+DETACH DELETE n
+RETURN count(*) AS n
+"""
+
+
+def term_key(user: str, collection: str, term: Term) -> str:
+    return json.dumps([user, collection, term.t, term.value])
+
+
+async def _fetch(tx: AsyncManagedTransaction, query: str, params: dict[str, Any]) -> list:
+    result = await tx.run(query, params)
+    return [record async for record in result]
+
+
+class Neo4jTriplesStore:
+    def __init__(self, driver: AsyncDriver, database: str | None = None):
+        self._driver = driver
+        self._database = database
+
+    @classmethod
+    async def open(cls, uri: str, user: str, password: str,
+                   database: str | None = None) -> Self:
+        driver = AsyncGraphDatabase.driver(uri, auth=(user, password))
+        store = cls(driver, database)
+        try:
+            await driver.verify_connectivity()
+            await store._create_schema()
+        except BaseException:
+            await driver.close()
+            raise
+        return store
+
+    async def close(self) -> None:
+        await self._driver.close()
+
+    async def _create_schema(self) -> None:
+        for statement in SCHEMA:
+            try:
+                await self._write(lambda tx: _fetch(tx, statement, {}))
+            except ClientError:
+                pass  # Neo4j: the constraint already indexes n.key
+
+    async def _read(self, query: str, **params: Any) -> list:
+        async with self._driver.session(database=self._database) as session:
+            return await session.execute_read(_fetch, query, params)
+
+    async def _write(self, work) -> Any:
+        async with self._driver.session(database=self._database) as session:
+            return await session.execute_write(work)
+
+    # -- writes ------------------------------------------------------------------
+
+    async def add(self, user: str, collection: str, triples: Iterable[Triple], *,
+                  document: str, chunk: str = "") -> None:
+        rows = []
+        for t in triples:
+            check_addable(t)
+            rows.append({"sk": term_key(user, collection, t.s), "s": t.s.i, "p": t.p.i,
+                         "ok": term_key(user, collection, t.o), "o": t.o.value, "ot": t.o.t})
+        for start in range(0, len(rows), BATCH):
+            params = {"rows": rows[start:start + BATCH], "user": user,
+                      "collection": collection, "document": document, "chunk": chunk}
+            await self._write(lambda tx: _fetch(tx, ADD, params))
+
+    async def remove_document(self, user: str, collection: str, document: str) -> None:
+        params = {"user": user, "collection": collection, "document": document}
+
+        async def remove(tx: AsyncManagedTransaction) -> None:
+            [record] = await _fetch(tx, DOCUMENT_TERMS, params)
+            await _fetch(tx, DELETE_DOCUMENT_RELS, params)
+            await _fetch(tx, DELETE_ORPHANS, {"keys": list(set(record["keys"]))})
+        await self._write(remove)
+
+    async def delete_collection(self, user: str, collection: str, batch: int = 10000) -> None:
+        params = {"user": user, "collection": collection, "batch": batch}
+        while True:  # in batches: one huge transaction could exhaust the server's memory
+            [record] = await self._write(lambda tx: _fetch(tx, DELETE_SCOPE_BATCH, params))
+            if record["n"] == 0:
+                return
+
+    # -- reads -------------------------------------------------------------------
+
+    async def query(self, user: str, collection: str, s: Term | None = None,
+                    p: Term | None = None, o: Term | None = None,
+                    limit: int = 10000) -> list[Triple]:
+        if (s and not s.is_iri) or (p and not p.is_iri):
+            return []  # never stored
+        # Assembled from the fixed fragments below only; every value is a parameter.
+        subject = "{key: $s}" if s else "{user: $user, collection: $collection}"
+        predicate = " {p: $p}" if p else ""
+        obj = " {key: $o}" if o else ""
+        query = (f"MATCH (s:Term {subject})-[r:Rel{predicate}]->(o:Term{obj})"
+                 " WHERE r.user = $user AND r.collection = $collection"
+                 " RETURN DISTINCT s.v AS s, r.p AS p, o.v AS o, o.t AS ot LIMIT $limit")
+        records = await self._read(
+            query, user=user, collection=collection, limit=limit, p=p.i if p else None,
+            s=term_key(user, collection, s) if s else None,
+            o=term_key(user, collection, o) if o else None)
+        return [_triple(record) for record in records]
+
+    async def neighbours(self, user: str, collection: str, entities: Iterable[Term],
+                         limit_per_entity: int = 30) -> list[Triple]:
+        keys = [term_key(user, collection, Term.iri(e)) for e in iris(entities)]
+        records = await self._read(NEIGHBOURS, keys=keys, limit=limit_per_entity)
+        return [_triple(record) for record in records]
+
+    async def labels(self, user: str, collection: str,
+                     entities: Iterable[Term]) -> dict[Term, str]:
+        keys = [term_key(user, collection, Term.iri(e)) for e in iris(entities)]
+        records = await self._read(LABELS, keys=keys, label=RDFS_LABEL)
+        return {Term.iri(r["entity"]): r["label"] for r in records}
+
+    async def count(self, user: str, collection: str) -> int:
+        [record] = await self._read(COUNT, user=user, collection=collection)
+        return record["n"]
+
+
+def _triple(record) -> Triple:
+    return make_triple(record["s"], record["p"], record["o"], record["ot"] == "i")

@@ -1,0 +1,218 @@
+"""The embedded triples store: one SQLite file (WAL) in the data dir.
+
+Threads, not the event loop, run SQLite: ``sqlite3`` calls block, and a large write
+or a hub-entity lookup would stall every other request in the process. One writer
+thread owns the only write connection, because SQLite admits one writer at a time
+(queuing writes in our own thread avoids "database is locked" retries); a small pool
+of reader threads, each with its own connection, serves queries concurrently with
+that writer, which WAL allows. sqlite3 releases the GIL while a statement runs.
+
+Layout: ``scopes`` maps (user, collection) to a small integer that prefixes every
+index, so each lookup is confined to one scope by the index itself. ``triples`` holds
+each distinct triple once per scope; ``provenance`` lists the (document, chunk) pairs
+supporting it. Lists of values go in as one JSON parameter (``json_each``), so a
+batched lookup is one statement whatever its size. All values are bound parameters.
+"""
+import asyncio
+import json
+import sqlite3
+import threading
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Self, TypeVar
+
+from trustgraph.schema import RDFS_LABEL, Term, Triple
+
+from .store import check_addable, iris, make_triple
+
+T = TypeVar("T")
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS scopes (
+    id INTEGER PRIMARY KEY, user TEXT NOT NULL, collection TEXT NOT NULL,
+    UNIQUE (user, collection));
+CREATE TABLE IF NOT EXISTS triples (
+    id INTEGER PRIMARY KEY, scope INTEGER NOT NULL,
+    s TEXT NOT NULL, p TEXT NOT NULL, o TEXT NOT NULL, o_iri INTEGER NOT NULL,
+    UNIQUE (scope, s, p, o, o_iri));
+CREATE INDEX IF NOT EXISTS triples_by_p ON triples (scope, p, o);
+CREATE INDEX IF NOT EXISTS triples_by_o ON triples (scope, o, o_iri);
+CREATE TABLE IF NOT EXISTS provenance (
+    triple INTEGER NOT NULL, document TEXT NOT NULL, chunk TEXT NOT NULL,
+    PRIMARY KEY (triple, document, chunk)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS provenance_by_document ON provenance (document);
+"""
+
+SCOPE = "(SELECT id FROM scopes WHERE user = ? AND collection = ?)"
+
+NEIGHBOURS = f"""
+WITH scope(id) AS {SCOPE},
+     seeds(e) AS (SELECT DISTINCT value FROM json_each(?)),
+     hits(e, id) AS (
+        SELECT seeds.e, t.id FROM seeds JOIN triples t
+            ON t.scope = (SELECT id FROM scope) AND t.s = seeds.e
+        UNION
+        SELECT seeds.e, t.id FROM seeds JOIN triples t
+            ON t.scope = (SELECT id FROM scope) AND t.o = seeds.e AND t.o_iri = 1),
+     ranked(id, n) AS (
+        SELECT id, row_number() OVER (PARTITION BY e ORDER BY id) FROM hits)
+SELECT s, p, o, o_iri FROM triples
+WHERE id IN (SELECT id FROM ranked WHERE n <= ?) ORDER BY id
+"""
+
+LABELS = f"""
+SELECT s, min(o) FROM triples
+WHERE scope = {SCOPE} AND p = ? AND o_iri = 0 AND s IN (SELECT value FROM json_each(?))
+GROUP BY s
+"""
+
+ADD_TRIPLE = """
+INSERT INTO triples (scope, s, p, o, o_iri) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING
+"""
+
+ADD_PROVENANCE = """
+INSERT OR IGNORE INTO provenance (triple, document, chunk)
+SELECT id, ?, ? FROM triples WHERE scope = ? AND s = ? AND p = ? AND o = ? AND o_iri = ?
+"""
+
+
+class SqliteTriplesStore:
+    def __init__(self, path: str | Path, readers: int = 2):
+        self._path = str(path)
+        self._writer = ThreadPoolExecutor(1, thread_name_prefix="triples-write")
+        self._readers = ThreadPoolExecutor(readers, thread_name_prefix="triples-read")
+        self._local = threading.local()
+        self._connections: list[sqlite3.Connection] = []
+
+    @classmethod
+    async def open(cls, path: str | Path, readers: int = 2) -> Self:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        store = cls(path, readers)
+        await asyncio.get_running_loop().run_in_executor(
+            store._writer, lambda: store._connection().executescript(SCHEMA))
+        return store
+
+    async def close(self) -> None:
+        for pool in (self._writer, self._readers):
+            await asyncio.to_thread(pool.shutdown)
+        for connection in self._connections:
+            connection.close()
+
+    # -- threads -----------------------------------------------------------------
+
+    def _connection(self) -> sqlite3.Connection:
+        """This thread's connection (autocommit; writes open their own transaction)."""
+        connection = getattr(self._local, "connection", None)
+        if connection is None:
+            connection = sqlite3.connect(self._path, isolation_level=None,
+                                         check_same_thread=False)
+            connection.execute("PRAGMA journal_mode=WAL")
+            connection.execute("PRAGMA synchronous=NORMAL")  # durable across a crash
+            connection.execute("PRAGMA busy_timeout=10000")
+            self._local.connection = connection
+            self._connections.append(connection)
+        return connection
+
+    async def _read(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._readers, lambda: work(self._connection()))
+
+    async def _write(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        def transaction() -> T:
+            db = self._connection()
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                result = work(db)
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            db.execute("COMMIT")
+            return result
+        return await asyncio.get_running_loop().run_in_executor(self._writer, transaction)
+
+    # -- writes ------------------------------------------------------------------
+
+    async def add(self, user: str, collection: str, triples: Iterable[Triple], *,
+                  document: str, chunk: str = "") -> None:
+        triples = list(triples)
+        for triple in triples:
+            check_addable(triple)
+        if not triples:
+            return
+
+        def add(db: sqlite3.Connection) -> None:
+            db.execute("INSERT OR IGNORE INTO scopes (user, collection) VALUES (?, ?)",
+                       (user, collection))
+            scope = db.execute("SELECT id FROM scopes WHERE user = ? AND collection = ?",
+                               (user, collection)).fetchone()[0]
+            rows = [(scope, t.s.i, t.p.i, t.o.value, int(t.o.is_iri)) for t in triples]
+            db.executemany(ADD_TRIPLE, rows)
+            db.executemany(ADD_PROVENANCE, [(document, chunk, *row) for row in rows])
+        await self._write(add)
+
+    async def remove_document(self, user: str, collection: str, document: str) -> None:
+        def remove(db: sqlite3.Connection) -> None:
+            ids = json.dumps([row[0] for row in db.execute(
+                "SELECT p.triple FROM provenance p JOIN triples t ON t.id = p.triple"
+                f" WHERE p.document = ? AND t.scope = {SCOPE}",
+                (document, user, collection))])
+            db.execute("DELETE FROM provenance WHERE document = ?"
+                       " AND triple IN (SELECT value FROM json_each(?))", (document, ids))
+            db.execute("DELETE FROM triples WHERE id IN (SELECT value FROM json_each(?))"
+                       " AND NOT EXISTS (SELECT 1 FROM provenance WHERE triple = triples.id)",
+                       (ids,))
+        await self._write(remove)
+
+    async def delete_collection(self, user: str, collection: str) -> None:
+        def delete(db: sqlite3.Connection) -> None:
+            row = db.execute("SELECT id FROM scopes WHERE user = ? AND collection = ?",
+                             (user, collection)).fetchone()
+            if row is None:
+                return
+            db.execute("DELETE FROM provenance WHERE triple IN"
+                       " (SELECT id FROM triples WHERE scope = ?)", row)
+            db.execute("DELETE FROM triples WHERE scope = ?", row)
+            db.execute("DELETE FROM scopes WHERE id = ?", row)
+        await self._write(delete)
+
+    # -- reads -------------------------------------------------------------------
+
+    async def query(self, user: str, collection: str, s: Term | None = None,
+                    p: Term | None = None, o: Term | None = None,
+                    limit: int = 10000) -> list[Triple]:
+        if (s and not s.is_iri) or (p and not p.is_iri):
+            return []  # never stored
+        # The statement is assembled from the fixed fragments below only; every
+        # value is a bound parameter.
+        where, params = [f"scope = {SCOPE}"], [user, collection]
+        if s:
+            where.append("s = ?")
+            params.append(s.i)
+        if p:
+            where.append("p = ?")
+            params.append(p.i)
+        if o:
+            where.append("o = ? AND o_iri = ?")
+            params += [o.value, int(o.is_iri)]
+        sql = f"SELECT s, p, o, o_iri FROM triples WHERE {' AND '.join(where)} LIMIT ?"
+        return await self._read(lambda db: [
+            make_triple(*row) for row in db.execute(sql, (*params, limit))])
+
+    async def neighbours(self, user: str, collection: str, entities: Iterable[Term],
+                         limit_per_entity: int = 30) -> list[Triple]:
+        keys = json.dumps(iris(entities))
+        return await self._read(lambda db: [make_triple(*row) for row in db.execute(
+            NEIGHBOURS, (user, collection, keys, limit_per_entity))])
+
+    async def labels(self, user: str, collection: str,
+                     entities: Iterable[Term]) -> dict[Term, str]:
+        keys = json.dumps(iris(entities))
+        rows = await self._read(lambda db: db.execute(
+            LABELS, (user, collection, RDFS_LABEL, keys)).fetchall())
+        return {Term.iri(entity): label for entity, label in rows}
+
+    async def count(self, user: str, collection: str) -> int:
+        return await self._read(lambda db: db.execute(
+            f"SELECT count(*) FROM triples WHERE scope = {SCOPE}",
+            (user, collection)).fetchone()[0])

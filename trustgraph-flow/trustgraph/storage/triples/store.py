@@ -1,0 +1,99 @@
+"""What every triples store does, and N-hop expansion built on it.
+
+Every operation is scoped by ``(user, collection)``: nothing stored under one scope is
+ever visible from another. Each triple carries provenance (document, chunk), so removing
+a document removes the triples only it supported; adding the same triple again from the
+same document and chunk changes nothing.
+"""
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Protocol
+
+from trustgraph.schema import Term, Triple
+
+
+class TriplesStore(Protocol):
+    async def add(self, user: str, collection: str, triples: Iterable[Triple], *,
+                  document: str, chunk: str = "") -> None:
+        """Store triples found in ``chunk`` of ``document``. Subjects and predicates
+        must be IRIs."""
+
+    async def query(self, user: str, collection: str, s: Term | None = None,
+                    p: Term | None = None, o: Term | None = None,
+                    limit: int = 10000) -> list[Triple]:
+        """Distinct triples matching the bound positions (none bound: any triple)."""
+
+    async def neighbours(self, user: str, collection: str, entities: Iterable[Term],
+                         limit_per_entity: int = 30) -> list[Triple]:
+        """Distinct triples having any of ``entities`` (IRIs; literals are ignored) as
+        subject or object, at most ``limit_per_entity`` per entity, in ONE round trip."""
+
+    async def labels(self, user: str, collection: str,
+                     entities: Iterable[Term]) -> dict[Term, str]:
+        """The ``rdfs:label`` of each IRI entity that has one, in one round trip."""
+
+    async def remove_document(self, user: str, collection: str, document: str) -> None:
+        """Forget the document's provenance; drop triples nothing else supports."""
+
+    async def delete_collection(self, user: str, collection: str) -> None: ...
+
+    async def count(self, user: str, collection: str) -> int:
+        """Distinct triples in the collection."""
+
+    async def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class Subgraph:
+    triples: list[Triple]
+    entities: list[Term]  # seeds first, then in the order they were reached
+    hops: int  # round trips made
+
+
+async def expand(store: TriplesStore, user: str, collection: str, seeds: Iterable[Term], *,
+                 max_hops: int = 2, max_entities: int = 50, max_triples: int = 150,
+                 triples_per_entity: int = 30) -> Subgraph:
+    """Breadth-first expansion from ``seeds``: one ``neighbours`` round trip per hop.
+
+    A hop follows edges in both directions from the entities reached by the previous
+    hop. Triples beyond ``max_triples`` are dropped; entities beyond ``max_entities``
+    are not followed (the triple that reached them is kept).
+    """
+    seen = dict.fromkeys(list(dict.fromkeys(t for t in seeds if t.is_iri))[:max_entities])
+    found: dict[Triple, None] = {}  # an ordered set
+    frontier, hops = list(seen), 0
+    while frontier and hops < max_hops and len(found) < max_triples:
+        hops += 1
+        reached = []
+        for triple in await store.neighbours(user, collection, frontier, triples_per_entity):
+            if len(found) >= max_triples:
+                break
+            found.setdefault(triple)
+            for term in (triple.s, triple.o):
+                if term.is_iri and term not in seen and len(seen) < max_entities:
+                    seen[term] = None
+                    reached.append(term)
+        frontier = reached
+    return Subgraph(list(found), list(seen), hops)
+
+
+def iris(entities: Iterable[Term]) -> list[str]:
+    """The distinct IRIs among ``entities``, in order."""
+    return list(dict.fromkeys(t.i for t in entities if t.is_iri))
+
+
+def check_addable(triple: Triple) -> None:
+    if not (triple.s.is_iri and triple.p.is_iri):
+        raise ValueError(f"subject and predicate must be IRIs: {triple}")
+
+
+def make_triple(s: str, p: str, o: str, o_is_iri: bool) -> Triple:
+    """A triple from stored values. Reads return thousands of triples over far fewer
+    distinct terms, and terms are immutable: recent ones are shared, not rebuilt."""
+    return Triple(s=_term("i", s), p=_term("i", p), o=_term("i" if o_is_iri else "l", o))
+
+
+@lru_cache(maxsize=16384)
+def _term(t: str, value: str) -> Term:
+    return Term(t="i", i=value) if t == "i" else Term(t="l", v=value)

@@ -1,0 +1,179 @@
+"""Chunk vectors and entity vectors, scoped by (user, collection), over any point
+backend (Qdrant Edge embedded, Qdrant server).
+
+A backend only stores points in *spaces*: one space per (kind, user, collection),
+each a separate shard or collection, so one scope's query can never reach another's
+points. Everything else — ids, payloads, which documents support a point — is decided
+here once, for every backend.
+
+Each point lists the documents it came from. A chunk has one; an entity vector is
+shared by every document that mentions the entity, so removing a document deletes
+the points it alone supported and takes itself off the others' lists.
+"""
+import asyncio
+import hashlib
+import json
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from trustgraph.schema import Term
+
+CHUNKS, ENTITIES = "chunks", "entities"
+_IDS = uuid.UUID("5c0f3d52-5d0e-4d0b-9a52-7d3c0ae7c1b1")
+
+
+@dataclass(frozen=True)
+class Space:
+    kind: str
+    user: str
+    collection: str
+
+    @property
+    def name(self) -> str:
+        """A name safe for a directory or collection, whatever the user and collection
+        names contain (they never reach a path or a query as text)."""
+        scope = hashlib.sha256(json.dumps([self.user, self.collection]).encode()).hexdigest()
+        return f"{self.kind}-{scope[:40]}"
+
+
+@dataclass
+class Point:
+    id: str
+    vector: list[float]
+    payload: dict[str, Any] = field(default_factory=dict)
+
+
+class PointBackend(Protocol):
+    """Points in spaces. A space is created by its first upsert (its dimension is
+    that vector's length); reading a space that does not exist finds nothing."""
+
+    async def upsert(self, space: Space, points: list[Point]) -> None: ...
+    async def payloads(self, space: Space, ids: list[str]) -> dict[str, dict]: ...
+    async def search(self, space: Space, vector: list[float],
+                     limit: int) -> list[tuple[dict, float]]: ...
+    async def referencing(self, space: Space, document: str) -> list[Point]:
+        """Points (with vectors) whose ``documents`` list contains ``document``."""
+    async def delete(self, space: Space, ids: list[str]) -> None: ...
+    async def drop(self, space: Space) -> None: ...
+    async def count(self, space: Space) -> int: ...
+    async def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class ChunkVector:
+    chunk_id: str
+    document: str
+    vector: list[float]
+    text: str = ""
+    title: str = ""
+
+
+@dataclass(frozen=True)
+class EntityVector:
+    entity: Term
+    vector: list[float]
+    label: str = ""
+    document: str = ""
+
+
+@dataclass(frozen=True)
+class ChunkMatch:
+    chunk_id: str
+    document: str
+    title: str
+    text: str
+    score: float
+
+
+@dataclass(frozen=True)
+class EntityMatch:
+    entity: Term
+    label: str
+    score: float
+
+
+def point_id(key: str) -> str:
+    return str(uuid.uuid5(_IDS, key))
+
+
+def entity_key(entity: Term) -> str:
+    return f"{entity.t}\0{entity.value}"
+
+
+class VectorStore:
+    def __init__(self, backend: PointBackend):
+        self.backend = backend
+        # Entity upserts and document removal read, merge and write back the
+        # documents lists: one at a time in this process, or one would undo another.
+        # (Writers in different processes can still race: see docs/storage.md.)
+        self._merging = asyncio.Lock()
+
+    async def upsert_chunks(self, user: str, collection: str,
+                            chunks: Sequence[ChunkVector]) -> None:
+        """Add or replace chunk vectors (a chunk id names one chunk per collection)."""
+        if chunks:
+            await self.backend.upsert(Space(CHUNKS, user, collection), [Point(
+                point_id(c.chunk_id), list(c.vector),
+                {"chunk_id": c.chunk_id, "title": c.title, "text": c.text,
+                 "documents": [c.document]}) for c in chunks])
+
+    async def upsert_entities(self, user: str, collection: str,
+                              entities: Sequence[EntityVector]) -> None:
+        """Add or replace entity vectors; the documents already supporting an entity
+        are kept (one point per entity, however many documents mention it)."""
+        if not entities:
+            return
+        space = Space(ENTITIES, user, collection)
+        points = {point_id(entity_key(e.entity)): e for e in entities}
+        async with self._merging:
+            known = await self.backend.payloads(space, list(points))
+            await self.backend.upsert(space, [Point(id, list(e.vector), {
+                "entity": e.entity.model_dump(exclude_none=True), "label": e.label,
+                "documents": _with(known.get(id, {}).get("documents", []), e.document)})
+                for id, e in points.items()])
+
+    async def search_chunks(self, user: str, collection: str, vector: Sequence[float],
+                            limit: int = 10) -> list[ChunkMatch]:
+        found = await self.backend.search(Space(CHUNKS, user, collection), list(vector), limit)
+        return [ChunkMatch(p["chunk_id"], p["documents"][0], p["title"], p["text"], score)
+                for p, score in found]
+
+    async def search_entities(self, user: str, collection: str, vector: Sequence[float],
+                              limit: int = 10) -> list[EntityMatch]:
+        found = await self.backend.search(Space(ENTITIES, user, collection), list(vector),
+                                          limit)
+        return [EntityMatch(Term.model_validate(p["entity"]), p["label"], score)
+                for p, score in found]
+
+    async def remove_document(self, user: str, collection: str, document: str) -> None:
+        async with self._merging:
+            for kind in (CHUNKS, ENTITIES):
+                await self._remove_document(Space(kind, user, collection), document)
+
+    async def _remove_document(self, space: Space, document: str) -> None:
+        points = await self.backend.referencing(space, document)
+        gone = [p.id for p in points if p.payload["documents"] == [document]]
+        kept = [Point(p.id, p.vector, {**p.payload, "documents": [
+            d for d in p.payload["documents"] if d != document]})
+            for p in points if p.payload["documents"] != [document]]
+        if gone:
+            await self.backend.delete(space, gone)
+        if kept:
+            await self.backend.upsert(space, kept)
+
+    async def delete_collection(self, user: str, collection: str) -> None:
+        for kind in (CHUNKS, ENTITIES):
+            await self.backend.drop(Space(kind, user, collection))
+
+    async def count(self, user: str, collection: str) -> dict[str, int]:
+        return {kind: await self.backend.count(Space(kind, user, collection))
+                for kind in (CHUNKS, ENTITIES)}
+
+    async def close(self) -> None:
+        await self.backend.close()
+
+
+def _with(documents: list[str], document: str) -> list[str]:
+    return documents if not document or document in documents else [*documents, document]
