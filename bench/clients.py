@@ -11,18 +11,45 @@ import aiohttp
 _ids = itertools.count()
 
 
-async def direct(session: aiohttp.ClientSession, base_url: str) -> tuple[float, float]:
+MESSAGES = [{"role": "user", "content": "bench"}]
+
+
+def _openai_token(line: bytes) -> bool:
+    if not line.startswith(b"data: {"):
+        return False
+    choices = json.loads(line[6:]).get("choices") or ()
+    return bool(choices and choices[0]["delta"].get("content"))
+
+
+def _anthropic_token(line: bytes) -> bool:
+    return line.startswith(b"data: {") and \
+        json.loads(line[6:]).get("type") == "content_block_delta"
+
+
+def _ollama_token(line: bytes) -> bool:
+    return bool(line.strip()) and bool((json.loads(line).get("message") or {}).get("content"))
+
+
+# family → (path under the server URL, request body, "is this line a token")
+FAMILIES = {
+    "openai": ("/v1/chat/completions", {"model": "fake-gpt", "stream": True,
+                                        "messages": MESSAGES}, _openai_token),
+    "anthropic": ("/v1/messages", {"model": "fake-claude", "max_tokens": 1024,
+                                   "stream": True, "messages": MESSAGES}, _anthropic_token),
+    "ollama": ("/api/chat", {"model": "fake-llama", "stream": True, "messages": MESSAGES},
+               _ollama_token),
+}
+
+
+async def direct(session: aiohttp.ClientSession, server_url: str,
+                 family: str = "openai") -> tuple[float, float]:
+    """Straight from the LLM server at ``server_url`` (no /v1), in its own format."""
+    path, body, is_token = FAMILIES[family]
     started = time.perf_counter()
     first = None
-    body = {"model": "fake-gpt", "stream": True,
-            "messages": [{"role": "user", "content": "bench"}]}
-    async with session.post(f"{base_url}/chat/completions", json=body) as response:
+    async with session.post(server_url + path, json=body) as response:
         async for line in response.content:
-            if not line.startswith(b"data: {"):
-                continue
-            chunk = json.loads(line[6:])
-            choices = chunk.get("choices") or ()
-            if first is None and choices and choices[0]["delta"].get("content"):
+            if first is None and is_token(line):
                 first = time.perf_counter()
     return first - started, time.perf_counter() - started
 
@@ -57,18 +84,20 @@ class Socket:
             if "error" in frame or "error" in frame["response"]:
                 state[2].set_exception(RuntimeError(str(frame)))
                 continue
-            if state[1] is None and frame["response"].get("response"):
+            if state[1] is None and frame["response"].get(state[3]):
                 state[1] = time.perf_counter()
             if frame["complete"]:
                 state[2].set_result(time.perf_counter())
 
-    async def stream(self) -> tuple[float, float]:
+    async def stream(self, service: str = "text-completion",
+                     request: dict | None = None, text_field: str = "response"
+                     ) -> tuple[float, float]:
         request_id = f"b{next(_ids)}"
         done = asyncio.get_running_loop().create_future()
-        state = self.waiting[request_id] = [time.perf_counter(), None, done]
+        state = self.waiting[request_id] = [time.perf_counter(), None, done, text_field]
         await self.ws.send_str(json.dumps({
-            "id": request_id, "service": "text-completion", "flow": "default",
-            "request": {"system": "", "prompt": "bench", "streaming": True}}))
+            "id": request_id, "service": service, "flow": "default",
+            "request": request or {"system": "", "prompt": "bench", "streaming": True}}))
         finished = await done
         del self.waiting[request_id]
         return state[1] - state[0], finished - state[0]

@@ -10,7 +10,6 @@ stack adds to each versus direct (median and p95), and streams/s relative to dir
 import argparse
 import asyncio
 import json
-import os
 import subprocess
 import sys
 import time
@@ -28,15 +27,16 @@ MODES = ("direct", "websocket", "rest")
 
 
 @contextmanager
-def llm_server(tokens: int, first: float, delay: float):
+def llm_server(tokens: int, first: float, delay: float, family: str = "openai"):
+    """A scripted LLM server of that wire format in its own process; yields its URL."""
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, "-m", "tests.support.openai_server", "--port", str(port),
+        [sys.executable, "-m", f"tests.support.{family}_server", "--port", str(port),
          "--tokens", str(tokens), "--first", str(first), "--delay", str(delay)],
         stdout=subprocess.PIPE, text=True)
     try:
         process.stdout.readline()  # "listening ..." once it accepts
-        yield f"http://127.0.0.1:{port}/v1"
+        yield f"http://127.0.0.1:{port}"
     finally:
         process.terminate()
         process.wait()
@@ -53,7 +53,7 @@ async def run_level(mode: str, concurrency: int, streams: int, llm_url: str,
 
         def one():
             if mode == "direct":
-                return clients.direct(session, llm_url)
+                return clients.direct(session, llm_url, "openai")
             if mode == "rest":
                 return clients.rest(session, gateway)
             return socket.stream()
@@ -112,8 +112,9 @@ def main() -> None:
     args = parser.parse_args()
     levels = tuple(int(level) for level in args.levels.split(","))
     with llm_server(args.tokens, args.first, args.delay) as llm_url:
-        with Stack(env={**os.environ, "OPENAI_BASE_URL": llm_url, "TG_LLM": "openai",
-                        "TG_LOG_LEVEL": "WARNING"}) as stack:
+        with Stack(env={"OPENAI_BASE_URL": f"{llm_url}/v1", "TG_LLM": "openai",
+                        "TG_LOG_LEVEL": "WARNING"},
+                   processors=["text-completion", "gateway"]) as stack:
             rows = asyncio.run(measure(llm_url, stack.gateway_url, levels, args.streams))
     print(f"\n{args.tokens} tokens per stream, first after {args.first * 1000:g} ms, "
           f"then every {args.delay * 1000:g} ms; 2-core machine\n")

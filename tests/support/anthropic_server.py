@@ -149,3 +149,8 @@ class VertexClaudeCase:
 
 
 CASES = [Case, VertexClaudeCase]
+
+
+if __name__ == "__main__":
+    from .scripted_llm import serve
+    serve(AnthropicServer)

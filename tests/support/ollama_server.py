@@ -76,3 +76,8 @@ class Case:
 
 
 CASES = [Case]
+
+
+if __name__ == "__main__":
+    from .scripted_llm import serve
+    serve(OllamaServer)

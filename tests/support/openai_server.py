@@ -87,27 +87,7 @@ class Case:
 CASES = [Case]
 
 
-def main() -> None:
-    """``python -m tests.support.openai_server --port P [--tokens N --first S --delay S]``:
-    serve in a process of its own (benchmarks, manual runs)."""
-    import argparse
-    import asyncio
-
-    parser = argparse.ArgumentParser(description=main.__doc__)
-    parser.add_argument("--port", type=int, default=0)
-    parser.add_argument("--tokens", type=int, default=200)
-    parser.add_argument("--first", type=float, default=0.2)
-    parser.add_argument("--delay", type=float, default=0.01)
-    args = parser.parse_args()
-
-    async def serve() -> None:
-        server = await OpenAiServer(Script(tokens=args.tokens, first=args.first,
-                                           delay=args.delay)).start(args.port)
-        print(f"listening {server.base_url}", flush=True)
-        await asyncio.Event().wait()
-
-    asyncio.run(serve())
-
 
 if __name__ == "__main__":
-    main()
+    from .scripted_llm import serve
+    serve(OpenAiServer)

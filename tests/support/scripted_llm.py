@@ -156,3 +156,24 @@ class ScriptedServer:
             if not finished:
                 self.stats.closed_early.append(time.monotonic())
                 self.disconnected.set()
+
+
+def serve(server_class: type[ScriptedServer]) -> None:
+    """``python -m tests.support.<x>_server --port P [--tokens N --first S --delay S]``:
+    serve one format in a process of its own (benchmarks, manual runs)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=serve.__doc__)
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--tokens", type=int, default=200)
+    parser.add_argument("--first", type=float, default=0.2)
+    parser.add_argument("--delay", type=float, default=0.01)
+    args = parser.parse_args()
+
+    async def run() -> None:
+        server = await server_class(Script(tokens=args.tokens, first=args.first,
+                                           delay=args.delay)).start(args.port)
+        print(f"listening {server.url}", flush=True)
+        await asyncio.Event().wait()
+
+    asyncio.run(run())
