@@ -26,6 +26,8 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m bench.streaming
+	$(BIN)/python -m bench.providers
+	$(BIN)/python -m bench.stores
 
 clean:
 	rm -rf $(VENV) tg-data

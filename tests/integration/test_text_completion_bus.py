@@ -54,3 +54,40 @@ async def test_cancel_closes_provider_stream(llm, openai_server):
     await anext(stream)
     await stream.aclose()
     await asyncio.wait_for(openai_server.disconnected.wait(), 1.0)
+
+
+async def test_a_service_nobody_serves_fails_fast_with_a_clear_error(broker):
+    bus = Bus(broker.url)
+    requester = Requester(bus, "text-completion", "no-such-flow", "test-absent",
+                          timeout=60, accept_timeout=0.5)
+    await requester.start()
+    try:
+        with pytest.raises(ServiceError) as failure:
+            await asyncio.wait_for(requester.call(
+                TextCompletionRequest(prompt="hi"), TextCompletionResponse), 5)
+        assert failure.value.error.type == "no-service"
+        assert "no-such-flow" in failure.value.error.message
+    finally:
+        await bus.close()
+
+
+async def test_past_its_backlog_a_processor_refuses_at_once(broker, openai_server):
+    settings = Settings(pulsar_url=broker.url, openai_base_url=openai_server.base_url,
+                        tg_flows=["busy"], tg_concurrency=1, tg_backlog=1)
+    processor = Processor(spec_for("openai"), settings)
+    await processor.start()
+    bus = Bus(broker.url)
+    requester = Requester(bus, "text-completion", "busy", "test-busy", timeout=10)
+    await requester.start()
+    try:
+        slow = requester.stream(TextCompletionRequest(
+            prompt="[tokens=500 delay=0.01]", streaming=True), TextCompletionResponse)
+        await anext(slow)  # the one slot is taken
+        with pytest.raises(ServiceError) as failure:
+            await requester.call(TextCompletionRequest(prompt="[tokens=1]"),
+                                 TextCompletionResponse)
+        assert failure.value.error.type == "overloaded"
+        await slow.aclose()
+    finally:
+        await bus.close()
+        await processor.stop()

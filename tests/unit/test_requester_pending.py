@@ -52,3 +52,12 @@ async def test_a_reader_that_never_reads_overflows_instead_of_growing():
 async def test_times_out_when_nothing_arrives():
     with pytest.raises(TimeoutError):
         await _Pending().batch(0.01)
+
+
+async def test_the_accepted_marker_wakes_the_reader_with_nothing_to_read():
+    pending = _Pending()
+    waiting = asyncio.create_task(pending.batch(5))
+    await asyncio.sleep(0)
+    pending.accept()
+    assert await waiting == []
+    assert pending.accepted

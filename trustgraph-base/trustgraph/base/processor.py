@@ -87,7 +87,7 @@ class Processor:
                     self._stages.append(runner)
                 else:
                     runner = ServiceRunner(self.bus, part, flow, clients, self._inflight,
-                                           limit, replies)
+                                           limit, self.settings.tg_backlog, replies)
                 await runner.start()
         names = ", ".join(s.name for s in services)
         log.info("%s serving [%s] on flows %s via %s", self.spec.name, names,

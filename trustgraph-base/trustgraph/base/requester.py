@@ -49,13 +49,18 @@ class _Pending:
     broker restarts), and the request fails rather than returning text with holes.
     """
 
-    __slots__ = ("frames", "arrived", "expected", "failure")
+    __slots__ = ("frames", "arrived", "expected", "failure", "accepted")
 
     def __init__(self) -> None:
         self.frames: deque[Frame] = deque()
         self.arrived = asyncio.Event()
         self.expected = 0
         self.failure: Exception | None = None
+        self.accepted = False  # a replica has the request
+
+    def accept(self) -> None:
+        self.accepted = True
+        self.arrived.set()
 
     def put(self, frame: Frame, seq: int | None) -> None:
         if self.failure is not None:
@@ -67,6 +72,7 @@ class _Pending:
                         f"(was the broker restarted?)")))
             return
         self.expected += 1
+        self.accepted = True
         if len(self.frames) >= MAX_PENDING_RESPONSES:
             self.fail(ServiceError(Error(type="overflow",
                                          message="the caller is not reading its responses")))
@@ -79,13 +85,16 @@ class _Pending:
         self.arrived.set()
 
     async def batch(self, timeout: float) -> list[Frame]:
-        """Everything that has arrived, waiting up to ``timeout`` for the first."""
-        while not self.frames:
+        """Everything that has arrived, waiting up to ``timeout`` for something;
+        empty when what arrived was only the ``accepted`` marker."""
+        if not self.frames:
             if self.failure is not None:
                 raise self.failure
             self.arrived.clear()
             async with asyncio.timeout(timeout):
                 await self.arrived.wait()
+            if not self.frames and self.failure is not None:
+                raise self.failure
         batch = list(self.frames)
         self.frames.clear()
         return batch
@@ -93,10 +102,13 @@ class _Pending:
 
 class Requester:
     def __init__(self, bus: Bus, service: str, flow: str, requester_id: str,
-                 timeout: float = 120.0) -> None:
+                 timeout: float = 120.0, accept_timeout: float = 5.0) -> None:
         self.service = service
         self.flow = flow
-        self.timeout = timeout
+        self.timeout = timeout  # longest quiet time once a replica has the request
+        # A request on a non-persistent topic that no replica is subscribed to is
+        # dropped silently; without an ``accepted`` by then, nothing is serving it.
+        self.accept_timeout = accept_timeout
         self._bus = bus
         self._request_topic = request_topic(service, flow)
         self._reply_to = response_topic(service, flow, requester_id)
@@ -118,6 +130,9 @@ class Requester:
         pending = self._pending.get(properties.get("id", ""))
         if pending is None:
             return  # late response for a request that was cancelled or timed out
+        if properties.get("accepted"):
+            pending.accept()
+            return
         seq = properties.get("seq")
         pending.put((message.data(), properties.get("end") == "1"),
                     int(seq) if seq is not None else None)
@@ -137,17 +152,28 @@ class Requester:
             await self._producer.send(encode(request), properties={
                 "id": request_id, "reply-to": self._reply_to})
             while not finished:
+                accepted = pending.accepted
                 try:
-                    batch = await pending.batch(self.timeout)
+                    batch = await pending.batch(self.timeout if accepted else self.accept_timeout)
                 except TimeoutError:
-                    raise RequestTimeout(f"{self.service} on flow {self.flow} sent nothing "
-                                         f"for {self.timeout:g} s") from None
-                finished = batch[-1][1]
-                yield batch
+                    raise self._silence(accepted) from None
+                if batch:
+                    finished = batch[-1][1]
+                    yield batch
         finally:
             del self._pending[request_id]
             if not finished:
                 self._cancel(request_id)
+
+    def _silence(self, accepted: bool) -> Exception:
+        if accepted:
+            return RequestTimeout(f"{self.service} on flow {self.flow} sent nothing for "
+                                  f"{self.timeout:g} s")
+        return ServiceError(Error(
+            type="no-service",
+            message=f"no {self.service} processor took the request on flow {self.flow} "
+                    f"within {self.accept_timeout:g} s: is it running (tg-start, or "
+                    f"tg-run {self.service}) and is the flow started?"))
 
     def _cancel(self, request_id: str) -> None:
         # Not awaited: while the broker is away a send waits for its timeout, and the

@@ -70,13 +70,14 @@ class ServiceRunner:
 
     def __init__(self, bus: Bus, service: Service, flow: str, clients: Any,
                  inflight: dict[str, asyncio.Task], limit: asyncio.Semaphore,
-                 replies: "ReplyProducers") -> None:
+                 backlog: int, replies: "ReplyProducers") -> None:
         self.service = service
         self.flow = flow
         self._bus = bus
         self._clients = clients
         self._inflight = inflight
-        self._limit = limit
+        self._limit = limit  # requests handled at once
+        self._backlog = backlog  # requests held (handled or waiting), then refused
         self._replies = replies
 
     async def start(self) -> None:
@@ -85,26 +86,38 @@ class ServiceRunner:
                                 name=f"requests {self.service.name}:{self.flow}")
 
     async def _accept(self, message: Message) -> None:
+        """Never waits: the request is accepted (answered ``accepted`` at once, so the
+        requester knows a replica has it) or refused as overloaded."""
         properties = message.properties()
         request_id, reply_to = properties.get("id"), properties.get("reply-to")
         if not request_id or not reply_to:
             log.warning("%s: request without id or reply-to dropped", self.service.name)
             return
-        # Waiting here when the processor is at its limit holds back the receive
-        # loop, so a busy replica stops taking work and other replicas get it.
-        await self._limit.acquire()
-        task = asyncio.create_task(self._serve(message.data(), request_id, reply_to))
+        if request_id in self._inflight:
+            return  # a re-send of a request this process already has
+        overloaded = len(self._inflight) >= self._backlog
+        task = asyncio.create_task(
+            self._refuse(reply_to, request_id) if overloaded else
+            self._serve(message.data(), request_id, reply_to))
         self._inflight[request_id] = task
-        task.add_done_callback(lambda _: (self._limit.release(),
-                                          self._inflight.pop(request_id, None)))
+        task.add_done_callback(lambda _: self._inflight.pop(request_id, None))
+
+    async def _refuse(self, reply_to: str, request_id: str) -> None:
+        reply = await self._replies.reply(reply_to, request_id)
+        await reply.send(self.service.response.failure(Error(
+            type="overloaded", message=f"{self.service.name} has {self._backlog} requests "
+                                       f"in hand; try again shortly")), True)
 
     async def _serve(self, data: bytes, request_id: str, reply_to: str) -> None:
         started = time.perf_counter()
         timer = RequestTimer(self.service.name)
-        send = None
-        sent_final = False
+        reply = None
+        sent_final = holding = False
         try:
-            send = await self._replies.sender(reply_to, request_id)
+            reply = await self._replies.reply(reply_to, request_id)
+            await reply.accept()
+            await self._limit.acquire()
+            holding = True
             request = decode(self.service.request, data)
             ctx = Context(id=request_id, flow=self.flow, clients=self._clients)
             # aclosing: a cancel closes the handler (and its LLM stream) at once.
@@ -112,7 +125,7 @@ class ServiceRunner:
                 async for record in records:
                     timer.responded()
                     sent_final = record.is_final()
-                    await send(record, sent_final)
+                    await reply.send(record, sent_final)
                     if sent_final:
                         break
             if not sent_final:
@@ -125,9 +138,11 @@ class ServiceRunner:
             timer.failed()
             log.warning("id=%s %s failed: %s: %s", request_id, self.service.name,
                         error.type, error.message)
-            if send is not None and not sent_final:
-                await send(self.service.response.failure(error), True)
+            if reply is not None and not sent_final:
+                await reply.send(self.service.response.failure(error), True)
         finally:
+            if holding:
+                self._limit.release()
             timer.done()
             log.debug("id=%s %s done in %.1f ms", request_id, self.service.name,
                       (time.perf_counter() - started) * 1000)
@@ -152,7 +167,7 @@ class ReplyProducers:
         self._bus = bus
         self._producers: dict[str, asyncio.Future] = {}
 
-    async def sender(self, topic: str, request_id: str):
+    async def reply(self, topic: str, request_id: str) -> "Reply":
         if topic not in self._producers:
             self._producers[topic] = asyncio.ensure_future(self._bus.producer(topic))
         try:
@@ -160,15 +175,26 @@ class ReplyProducers:
         except Exception:
             self._producers.pop(topic, None)
             raise
-        seq = 0
+        return Reply(producer, request_id)
 
-        async def send(record: Response, final: bool) -> None:
-            # ``seq`` lets the requester notice records lost in transit.
-            nonlocal seq
-            properties = {"id": request_id, "seq": str(seq)}
-            if final:
-                properties["end"] = "1"
-            seq += 1
-            await producer.send(encode(record), properties=properties)
 
-        return send
+class Reply:
+    """The responses to one request: an ``accepted`` marker, then records numbered by
+    ``seq`` so the requester notices any lost in transit; the last marked ``end``."""
+
+    __slots__ = ("_producer", "_id", "_seq")
+
+    def __init__(self, producer, request_id: str) -> None:
+        self._producer = producer
+        self._id = request_id
+        self._seq = 0
+
+    async def accept(self) -> None:
+        await self._producer.send(b"", properties={"id": self._id, "accepted": "1"})
+
+    async def send(self, record: Response, final: bool) -> None:
+        properties = {"id": self._id, "seq": str(self._seq)}
+        if final:
+            properties["end"] = "1"
+        self._seq += 1
+        await self._producer.send(encode(record), properties=properties)

@@ -23,7 +23,8 @@ class ProcessorSettings(Settings):
     pulsar_url: str = DEFAULT_PULSAR_URL
     tg_data_dir: str = "./tg-data"
     tg_flows: Annotated[list[str], NoDecode] = ["default"]
-    tg_concurrency: int = 64
+    tg_concurrency: int = 64  # requests handled at once
+    tg_backlog: int = 1024  # requests held (handled or waiting); past it, "overloaded"
     tg_request_timeout: float = 120.0
     # Index of this replica among processes serving the same service (see Bus).
     tg_replica: int = 0

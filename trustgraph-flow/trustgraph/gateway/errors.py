@@ -12,6 +12,10 @@ from trustgraph.base import RequestTimeout, ServiceError
 log = logging.getLogger(__name__)
 
 
+# Service errors that mean "not now" rather than "failed": HTTP 503.
+UNAVAILABLE = {"no-service", "overloaded"}
+
+
 class GatewayError(Exception):
     def __init__(self, type: str, message: str, status: int = 400) -> None:
         super().__init__(message)
@@ -40,7 +44,8 @@ def classify(exception: BaseException) -> GatewayError:
     if isinstance(exception, RequestTimeout):
         return GatewayError("timeout", str(exception), 504)
     if isinstance(exception, ServiceError):
-        return GatewayError(exception.error.type, exception.error.message, 502)
+        status = 503 if exception.error.type in UNAVAILABLE else 502
+        return GatewayError(exception.error.type, exception.error.message, status)
     if isinstance(exception, ValidationError):
         return bad_request(validation_message(exception))
     log.warning("gateway failure: %s: %s", type(exception).__name__, exception,

@@ -1,0 +1,85 @@
+"""``make bench`` (second part): added time-to-first-token per provider wire format,
+and through the prompt service.
+
+For each provider family (OpenAI SSE, Anthropic Messages SSE, Ollama NDJSON) a
+scripted server of that format runs in its own process (first token after 200 ms,
+then one every 10 ms), and ``tg-start`` runs the stack with that provider. One stream
+at a time, the same count each way: straight from the server, through the gateway
+websocket to text-completion, and (OpenAI) through the prompt service, which renders
+a template and streams text-completion's deltas.
+"""
+import argparse
+import asyncio
+
+import aiohttp
+
+from bench import clients
+from bench.stats import median, ms, percentile
+from bench.streaming import llm_server
+from tests.support.stack import Stack
+
+PROMPT_REQUEST = {"id": "document-prompt", "streaming": True,
+                  "variables": {"query": "bench", "documents": ["first excerpt", "second"]}}
+
+# family → environment pointing that provider at the scripted server
+FAMILIES = {
+    "openai": lambda url: {"TG_LLM": "openai", "OPENAI_BASE_URL": f"{url}/v1"},
+    "anthropic": lambda url: {"TG_LLM": "anthropic", "ANTHROPIC_BASE_URL": url,
+                              "ANTHROPIC_API_KEY": "bench"},
+    "ollama": lambda url: {"TG_LLM": "ollama", "OLLAMA_HOST": url},
+}
+
+
+async def ttfts(stream, count: int) -> list[float]:
+    await stream()  # warm-up: connections, requesters, templates
+    return [(await stream())[0] for _ in range(count)]
+
+
+async def measure_family(family: str, url: str, gateway: str, count: int) -> list[dict]:
+    async with aiohttp.ClientSession() as session:
+        direct = await ttfts(lambda: clients.direct(session, url, family), count)
+        socket = clients.Socket(await session.ws_connect(
+            f"{gateway.replace('http', 'ws', 1)}api/v1/socket"))
+        paths = {"text-completion": await ttfts(socket.stream, count)}
+        if family == "openai":
+            paths["prompt"] = await ttfts(
+                lambda: socket.stream("prompt", PROMPT_REQUEST, "text"), count)
+        await socket.ws.close()
+    return [{"family": family, "path": path, "streams": count,
+             "ttft_p50": median(values), "ttft_p95": percentile(values, 95),
+             "added_p50": median(values) - median(direct),
+             "added_p95": percentile(values, 95) - percentile(direct, 95)}
+            for path, values in paths.items()]
+
+
+def report(rows: list[dict]) -> str:
+    lines = ["| wire format | path | streams | TTFT p50 ms | TTFT p95 ms | "
+             "added TTFT p50 ms | added TTFT p95 ms |", "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['family']} | {r['path']} | {r['streams']} | {ms(r['ttft_p50'])} | "
+                     f"{ms(r['ttft_p95'])} | {ms(r['added_p50'])} | {ms(r['added_p95'])} |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--streams", type=int, default=30)
+    parser.add_argument("--tokens", type=int, default=50)
+    args = parser.parse_args()
+    rows = []
+    for family, environment in FAMILIES.items():
+        with llm_server(args.tokens, 0.2, 0.01, family) as url:
+            processors = ["text-completion", "gateway"]
+            if family == "openai":
+                processors = ["config", "prompt"] + processors
+            with Stack(env=environment(url) | {"TG_LOG_LEVEL": "WARNING"},
+                       processors=processors) as stack:
+                rows += asyncio.run(measure_family(family, url, stack.gateway_url,
+                                                   args.streams))
+    print(f"\none stream at a time, {args.streams} streams per row, first token after "
+          f"200 ms then every 10 ms; 2-core machine\n")
+    print(report(rows))
+
+
+if __name__ == "__main__":
+    main()
