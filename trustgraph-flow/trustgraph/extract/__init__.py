@@ -1,0 +1,1 @@
+"""Knowledge extraction: chunks in, triples and entities out (docs/extraction.md)."""

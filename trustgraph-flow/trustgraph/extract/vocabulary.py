@@ -1,0 +1,76 @@
+"""The IRIs extraction writes (docs/extraction.md describes the graph they form).
+
+Names become IRIs by one rule, so the keyphrase extractor, the LLM extractor and
+retrieval agree: the same name always gives the same IRI, on every machine.
+
+    entity_iri("Marie Curie")   -> urn:tg:entity:marie-curie
+    entity_iri("C++")           -> urn:tg:entity:c%2B%2B
+    relation_iri("was born in") -> urn:tg:rel:was-born-in
+    chunk_iri("doc-1/c3")       -> urn:tg:chunk:doc-1/c3
+"""
+import re
+import unicodedata
+from urllib.parse import quote, unquote
+
+from trustgraph.schema import RDFS_LABEL
+
+ENTITY = "urn:tg:entity:"
+RELATION = "urn:tg:rel:"
+CHUNK = "urn:tg:chunk:"
+DOCUMENT = "urn:tg:doc:"
+
+LABEL = RDFS_LABEL
+DEFINITION = "http://www.w3.org/2004/02/skos/core#definition"
+CO_OCCURS = "urn:tg:co-occurs"  # entity → entity, subject IRI < object IRI
+MENTIONED_IN = "urn:tg:mentioned-in"  # entity → chunk
+IN_DOCUMENT = "urn:tg:in-document"  # chunk → document
+
+# The labels of the fixed predicates, emitted with them so a graph explains itself.
+PREDICATE_LABELS = {
+    CO_OCCURS: "co-occurs with",
+    MENTIONED_IN: "mentioned in",
+    IN_DOCUMENT: "in document",
+    DEFINITION: "definition",
+}
+
+# Words are runs of letters and digits; "+" and "#" stay attached (C++, C#, F#) and
+# are percent-encoded, being reserved in IRIs.
+_WORD = re.compile(r"[^\W_]+[+#]*")
+_RESERVED = str.maketrans({"+": "%2B", "#": "%23"})
+# Ids (chunk, document) keep these characters; anything else is percent-encoded.
+_ID_SAFE = "/:@!$&'()*,;=~"
+
+
+def slug(name: str) -> str:
+    """``name`` folded for matching: NFKC, case-folded, words joined by ``-``; punctuation
+    and spacing are dropped. Empty when ``name`` has no letters or digits."""
+    folded = unicodedata.normalize("NFKC", name).casefold()
+    return "-".join(_WORD.findall(folded)).translate(_RESERVED)
+
+
+def entity_iri(name: str) -> str | None:
+    """The entity ``name`` stands for, or None for a name with no letters or digits."""
+    key = slug(name)
+    return ENTITY + key if key else None
+
+
+def relation_iri(phrase: str) -> str | None:
+    key = slug(phrase)
+    return RELATION + key if key else None
+
+
+def chunk_iri(chunk_id: str) -> str:
+    return CHUNK + quote(chunk_id, safe=_ID_SAFE)
+
+
+def document_iri(document_id: str) -> str:
+    return DOCUMENT + quote(document_id, safe=_ID_SAFE)
+
+
+def chunk_id_of(iri: str) -> str | None:
+    """The chunk id of a chunk IRI (None for any other IRI)."""
+    return unquote(iri.removeprefix(CHUNK)) if iri.startswith(CHUNK) else None
+
+
+def document_id_of(iri: str) -> str | None:
+    return unquote(iri.removeprefix(DOCUMENT)) if iri.startswith(DOCUMENT) else None
