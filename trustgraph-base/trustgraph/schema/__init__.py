@@ -22,3 +22,19 @@ __all__ = [
     "TextCompletionRequest", "TextCompletionResponse", "TextLoadRequest", "Term", "Triple",
     "decode", "encode", "flow_topic", "request_topic", "response_topic",
 ]
+
+from .queries import (DocumentEmbeddingsRequest, DocumentEmbeddingsResponse,
+                      GraphEmbeddingsRequest, GraphEmbeddingsResponse, ScoredChunk,
+                      ScoredEntity, TriplesQueryRequest, TriplesQueryResponse)
+
+__all__ += [
+    "DocumentEmbeddingsRequest", "DocumentEmbeddingsResponse", "GraphEmbeddingsRequest",
+    "GraphEmbeddingsResponse", "ScoredChunk", "ScoredEntity", "TriplesQueryRequest",
+    "TriplesQueryResponse",
+]
+
+from .librarian import (LIBRARIAN_FLOW, DocumentMetadata, LibrarianRequest,  # noqa: E402
+                        LibrarianResponse, ProcessingMetadata)
+
+__all__ += ["LIBRARIAN_FLOW", "DocumentMetadata", "LibrarianRequest", "LibrarianResponse",
+            "ProcessingMetadata"]

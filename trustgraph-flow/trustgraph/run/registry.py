@@ -10,7 +10,14 @@ RUNNABLES = {
     "gateway": "trustgraph.gateway.app:main",
     "config": "trustgraph.config.service:main",
     "prompt": "trustgraph.prompt.service:main",
+    "librarian": "trustgraph.librarian.service:main",
+    "decoder": "trustgraph.decoding.stage:main",
     "text-completion": "trustgraph.model.text_completion.service:main",
+    "triples-store": "trustgraph.storage.service_triples:main",
+    "vector-store": "trustgraph.storage.service_vectors:main",
+    "chunk-embeddings": "trustgraph.embeddings.stages:chunk_main",
+    "entity-embeddings": "trustgraph.embeddings.stages:entity_main",
+    "extract": "trustgraph.extract.service:main",
 }
 
 PROVIDER_PREFIX = "text-completion-"

@@ -1,0 +1,83 @@
+"""Librarian records: a user's documents, per user and collection (PROTOCOL §2).
+
+The librarian keeps each document's metadata and content. It is outside flows: the
+gateway and clients ask it on ``LIBRARIAN_FLOW`` whatever flow they name. Loading
+with processing in one step is the flow services ``text-load`` / ``document-load``
+(``trustgraph.schema.pipeline``); ``add-processing`` sends a stored document down
+a flow's pipeline later.
+
+Operations of ``LibrarianRequest``, and what they read and answer (every answer is
+one record with ``end_of_stream: true``, except a streamed listing):
+
+=====================  ==============================================  ==================
+operation              request fields (all with ``user``, ``collection``)  answer fields
+=====================  ==============================================  ==================
+add-document           document_id, content (base64), kind?, title?,   document
+                       comments?, tags?
+list-documents         streaming? (pages of ``LIST_PAGE`` documents)   documents
+get-document-metadata  document_id                                     document
+get-document-content   document_id                                     document, content
+remove-document        document_id                                     document (as it was)
+add-processing         document_id, flow? (default: the one asked on)  processing
+=====================  ==============================================  ==================
+
+An unknown document is the error ``not-found``; bad input is ``bad-request``.
+"""
+from typing import Literal
+
+from pydantic import AliasChoices, Field
+
+from .pipeline import DEFAULT_COLLECTION, DEFAULT_USER
+from .record import Record, Response
+
+# The librarian is outside flows: its service is asked on this flow only.
+LIBRARIAN_FLOW = "default"
+LIST_PAGE = 500  # documents per record of a streamed listing
+
+LibrarianOperation = Literal["add-document", "list-documents", "get-document-metadata",
+                             "get-document-content", "remove-document", "add-processing"]
+
+
+class DocumentMetadata(Record):
+    id: str
+    user: str = DEFAULT_USER
+    collection: str = DEFAULT_COLLECTION
+    title: str = ""
+    kind: str = ""  # MIME type
+    comments: str = ""
+    tags: list[str] = []
+    size: int = 0  # bytes of content
+    sha256: str = ""  # of the content, hex
+    time: int = 0  # when stored, Unix seconds
+
+
+class ProcessingMetadata(Record):
+    """A document sent down a flow's pipeline (by a load or by ``add-processing``)."""
+
+    document_id: str
+    flow: str
+    user: str = DEFAULT_USER
+    collection: str = DEFAULT_COLLECTION
+    time: int = 0
+
+
+class LibrarianRequest(Record):
+    operation: LibrarianOperation
+    document_id: str = Field("", validation_alias=AliasChoices(
+        "document_id", "document-id", "id"))
+    user: str = DEFAULT_USER
+    collection: str = DEFAULT_COLLECTION
+    title: str = ""
+    kind: str = ""  # MIME type; empty: guessed from the title's extension and the content
+    comments: str = ""
+    tags: list[str] = []
+    content: str = ""  # base64 (add-document)
+    flow: str = ""  # add-processing: the flow to process on; empty: the flow asked on
+    streaming: bool = False  # list-documents: several records of at most LIST_PAGE
+
+
+class LibrarianResponse(Response):
+    document: DocumentMetadata | None = None
+    documents: list[DocumentMetadata] | None = None
+    processing: ProcessingMetadata | None = None
+    content: str | None = None  # base64 (get-document-content)

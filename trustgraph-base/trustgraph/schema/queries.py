@@ -1,0 +1,80 @@
+"""Records of the store query services (PROTOCOL §2): ``triples`` (pattern query),
+``graph-embeddings`` (entities nearest a vector) and ``document-embeddings`` (chunks
+nearest a vector).
+
+Every request is scoped by ``user`` and ``collection`` (defaults ``trustgraph`` /
+``default``); nothing outside that scope is ever returned. Each service answers
+once: one record, ``end_of_stream`` true, or an ``error``.
+"""
+from pydantic import Field, field_validator
+
+from .knowledge import Term, Triple
+from .pipeline import DEFAULT_COLLECTION, DEFAULT_USER
+from .record import Record, Response
+
+MAX_TRIPLES_LIMIT = 100_000
+MAX_MATCHES_LIMIT = 1_000
+
+
+class _Scoped(Record):
+    user: str = Field(DEFAULT_USER, min_length=1)
+    collection: str = Field(DEFAULT_COLLECTION, min_length=1)
+
+
+class TriplesQueryRequest(_Scoped):
+    """Triples matching the bound positions; none bound: any triple of the scope."""
+
+    s: Term | None = None
+    p: Term | None = None
+    o: Term | None = None
+    limit: int = Field(10000, ge=1, le=MAX_TRIPLES_LIMIT)
+
+
+class TriplesQueryResponse(Response):
+    response: list[Triple] | None = None  # absent only on an error
+    end_of_stream: bool = True
+
+
+class _VectorQuery(_Scoped):
+    vector: list[float] = Field(min_length=1)
+    limit: int = Field(10, ge=1, le=MAX_MATCHES_LIMIT)
+
+    @field_validator("vector")
+    @classmethod
+    def _finite(cls, vector: list[float]) -> list[float]:
+        if any(x != x or x in (float("inf"), float("-inf")) for x in vector):
+            raise ValueError("vector values must be finite numbers")
+        return vector
+
+
+class GraphEmbeddingsRequest(_VectorQuery):
+    pass
+
+
+class ScoredEntity(Record):
+    entity: Term
+    score: float  # cosine similarity: higher is nearer
+    label: str = ""  # not in PROTOCOL §2's minimum; readers may ignore it
+
+
+class GraphEmbeddingsResponse(Response):
+    entities: list[ScoredEntity] | None = None  # best first; absent only on an error
+    end_of_stream: bool = True
+
+
+class DocumentEmbeddingsRequest(_VectorQuery):
+    pass
+
+
+class ScoredChunk(Record):
+    chunk_id: str
+    text: str
+    score: float  # cosine similarity: higher is nearer
+    # Beyond PROTOCOL §2's minimum, for RAG sources (PROTOCOL: Source.document_id, title).
+    document_id: str = ""
+    title: str = ""
+
+
+class DocumentEmbeddingsResponse(Response):
+    chunks: list[ScoredChunk] | None = None  # best first; absent only on an error
+    end_of_stream: bool = True

@@ -1,0 +1,151 @@
+"""The vector store's owner (processor ``vector-store``, docs/query-services.md).
+
+In embedded mode the Qdrant Edge shards may be opened by one process only, so this
+one processor serves every use of them (DESIGN §1); with a Qdrant server it is just
+as valid, and may be replicated:
+
+* stage ``chunk-vectors`` — a chunk's vector, text and title (document vectors);
+* stage ``entity-vectors`` — entity vectors, each listing the documents that
+  mention it;
+* stage ``document-removed`` — deletes the document's chunk vectors and the entity
+  vectors no other document supports;
+* services ``document-embeddings`` (chunks nearest a vector) and
+  ``graph-embeddings`` (entities nearest a vector), scoped by user and collection.
+
+Points are keyed by chunk id or entity, so a redelivered record overwrites itself.
+"""
+import logging
+import math
+
+from trustgraph.base import (Context, HandledError, ProcessorSettings, ProcessorSpec,
+                             Rejected, Service, Stage, processor_main)
+from trustgraph.schema import (ChunkVector, DocumentEmbeddingsRequest,
+                               DocumentEmbeddingsResponse, DocumentRemoved, EntityVectors,
+                               GraphEmbeddingsRequest, GraphEmbeddingsResponse, ScoredChunk,
+                               ScoredEntity)
+
+from .service_triples import fits_one_message, scope_of
+from .settings import StoreSettings
+from .stores import open_vector_store
+from .vectors import store as stored
+from .vectors.store import VectorStore
+
+log = logging.getLogger(__name__)
+
+NAME = "vector-store"
+
+
+class VectorStoreSettings(StoreSettings, ProcessorSettings):
+    pass
+
+
+def is_dimension_error(error: Exception) -> bool:
+    """The store refused a vector whose length differs from its collection's (every
+    backend says "Vector dimension error: expected dim: N, got M")."""
+    return "dimension" in str(error).lower()
+
+
+def check_vector(vector: list[float], what: str) -> None:
+    if not vector:
+        raise Rejected(f"{what} has an empty vector")
+    if not all(math.isfinite(x) for x in vector):
+        raise Rejected(f"{what} has a vector with non-finite values")
+
+
+def chunk_vectors_stage(store: VectorStore):
+    async def store_chunk(record: ChunkVector, ctx) -> None:
+        document = record.chunk.document
+        user, collection = scope_of(document)
+        if not record.chunk.id:
+            raise Rejected(f"a chunk of document {document.id!r} has no id")
+        check_vector(record.vector, f"chunk {record.chunk.id!r}")
+        try:
+            await store.upsert_chunks(user, collection, [stored.ChunkVector(
+                chunk_id=record.chunk.id, document=document.id, vector=record.vector,
+                text=record.chunk.text, title=document.title)])
+        except Exception as error:
+            if is_dimension_error(error):
+                raise Rejected(f"chunk {record.chunk.id!r} not stored in {user}/"
+                               f"{collection}: {error} (vectors of another model? delete "
+                               f"the collection to change models)") from None
+            raise
+    return store_chunk
+
+
+def entity_vectors_stage(store: VectorStore):
+    async def store_entities(record: EntityVectors, ctx) -> None:
+        document = record.document
+        user, collection = scope_of(document)
+        for entity in record.entities:
+            check_vector(entity.vector, f"entity {entity.entity.value!r}")
+        try:
+            await store.upsert_entities(user, collection, [stored.EntityVector(
+                entity=e.entity, vector=e.vector, label=e.label, document=document.id)
+                for e in record.entities])
+        except Exception as error:
+            if is_dimension_error(error):
+                raise Rejected(f"entity vectors of document {document.id!r} not stored in "
+                               f"{user}/{collection}: {error}") from None
+            raise
+    return store_entities
+
+
+def removal_stage(store: VectorStore):
+    async def remove_document(record: DocumentRemoved, ctx) -> None:
+        user, collection = scope_of(record.document)
+        await store.remove_document(user, collection, record.document.id)
+        log.info("document %r removed from vectors of %s/%s", record.document.id, user,
+                 collection)
+    return remove_document
+
+
+async def _searching(search, user: str, collection: str, vector: list[float], limit: int):
+    try:
+        return await search(user, collection, vector, limit)
+    except Exception as error:
+        if is_dimension_error(error):
+            raise HandledError("bad-request", f"the vector does not match the vectors "
+                               f"stored in {user}/{collection}: {error}") from None
+        raise
+
+
+def document_handler(store: VectorStore):
+    async def search(request: DocumentEmbeddingsRequest, ctx: Context
+                     ) -> DocumentEmbeddingsResponse:
+        found = await _searching(store.search_chunks, request.user, request.collection,
+                                 request.vector, request.limit)
+        response = DocumentEmbeddingsResponse(chunks=[ScoredChunk(
+            chunk_id=m.chunk_id, text=m.text, score=m.score, document_id=m.document,
+            title=m.title) for m in found])
+        fits_one_message(response, len(found), "document-embeddings")
+        return response
+    return search
+
+
+def graph_handler(store: VectorStore):
+    async def search(request: GraphEmbeddingsRequest, ctx: Context
+                     ) -> GraphEmbeddingsResponse:
+        found = await _searching(store.search_entities, request.user, request.collection,
+                                 request.vector, request.limit)
+        return GraphEmbeddingsResponse(entities=[
+            ScoredEntity(entity=m.entity, score=m.score, label=m.label) for m in found])
+    return search
+
+
+def services(settings: VectorStoreSettings) -> list[Service | Stage]:
+    store = open_vector_store(settings)
+    return [
+        Stage("chunk-vectors", ChunkVector, chunk_vectors_stage(store), subscription=NAME),
+        Stage("entity-vectors", EntityVectors, entity_vectors_stage(store),
+              subscription=NAME),
+        Stage("document-removed", DocumentRemoved, removal_stage(store), subscription=NAME),
+        Service("document-embeddings", DocumentEmbeddingsRequest, DocumentEmbeddingsResponse,
+                document_handler(store), error_type="document-embeddings-error"),
+        Service("graph-embeddings", GraphEmbeddingsRequest, GraphEmbeddingsResponse,
+                graph_handler(store), error_type="graph-embeddings-error",
+                close=store.close),
+    ]
+
+
+SPEC = ProcessorSpec(NAME, VectorStoreSettings, services)
+main = processor_main(SPEC)
