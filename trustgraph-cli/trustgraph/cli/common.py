@@ -7,6 +7,7 @@ A command is ``main(argv) -> int``: parse with ``parser(...)`` (which adds
 """
 import argparse
 import asyncio
+import json
 import os
 import sys
 from collections.abc import Coroutine
@@ -63,6 +64,11 @@ def write(text: str) -> None:
     """Print a piece of a streamed answer now."""
     sys.stdout.write(text)
     sys.stdout.flush()
+
+
+def print_json(value: Any) -> None:
+    """A JSON value on stdout, indented for people, non-ASCII kept as it is."""
+    print(json.dumps(value, indent=2, ensure_ascii=False), flush=True)
 
 
 def show_usage(usage: Usage) -> None:

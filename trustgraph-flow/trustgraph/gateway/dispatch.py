@@ -30,11 +30,13 @@ class Dispatcher:
         self._requesters: dict[tuple[str, str], asyncio.Future[Requester]] = {}
 
     def resolve(self, service: object, flow: object) -> ServiceRow:
+        """The row for ``service``; the flow must be one this gateway routes, unless
+        the service is outside flows (config), which ignores it."""
         row = SERVICES.get(service) if isinstance(service, str) else None
         if row is None:
             raise GatewayError("unknown-service", f"unknown service {service!r}; known: "
                                f"{', '.join(SERVICES)}", 404)
-        if flow not in self.flows:
+        if row.global_flow is None and flow not in self.flows:
             raise GatewayError("unknown-flow", f"unknown flow {flow!r}; this gateway serves: "
                                f"{', '.join(self.flows)}", 404)
         return row
@@ -58,7 +60,7 @@ class Dispatcher:
                      ) -> AsyncIterator[list[Frame]]:
         """Batches of response frames, ending after the final one. Closing this
         generator early cancels the request on the bus."""
-        requester = await self._requester(row.name, flow)
+        requester = await self._requester(row.name, row.bus_flow(flow))
         async with aclosing(requester.frames(record, uuid.uuid4().hex)) as batches:
             async for batch in batches:
                 yield coalesce(batch, row.delta_field)

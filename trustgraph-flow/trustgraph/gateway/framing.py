@@ -29,11 +29,12 @@ class Envelope:
         return b"".join((self._id, b',"error":', json.dumps(error).encode(), _END))
 
 
-def coalesce(batch: list[Frame], delta_field: str) -> list[Frame]:
+def coalesce(batch: list[Frame], delta_field: str | None) -> list[Frame]:
     """Merge runs of consecutive non-final records with the same keys into one record:
     ``delta_field`` concatenated, token counts summed, other fields from the last.
-    Final records are never merged. A batch of one comes back untouched."""
-    if len(batch) < 2:
+    Final records are never merged. A batch of one, or a service without a delta
+    field, comes back untouched."""
+    if len(batch) < 2 or delta_field is None:
         return batch
     merged: list[Frame] = []
     run: list[tuple[bytes, dict]] = []

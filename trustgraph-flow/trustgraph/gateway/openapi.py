@@ -42,8 +42,7 @@ def _service_operation(row: ServiceRow, request: dict, response: dict, flows: li
         "description": 'Without streaming: the final record. With "streaming": true or '
                        "Accept: application/x-ndjson: NDJSON, one record per line; "
                        "Accept: text/event-stream: SSE data events.",
-        "parameters": [{"name": "flow", "in": "path", "required": True,
-                        "schema": {"type": "string", "enum": flows}}],
+        "parameters": [_flow_parameter(row, flows)],
         "requestBody": {"required": True,
                         "content": {"application/json": {"schema": request}}},
         "responses": {
@@ -59,6 +58,15 @@ def _service_operation(row: ServiceRow, request: dict, response: dict, flows: li
             "504": {"description": "the service sent nothing for too long", **error},
         },
     }
+
+
+def _flow_parameter(row: ServiceRow, flows: list[str]) -> dict:
+    if row.global_flow is not None:
+        return {"name": "flow", "in": "path", "required": True, "schema": {"type": "string"},
+                "description": f"any: {row.name} is outside flows (always flow "
+                               f"{row.global_flow!r} on the bus)"}
+    return {"name": "flow", "in": "path", "required": True,
+            "schema": {"type": "string", "enum": flows}}
 
 
 def _fixed_paths(rows: list[ServiceRow]) -> dict:
