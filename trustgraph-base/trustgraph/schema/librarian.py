@@ -10,7 +10,7 @@ Operations of ``LibrarianRequest``, and what they read and answer (every answer 
 one record with ``end_of_stream: true``, except a streamed listing):
 
 =====================  ==============================================  ==================
-operation              request fields (all with ``user``, ``collection``)  answer fields
+operation              request fields (each with user, collection)     answer fields
 =====================  ==============================================  ==================
 add-document           document_id, content (base64), kind?, title?,   document
                        comments?, tags?
@@ -18,10 +18,21 @@ list-documents         streaming? (pages of ``LIST_PAGE`` documents)   documents
 get-document-metadata  document_id                                     document
 get-document-content   document_id                                     document, content
 remove-document        document_id                                     document (as it was)
-add-processing         document_id, flow? (default: the one asked on)  processing
+add-processing         document_id, flow? (default: the one asked on)  document, processing
+begin-upload           document_id, size, kind?, title?, comments?,    upload_id
+                       tags?
+upload-part            upload_id, part (0, 1, …), content (base64)     (nothing)
+complete-upload        upload_id                                       document
 =====================  ==============================================  ==================
 
-An unknown document is the error ``not-found``; bad input is ``bad-request``.
+A document too large for one message (``add-document`` and the loads carry it
+whole, and a broker message stays under 5 MiB) is uploaded in parts of at most
+``UPLOAD_PART_BYTES``: ``begin-upload`` with its total size, each part (in any
+order; sending a part again replaces it), then ``complete-upload``, which stores
+it like ``add-document``; ``add-processing`` then sends it down a flow.
+
+An unknown document or upload is the error ``not-found``; bad input is
+``bad-request``; a document over the size limit is ``too-large``.
 """
 from typing import Literal
 
@@ -33,9 +44,11 @@ from .record import Record, Response
 # The librarian is outside flows: its service is asked on this flow only.
 LIBRARIAN_FLOW = "default"
 LIST_PAGE = 500  # documents per record of a streamed listing
+UPLOAD_PART_BYTES = 2 * 1024 * 1024  # the part size clients send (base64: 2.7 MiB)
 
 LibrarianOperation = Literal["add-document", "list-documents", "get-document-metadata",
-                             "get-document-content", "remove-document", "add-processing"]
+                             "get-document-content", "remove-document", "add-processing",
+                             "begin-upload", "upload-part", "complete-upload"]
 
 
 class DocumentMetadata(Record):
@@ -74,6 +87,9 @@ class LibrarianRequest(Record):
     content: str = ""  # base64 (add-document)
     flow: str = ""  # add-processing: the flow to process on; empty: the flow asked on
     streaming: bool = False  # list-documents: several records of at most LIST_PAGE
+    upload_id: str = ""  # upload-part, complete-upload
+    part: int = 0  # upload-part: the part's index, from 0
+    size: int = 0  # begin-upload: the document's total size in bytes
 
 
 class LibrarianResponse(Response):
@@ -81,3 +97,4 @@ class LibrarianResponse(Response):
     documents: list[DocumentMetadata] | None = None
     processing: ProcessingMetadata | None = None
     content: str | None = None  # base64 (get-document-content)
+    upload_id: str | None = None  # begin-upload

@@ -1,0 +1,1 @@
+"""The librarian: documents per user and collection, and the front of ingestion."""

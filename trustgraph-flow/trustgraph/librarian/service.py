@@ -1,0 +1,338 @@
+"""The librarian processor: a user's documents, and the front door of ingestion.
+
+It serves three request/response services:
+
+* ``librarian`` (outside flows, asked on ``LIBRARIAN_FLOW``): add, list, read and
+  remove documents, upload large ones in parts, and send a stored one down a flow's
+  pipeline (operations in ``trustgraph.schema.librarian``);
+* ``text-load`` and ``document-load`` (per flow): store the document, then send a
+  ``DecodeWork`` to the flow's ``decode`` stage, then answer ``{}``.
+
+Durability: a load is answered only after the content file is fsynced, its metadata
+committed, and the ``DecodeWork`` stored by the broker. A crash anywhere before the
+answer leaves the client without one, so it sends again; storing again replaces the
+document with itself and sends the work again, and every later stage is idempotent
+(chunk ids are ``<document id>/c<index>``), so nothing is lost and nothing doubled.
+
+Removing a document first tells every store owner (``DocumentRemoved`` on the
+``document-removed`` stage of each flow it was processed on), then deletes it here:
+a crash in between leaves it listed, and removing it again finishes the job.
+"""
+import asyncio
+import base64
+import binascii
+import logging
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable
+
+from pydantic import Field
+
+from trustgraph.base import (Context, HandledError, Processor, ProcessorSettings,
+                             ProcessorSpec, Service, load_settings)
+from trustgraph.base.processor import serve_until_stopped
+from trustgraph.base.stage import Emitters
+from trustgraph.decoding import MARKDOWN, PDF, PLAIN, guess_kind
+from trustgraph.schema import (DecodeWork, DocumentLoadRequest, DocumentMetadata, DocumentRef,
+                               DocumentRemoved, LibrarianRequest, LibrarianResponse,
+                               LoadResponse, Record, TextLoadRequest)
+from trustgraph.schema.librarian import LIST_PAGE
+
+from .store import LibraryStore
+
+log = logging.getLogger(__name__)
+
+NAME = "librarian"
+MAX_ID_CHARS = 1024
+# pulsar-lite (and Pulsar's default) refuse messages of 5 MiB or more; a request
+# carries its document base64-encoded (4/3 of its size) plus a little JSON.
+MAX_MESSAGE_BYTES = 5 * 1024 * 1024 - 64 * 1024
+DEFAULT_MAX_DOCUMENT_BYTES = 3 * 1024 * 1024
+DEFAULT_MAX_UPLOAD_BYTES = 256 * 1024 * 1024
+
+_KIND_ALIASES = {"text/x-markdown": MARKDOWN, "application/x-pdf": PDF}
+_REFUSED_TEXT = ("text/html", "text/rtf")  # the decoder refuses these too
+
+Emit = Callable[[str, str, Record], Awaitable[None]]  # (flow, stage, record)
+
+
+class LibrarianSettings(ProcessorSettings):
+    tg_max_document_bytes: int = Field(DEFAULT_MAX_DOCUMENT_BYTES, gt=0, description=(
+        "largest document (bytes) accepted in one request, and largest upload part; one "
+        "request must fit in one broker message, so past ~3.7 MiB requests fail on the "
+        "bus whatever this says"))
+    tg_max_upload_bytes: int = Field(DEFAULT_MAX_UPLOAD_BYTES, gt=0, description=(
+        "largest document (bytes) accepted when uploaded in parts"))
+
+
+def bad_request(message: str) -> HandledError:
+    return HandledError("bad-request", message)
+
+
+def normal_kind(kind: str) -> str:
+    """The MIME type the decoder will dispatch on, or a bad-request error now
+    rather than a rejection later in the pipeline."""
+    base = kind.split(";")[0].strip().lower()
+    base = _KIND_ALIASES.get(base, base)
+    if base in (PDF, MARKDOWN) or (base.startswith("text/") and base not in _REFUSED_TEXT):
+        return kind.strip()
+    raise bad_request(f"cannot process documents of type {kind!r}; supported: {PLAIN} "
+                      f"(and other text/*), {MARKDOWN}, {PDF}")
+
+
+def is_pdf(kind: str) -> bool:
+    base = kind.split(";")[0].strip().lower()
+    return _KIND_ALIASES.get(base, base) == PDF
+
+
+class Library:
+    """The operations behind the three services; ``emit`` sends to a stage of a flow."""
+
+    def __init__(self, store: LibraryStore, emit: Emit,
+                 max_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES,
+                 max_upload_bytes: int = DEFAULT_MAX_UPLOAD_BYTES) -> None:
+        self.store = store
+        self.emit = emit
+        self.max_bytes = max_bytes
+        self.max_upload_bytes = max_upload_bytes
+
+    # --- checks ------------------------------------------------------------------
+
+    def check_key(self, id: str, user: str, collection: str, field: str = "id") -> None:
+        if not id:
+            raise bad_request(f"{field} is required")
+        if len(id) > MAX_ID_CHARS:
+            raise bad_request(f"{field} is {len(id)} characters long, over {MAX_ID_CHARS}")
+        if not user or not collection:
+            raise bad_request("user and collection must not be empty")
+
+    def check_size(self, name: str, size: int) -> None:
+        if size > self.max_bytes:
+            raise HandledError("too-large", (
+                f"{name} is {size} bytes, over the limit of {self.max_bytes} bytes for one "
+                "request (TG_MAX_DOCUMENT_BYTES); upload larger documents in parts "
+                "(begin-upload)"))
+
+    def content_of(self, name: str, encoded: str, field: str) -> bytes:
+        # Checked before decoding a huge string: the decoded size of valid base64.
+        self.check_size(name, len(encoded.rstrip("=")) * 3 // 4)
+        try:
+            content = base64.b64decode(encoded, validate=True)
+        except (binascii.Error, ValueError) as error:
+            raise bad_request(f"{field} is not valid base64: {error}") from None
+        if not content:
+            raise bad_request(f"{field} is empty")
+        self.check_size(name, len(content))
+        return content
+
+    def kind_of(self, kind: str, content: bytes, title: str) -> str:
+        kind = normal_kind(kind or guess_kind(content, title))
+        if is_pdf(kind) and b"%PDF-" not in content[:1024]:
+            raise bad_request("the content is not a PDF (no %PDF- header)")
+        return kind
+
+    # --- operations --------------------------------------------------------------
+
+    async def save(self, document: DocumentMetadata, content: bytes,
+                   flow: str | None) -> DocumentMetadata:
+        """Durably stored (and, with ``flow``, sent down that flow) when it returns."""
+        stored = await asyncio.to_thread(self.store.put, document, content, flow)
+        if flow is not None:
+            await self.process(stored, flow)
+        return stored
+
+    async def process(self, document: DocumentMetadata, flow: str) -> None:
+        await self.emit(flow, "decode", DecodeWork(document=ref(document), kind=document.kind))
+
+    async def text_load(self, request: TextLoadRequest, ctx: Context) -> LoadResponse:
+        self.check_key(request.id, request.user, request.collection)
+        content = request.text.encode("utf-8", errors="replace")
+        if not content:
+            raise bad_request("text is empty")
+        self.check_size(f"document {request.id!r}", len(content))
+        # Plain text, unless it reads as Markdown (by its title's extension or its
+        # headings): then its markup is dropped before chunking.
+        kind = MARKDOWN if guess_kind(content, request.title) == MARKDOWN else PLAIN
+        await self._load(request, content, kind, ctx)
+        return LoadResponse()
+
+    async def document_load(self, request: DocumentLoadRequest, ctx: Context
+                            ) -> LoadResponse:
+        self.check_key(request.id, request.user, request.collection)
+        content = self.content_of(f"document {request.id!r}", request.data, "data")
+        await self._load(request, content, self.kind_of(request.kind, content, request.title),
+                         ctx)
+        return LoadResponse()
+
+    async def _load(self, request: TextLoadRequest | DocumentLoadRequest, content: bytes,
+                    kind: str, ctx: Context) -> None:
+        document = DocumentMetadata(id=request.id, user=request.user,
+                                    collection=request.collection, title=request.title,
+                                    kind=kind)
+        await self.save(document, content, ctx.flow)
+        log.info("id=%s stored %r of %s/%s (%s, %d bytes); sent to decode:%s", ctx.id,
+                 request.id, request.user, request.collection, kind, len(content), ctx.flow)
+
+    async def librarian(self, request: LibrarianRequest, ctx: Context
+                        ) -> AsyncIterator[LibrarianResponse]:
+        user, collection, id = request.user, request.collection, request.document_id
+        if request.operation == "list-documents":
+            if not user or not collection:
+                raise bad_request("user and collection must not be empty")
+            async for page in self._listing(user, collection, request.streaming):
+                yield page
+            return
+        if request.operation in ("upload-part", "complete-upload"):
+            if not request.upload_id:
+                raise bad_request("upload_id is required")
+        else:
+            self.check_key(id, user, collection, "document_id")
+        match request.operation:
+            case "add-document":
+                content = self.content_of(f"document {id!r}", request.content, "content")
+                document = DocumentMetadata(
+                    id=id, user=user, collection=collection, title=request.title,
+                    kind=self.kind_of(request.kind, content, request.title),
+                    comments=request.comments, tags=request.tags)
+                stored = await self.save(document, content, None)
+                log.info("id=%s added %r to %s/%s (%s, %d bytes)", ctx.id, id, user,
+                         collection, stored.kind, stored.size)
+                yield LibrarianResponse(document=stored, end_of_stream=True)
+            case "get-document-metadata":
+                document = await asyncio.to_thread(self.store.get, user, collection, id)
+                yield LibrarianResponse(document=document, end_of_stream=True)
+            case "get-document-content":
+                document, content = await asyncio.to_thread(self.store.read, user,
+                                                            collection, id)
+                if len(content) // 3 * 4 + 4096 > MAX_MESSAGE_BYTES:
+                    raise HandledError("too-large", f"document {id!r} ({len(content)} "
+                                       "bytes) is too large for one message")
+                yield LibrarianResponse(document=document, end_of_stream=True,
+                                        content=base64.b64encode(content).decode("ascii"))
+            case "remove-document":
+                yield LibrarianResponse(document=await self.remove(user, collection, id, ctx),
+                                        end_of_stream=True)
+            case "add-processing":
+                flow = request.flow or ctx.flow
+                document, processing = await asyncio.to_thread(
+                    self.store.add_processing, user, collection, id, flow)
+                await self.process(document, flow)
+                log.info("id=%s sent %r of %s/%s to decode:%s", ctx.id, id, user,
+                         collection, flow)
+                yield LibrarianResponse(document=document, processing=processing,
+                                        end_of_stream=True)
+            case "begin-upload":
+                yield LibrarianResponse(upload_id=await self.begin_upload(request, ctx),
+                                        end_of_stream=True)
+            case "upload-part":
+                content = self.content_of(f"part {request.part}", request.content, "content")
+                await asyncio.to_thread(self.store.upload_part, user, collection,
+                                        request.upload_id, request.part, content)
+                yield LibrarianResponse(end_of_stream=True)
+            case "complete-upload":
+                yield LibrarianResponse(document=await self.complete_upload(request, ctx),
+                                        end_of_stream=True)
+
+    async def begin_upload(self, request: LibrarianRequest, ctx: Context) -> str:
+        if request.size <= 0:
+            raise bad_request("size (the document's total bytes) must be positive")
+        if request.size > self.max_upload_bytes:
+            raise HandledError("too-large", (
+                f"document {request.document_id!r} is {request.size} bytes, over the limit "
+                f"of {self.max_upload_bytes} bytes (TG_MAX_UPLOAD_BYTES)"))
+        document = DocumentMetadata(
+            id=request.document_id, user=request.user, collection=request.collection,
+            title=request.title, kind=normal_kind(request.kind) if request.kind else "",
+            comments=request.comments, tags=request.tags)
+        upload_id = await asyncio.to_thread(self.store.begin_upload, document, request.size)
+        log.info("id=%s upload %s of %r to %s/%s begun (%d bytes)", ctx.id, upload_id,
+                 document.id, document.user, document.collection, request.size)
+        return upload_id
+
+    async def complete_upload(self, request: LibrarianRequest,
+                              ctx: Context) -> DocumentMetadata:
+        user, collection, upload_id = request.user, request.collection, request.upload_id
+        document, _ = await asyncio.to_thread(self.store.upload, user, collection, upload_id)
+        head = await asyncio.to_thread(self.store.upload_head, user, collection, upload_id)
+        # With no part 0, completing fails below, naming the missing part.
+        kind = self.kind_of(document.kind, head, document.title) if head else document.kind
+        stored = await asyncio.to_thread(self.store.complete_upload, user, collection,
+                                         upload_id, kind)
+        log.info("id=%s upload %s complete: %r in %s/%s (%s, %d bytes)", ctx.id, upload_id,
+                 stored.id, user, collection, stored.kind, stored.size)
+        return stored
+
+    async def _listing(self, user: str, collection: str, streaming: bool
+                       ) -> AsyncIterator[LibrarianResponse]:
+        if not streaming:
+            documents = await asyncio.to_thread(self.store.documents, user, collection)
+            yield LibrarianResponse(documents=documents, end_of_stream=True)
+            return
+        after = ""
+        while True:
+            page = await asyncio.to_thread(self.store.documents, user, collection, after,
+                                           LIST_PAGE + 1)
+            last = len(page) <= LIST_PAGE
+            page = page[:LIST_PAGE]
+            yield LibrarianResponse(documents=page, end_of_stream=last)
+            if last:
+                return
+            after = page[-1].id
+
+    async def remove(self, user: str, collection: str, id: str,
+                     ctx: Context) -> DocumentMetadata:
+        document = await asyncio.to_thread(self.store.get, user, collection, id)
+        processing = await asyncio.to_thread(self.store.processing, user, collection, id)
+        flows = sorted({p.flow for p in processing} | {ctx.flow})
+        for flow in flows:  # the store owners forget it first: see the module's doc
+            await self.emit(flow, "document-removed", DocumentRemoved(document=ref(document)))
+        removed = await asyncio.to_thread(self.store.remove, user, collection, id)
+        log.info("id=%s removed %r of %s/%s; document-removed sent on %s", ctx.id, id,
+                 user, collection, ",".join(flows))
+        return removed
+
+
+def ref(document: DocumentMetadata) -> DocumentRef:
+    return DocumentRef(id=document.id, user=document.user, collection=document.collection,
+                       title=document.title)
+
+
+def library_services(library: Library) -> list[Service]:
+    return [
+        Service(NAME, LibrarianRequest, LibrarianResponse, library.librarian),
+        Service("text-load", TextLoadRequest, LoadResponse, library.text_load,
+                error_type="load-error"),
+        Service("document-load", DocumentLoadRequest, LoadResponse, library.document_load,
+                error_type="load-error"),
+    ]
+
+
+async def librarian_services(settings: LibrarianSettings, processor: Processor
+                             ) -> list[Service]:
+    store = await asyncio.to_thread(LibraryStore, settings.tg_data_dir)
+    if removed := await asyncio.to_thread(store.remove_stale_temporaries):
+        log.info("removed %d partial content files left by a crash", removed)
+    if removed := await asyncio.to_thread(store.remove_stale_uploads):
+        log.info("removed %d uploads abandoned before completion", removed)
+    emitters: dict[str, Emitters] = {}
+
+    async def emit(flow: str, stage: str, record: Record) -> None:
+        if flow not in emitters:
+            emitters[flow] = Emitters(processor.bus, flow)
+        await emitters[flow].emit(stage, record)
+
+    log.info("library at %s", store.root)
+    return library_services(Library(store, emit, settings.tg_max_document_bytes,
+                                    settings.tg_max_upload_bytes))
+
+
+def librarian_processor(settings: LibrarianSettings) -> Processor:
+    # The stage producers live on the processor's own bus, which exists once the
+    # Processor does and is closed by its stop().
+    processor = Processor(ProcessorSpec(
+        NAME, LibrarianSettings, lambda s: librarian_services(s, processor)), settings)
+    return processor
+
+
+def main(argv: list[str] | None = None) -> None:
+    settings = load_settings(LibrarianSettings, sys.argv[1:] if argv is None else argv, NAME)
+    asyncio.run(serve_until_stopped(librarian_processor(settings)))

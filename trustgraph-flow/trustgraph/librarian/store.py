@@ -1,0 +1,415 @@
+"""The library on disk: document metadata in SQLite, content in files.
+
+Layout under ``TG_DATA_DIR/library``::
+
+    library.db              metadata (WAL; synchronous=FULL, so a commit survives power loss)
+    content/ab/abcdef…      one file per document
+    uploads/<upload id>/    the parts of a document being uploaded in parts
+
+A content file's name is the SHA-256 of the document's key ``[user, collection,
+id]``, never anything the user typed, so no id can reach outside the directory and
+the same id in two tenants is two files. Re-storing a document replaces its file
+atomically (written aside, fsynced, renamed over, directory fsynced) and its row in
+the same SQLite write transaction, so the row and the file change together as seen
+by every reader, in this process or another one on the same data dir.
+
+Every method blocks (SQLite, file I/O, fsync): callers on an event loop run them
+with ``asyncio.to_thread``. Each opens its own short-lived connection, so the object
+is safe to share between threads and several processes may use one data dir.
+"""
+import hashlib
+import json
+import os
+import re
+import shutil
+import sqlite3
+import time
+import uuid
+from collections.abc import Iterable, Iterator
+from contextlib import closing, contextmanager
+from pathlib import Path
+
+from trustgraph.base import HandledError
+from trustgraph.schema import DocumentMetadata, ProcessingMetadata
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS document (
+    user       TEXT NOT NULL,
+    collection TEXT NOT NULL,
+    id         TEXT NOT NULL,
+    title      TEXT NOT NULL,
+    kind       TEXT NOT NULL,
+    comments   TEXT NOT NULL,
+    tags       TEXT NOT NULL,   -- JSON list
+    size       INTEGER NOT NULL,
+    sha256     TEXT NOT NULL,
+    time       INTEGER NOT NULL,
+    PRIMARY KEY (user, collection, id)
+);
+CREATE TABLE IF NOT EXISTS upload (
+    id          TEXT PRIMARY KEY,  -- random hex, made here
+    user        TEXT NOT NULL,
+    collection  TEXT NOT NULL,
+    document_id TEXT NOT NULL,
+    title       TEXT NOT NULL,
+    kind        TEXT NOT NULL,
+    comments    TEXT NOT NULL,
+    tags        TEXT NOT NULL,
+    size        INTEGER NOT NULL,
+    time        INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS processing (
+    user        TEXT NOT NULL,
+    collection  TEXT NOT NULL,
+    document_id TEXT NOT NULL,
+    flow        TEXT NOT NULL,
+    time        INTEGER NOT NULL,
+    PRIMARY KEY (user, collection, document_id, flow)
+);
+"""
+
+_COLUMNS = "user, collection, id, title, kind, comments, tags, size, sha256, time"
+STALE_TEMPORARY_SECONDS = 3600  # a write aside older than this was left by a crash
+STALE_UPLOAD_SECONDS = 24 * 3600  # an upload not completed within this is abandoned
+_UPLOAD_ID = re.compile(r"[0-9a-f]{32}")
+_PART_NAME = re.compile(r"[0-9]{6}")
+MAX_PARTS = 999_999
+
+
+class NotFound(HandledError):
+    def __init__(self, user: str, collection: str, id: str, what: str = "document") -> None:
+        super().__init__("not-found", f"no {what} {id!r} in collection {collection!r} "
+                                      f"of user {user!r}")
+
+
+class UploadIncomplete(HandledError):
+    def __init__(self, message: str) -> None:
+        super().__init__("bad-request", message)
+
+
+class ContentMismatch(Exception):
+    """The content read does not match its metadata: it is being replaced right now
+    (or the file was damaged); reading again later gets a consistent pair."""
+
+
+class ContentMissing(Exception):
+    """The metadata is there, the content file is not (deleted behind the store's back)."""
+
+
+def content_key(user: str, collection: str, id: str) -> str:
+    return hashlib.sha256(json.dumps([user, collection, id]).encode()).hexdigest()
+
+
+class LibraryStore:
+    def __init__(self, data_dir: str | Path) -> None:
+        self.root = Path(data_dir) / "library"
+        self.path = self.root / "library.db"
+        self.content_dir = self.root / "content"
+        self.uploads_dir = self.root / "uploads"
+        _ensure_dir(self.content_dir)
+        _ensure_dir(self.uploads_dir)
+        with closing(sqlite3.connect(self.path, timeout=30)) as db:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.executescript(SCHEMA)
+
+    # --- paths -------------------------------------------------------------------
+
+    def content_path(self, user: str, collection: str, id: str) -> Path:
+        key = content_key(user, collection, id)
+        return self.content_dir / key[:2] / key
+
+    def remove_stale_temporaries(self) -> int:
+        """Deletes writes-aside left by a crash; returns how many."""
+        cutoff, removed = time.time() - STALE_TEMPORARY_SECONDS, 0
+        for path in self.content_dir.glob("*/.*.tmp"):
+            try:
+                if path.stat().st_mtime < cutoff:
+                    path.unlink()
+                    removed += 1
+            except FileNotFoundError:
+                pass
+        return removed
+
+    # --- transactions ------------------------------------------------------------
+
+    @contextmanager
+    def _transaction(self, write: bool = False) -> Iterator[sqlite3.Connection]:
+        # Autocommit mode with explicit BEGIN: a read sees one snapshot; a write takes
+        # the write lock up front, which also orders the file renames done inside it.
+        with closing(sqlite3.connect(self.path, timeout=30, isolation_level=None)) as db:
+            db.execute("PRAGMA synchronous=FULL")
+            db.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+            try:
+                yield db
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            db.execute("COMMIT")
+
+    # --- documents ---------------------------------------------------------------
+
+    def put(self, document: DocumentMetadata, content: bytes,
+            flow: str | None = None) -> DocumentMetadata:
+        """Stores (or replaces) a document durably; with ``flow``, also records that
+        it is being processed on that flow. Returns the metadata as stored (size,
+        digest and time filled in)."""
+        path = self.content_path(document.user, document.collection, document.id)
+        _ensure_dir(path.parent)
+        aside = _write_aside(path, [content])
+        try:
+            stored = document.model_copy(update={
+                "size": len(content), "sha256": hashlib.sha256(content).hexdigest()})
+            return self._commit(stored, aside, path, flow)
+        finally:
+            aside.unlink(missing_ok=True)
+
+    def _commit(self, document: DocumentMetadata, aside: Path, path: Path,
+                flow: str | None, upload_id: str = "") -> DocumentMetadata:
+        """Moves the fsynced file ``aside`` to ``path`` and stores the metadata, as one
+        write transaction (which ends the upload ``upload_id``, if any)."""
+        stored = document.model_copy(update={"time": int(time.time())})
+        with self._transaction(write=True) as db:
+            os.replace(aside, path)
+            _fsync_dir(path.parent)
+            db.execute(f"INSERT OR REPLACE INTO document ({_COLUMNS}) "
+                       "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", _row(stored))
+            if flow is not None:
+                _record_processing(db, stored.user, stored.collection, stored.id, flow,
+                                   stored.time)
+            if upload_id:
+                db.execute("DELETE FROM upload WHERE id = ?", (upload_id,))
+        return stored
+
+    def get(self, user: str, collection: str, id: str) -> DocumentMetadata:
+        with self._transaction() as db:
+            return _get(db, user, collection, id)
+
+    def documents(self, user: str, collection: str, after: str = "",
+                  limit: int = -1) -> list[DocumentMetadata]:
+        """The collection's documents in id order, those after ``after`` (a page)."""
+        with self._transaction() as db:
+            rows = db.execute(
+                f"SELECT {_COLUMNS} FROM document WHERE user = ? AND collection = ? "
+                "AND id > ? ORDER BY id LIMIT ?", (user, collection, after, limit))
+            return [_metadata(row) for row in rows]
+
+    def read(self, user: str, collection: str, id: str) -> tuple[DocumentMetadata, bytes]:
+        """Metadata and content that belong together (``ContentMismatch`` when the
+        document was replaced while being read, twice in a row)."""
+        missing = 0
+        for _ in range(2):
+            document = self.get(user, collection, id)
+            try:
+                content = self.content_path(user, collection, id).read_bytes()
+            except FileNotFoundError:
+                missing += 1  # removed between the two reads, or lost
+                continue
+            if hashlib.sha256(content).hexdigest() == document.sha256:
+                return document, content
+        self.get(user, collection, id)  # NotFound if it is gone now
+        if missing == 2:
+            raise ContentMissing(f"document {id!r} has metadata but no content file")
+        raise ContentMismatch(f"the content of document {id!r} does not match its "
+                              "metadata (being replaced?)")
+
+    def remove(self, user: str, collection: str, id: str) -> DocumentMetadata:
+        """Deletes a document's metadata, processing records and content."""
+        path = self.content_path(user, collection, id)
+        with self._transaction(write=True) as db:
+            document = _get(db, user, collection, id)
+            db.execute("DELETE FROM document WHERE user = ? AND collection = ? AND id = ?",
+                       (user, collection, id))
+            db.execute("DELETE FROM processing WHERE user = ? AND collection = ? "
+                       "AND document_id = ?", (user, collection, id))
+            path.unlink(missing_ok=True)
+        _fsync_dir(path.parent)
+        return document
+
+    # --- uploads in parts ------------------------------------------------------------
+
+    def begin_upload(self, document: DocumentMetadata, size: int) -> str:
+        upload_id = uuid.uuid4().hex
+        with self._transaction(write=True) as db:
+            db.execute("INSERT INTO upload (id, user, collection, document_id, title, kind, "
+                       "comments, tags, size, time) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                       (upload_id, document.user, document.collection, document.id,
+                        document.title, document.kind, document.comments,
+                        json.dumps(document.tags), size, int(time.time())))
+        return upload_id
+
+    def upload(self, user: str, collection: str,
+               upload_id: str) -> tuple[DocumentMetadata, int]:
+        """The document being uploaded (as far as known before its content) and its
+        announced size; ``NotFound`` unless the upload is this tenant's."""
+        with self._transaction() as db:
+            return _upload(db, user, collection, upload_id)
+
+    def upload_part(self, user: str, collection: str, upload_id: str, part: int,
+                    content: bytes) -> None:
+        """Stores one part durably (a part sent again replaces the earlier one)."""
+        self.upload(user, collection, upload_id)
+        if not 0 <= part <= MAX_PARTS:
+            raise UploadIncomplete(f"part must be from 0 to {MAX_PARTS}, not {part}")
+        directory = self.uploads_dir / upload_id
+        _ensure_dir(directory)
+        path = directory / f"{part:06d}"
+        aside = _write_aside(path, [content])
+        try:
+            os.replace(aside, path)
+            _fsync_dir(directory)
+        finally:
+            aside.unlink(missing_ok=True)
+
+    def upload_head(self, user: str, collection: str, upload_id: str,
+                    size: int = 4096) -> bytes:
+        """The first bytes of part 0 (empty when it has not arrived)."""
+        self.upload(user, collection, upload_id)
+        try:
+            with open(self.uploads_dir / upload_id / f"{0:06d}", "rb") as file:
+                return file.read(size)
+        except FileNotFoundError:
+            return b""
+
+    def complete_upload(self, user: str, collection: str, upload_id: str,
+                        kind: str = "") -> DocumentMetadata:
+        """Joins the parts into the document's content and stores it (replacing any
+        document of that id); the upload is gone afterwards."""
+        document, size = self.upload(user, collection, upload_id)
+        directory = self.uploads_dir / upload_id
+        parts = sorted(p for p in directory.iterdir() if _PART_NAME.fullmatch(p.name)) \
+            if directory.exists() else []
+        indexes = {int(p.name) for p in parts}
+        missing = sorted(set(range(max(indexes, default=0) + 1)) - indexes)
+        if missing:
+            raise UploadIncomplete(f"upload {upload_id} is missing part(s) "
+                                   f"{', '.join(map(str, missing[:10]))}")
+        received = sum(p.stat().st_size for p in parts)
+        if received != size:
+            raise UploadIncomplete(f"upload {upload_id} has {received} bytes in "
+                                   f"{len(parts)} part(s), not the {size} announced")
+        path = self.content_path(user, collection, document.id)
+        _ensure_dir(path.parent)
+        digest = hashlib.sha256()
+        aside = _write_aside(path, _read_parts(parts, digest))
+        try:
+            stored = document.model_copy(update={"kind": kind or document.kind,
+                                                 "size": size, "sha256": digest.hexdigest()})
+            stored = self._commit(stored, aside, path, None, upload_id)
+        finally:
+            aside.unlink(missing_ok=True)
+        shutil.rmtree(directory, ignore_errors=True)
+        return stored
+
+    def remove_stale_uploads(self) -> int:
+        """Forgets uploads not completed in time, and part directories of none."""
+        cutoff = int(time.time()) - STALE_UPLOAD_SECONDS
+        with self._transaction(write=True) as db:
+            db.execute("DELETE FROM upload WHERE time < ?", (cutoff,))
+            live = {upload_id for upload_id, in db.execute("SELECT id FROM upload")}
+        removed = 0
+        for directory in self.uploads_dir.iterdir():
+            if directory.name not in live and directory.stat().st_mtime < cutoff:
+                shutil.rmtree(directory, ignore_errors=True)
+                removed += 1
+        return removed
+
+    # --- processing ----------------------------------------------------------------
+
+    def add_processing(self, user: str, collection: str, id: str,
+                       flow: str) -> tuple[DocumentMetadata, ProcessingMetadata]:
+        with self._transaction(write=True) as db:
+            document = _get(db, user, collection, id)
+            now = int(time.time())
+            _record_processing(db, user, collection, id, flow, now)
+        return document, ProcessingMetadata(document_id=id, flow=flow, user=user,
+                                            collection=collection, time=now)
+
+    def processing(self, user: str, collection: str, id: str) -> list[ProcessingMetadata]:
+        """The flows the document was sent down, oldest first."""
+        with self._transaction() as db:
+            rows = db.execute(
+                "SELECT flow, time FROM processing WHERE user = ? AND collection = ? "
+                "AND document_id = ? ORDER BY time, flow", (user, collection, id))
+            return [ProcessingMetadata(document_id=id, flow=flow, user=user,
+                                       collection=collection, time=t) for flow, t in rows]
+
+
+def _get(db: sqlite3.Connection, user: str, collection: str, id: str) -> DocumentMetadata:
+    row = db.execute(f"SELECT {_COLUMNS} FROM document WHERE user = ? AND collection = ? "
+                     "AND id = ?", (user, collection, id)).fetchone()
+    if row is None:
+        raise NotFound(user, collection, id)
+    return _metadata(row)
+
+
+def _upload(db: sqlite3.Connection, user: str, collection: str,
+            upload_id: str) -> tuple[DocumentMetadata, int]:
+    row = db.execute("SELECT document_id, title, kind, comments, tags, size FROM upload "
+                     "WHERE id = ? AND user = ? AND collection = ?",
+                     (upload_id, user, collection)).fetchone() \
+        if _UPLOAD_ID.fullmatch(upload_id) else None
+    if row is None:
+        raise NotFound(user, collection, upload_id, "upload")
+    id, title, kind, comments, tags, size = row
+    return DocumentMetadata(id=id, user=user, collection=collection, title=title, kind=kind,
+                            comments=comments, tags=json.loads(tags)), size
+
+
+def _read_parts(parts: list[Path], digest) -> Iterator[bytes]:
+    for part in parts:
+        with open(part, "rb") as file:
+            while block := file.read(1024 * 1024):
+                digest.update(block)
+                yield block
+
+
+def _record_processing(db: sqlite3.Connection, user: str, collection: str, id: str,
+                       flow: str, now: int) -> None:
+    db.execute("INSERT OR REPLACE INTO processing (user, collection, document_id, flow, "
+               "time) VALUES (?, ?, ?, ?, ?)", (user, collection, id, flow, now))
+
+
+def _row(d: DocumentMetadata) -> tuple:
+    return (d.user, d.collection, d.id, d.title, d.kind, d.comments, json.dumps(d.tags),
+            d.size, d.sha256, d.time)
+
+
+def _metadata(row: tuple) -> DocumentMetadata:
+    user, collection, id, title, kind, comments, tags, size, sha256, t = row
+    return DocumentMetadata(id=id, user=user, collection=collection, title=title, kind=kind,
+                            comments=comments, tags=json.loads(tags), size=size,
+                            sha256=sha256, time=t)
+
+
+def _write_aside(path: Path, blocks: Iterable[bytes]) -> Path:
+    """A new file next to ``path`` holding ``blocks``, fsynced."""
+    aside = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
+    try:
+        with open(aside, "wb") as file:
+            for block in blocks:
+                file.write(block)
+            file.flush()
+            os.fsync(file.fileno())
+    except BaseException:
+        aside.unlink(missing_ok=True)
+        raise
+    return aside
+
+
+def _ensure_dir(path: Path) -> None:
+    """Creates ``path`` (and parents) so that the new entries survive a power loss."""
+    missing = []
+    while not path.exists():
+        missing.append(path)
+        path = path.parent
+    for directory in reversed(missing):
+        directory.mkdir(exist_ok=True)
+        _fsync_dir(directory.parent)
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
