@@ -190,11 +190,13 @@ class Reply:
         self._seq = 0
 
     async def accept(self) -> None:
-        await self._producer.send(b"", properties={"id": self._id, "accepted": "1"})
+        await self._producer.post(b"", {"id": self._id, "accepted": "1"})
 
     async def send(self, record: Response, final: bool) -> None:
         properties = {"id": self._id, "seq": str(self._seq)}
+        self._seq += 1
         if final:
             properties["end"] = "1"
-        self._seq += 1
-        await self._producer.send(encode(record), properties=properties)
+            await self._producer.send(encode(record), properties)
+        else:
+            await self._producer.post(encode(record), properties)

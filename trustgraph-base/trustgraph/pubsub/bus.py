@@ -10,6 +10,7 @@ import itertools
 import logging
 from collections.abc import Awaitable, Callable
 
+import _pulsar
 import pulsar
 import pulsar.asyncio as pulsar_async
 
@@ -29,15 +30,18 @@ class Bus:
         self.url = url
         self._client = pulsar_async.Client(
             url,
-            logger=logging.getLogger("pulsar"),
+            # The native logger, not a Python one: with a Python logger the C++ client
+            # calls into Python for every log statement it considers, which doubled
+            # the CPU cost of each message (~110 µs against ~50 µs received).
+            logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Warn),
             operation_timeout_seconds=10,
         )
         self._consumer_id_offset = consumer_id_offset
         self._loops: list[asyncio.Task] = []
         self._consumers: list[pulsar_async.Consumer] = []
-        self._producers: list[pulsar_async.Producer] = []
+        self._producers: list[pulsar_async.Producer] = []  # the underlying ones
 
-    async def producer(self, topic: str, batching: bool = False) -> pulsar_async.Producer:
+    async def producer(self, topic: str, batching: bool = False) -> "Producer":
         """A producer; batching stays off unless asked for, since each batched send
         waits for the batch window (~10 ms) and bursts on non-persistent topics drop."""
         producer = await self._client.create_producer(
@@ -47,7 +51,7 @@ class Bus:
             send_timeout_millis=10_000,
         )
         self._producers.append(producer)
-        return producer
+        return Producer(producer)
 
     async def consume(self, topic: str, subscription: str, handler: Handler,
                       name: str = "", receiver_queue_size: int = 1000) -> None:
@@ -111,6 +115,55 @@ class Bus:
         self._producers.clear()
         self._client = None
         gc.collect()
+
+
+class Producer:
+    """``send`` waits for the broker's receipt; ``post`` does not, for the many
+    records of a stream whose order the producer keeps anyway.
+
+    Awaiting every receipt costs an idle/wake cycle of the event loop per message
+    (~100 µs of CPU, against ~45 µs posted), which decides how many streams two
+    cores can carry. A failed post is raised by the next ``send`` or ``post``; past
+    ``MAX_UNCONFIRMED`` posts without receipts, ``post`` waits like ``send``.
+    """
+
+    MAX_UNCONFIRMED = 256
+
+    def __init__(self, producer: pulsar_async.Producer) -> None:
+        self._producer = producer
+        self._posted = 0  # written by the event loop only
+        self._confirmed = 0  # written by the client's callback thread only
+        self._failure: Exception | None = None
+
+    async def send(self, data: bytes, properties: dict[str, str] | None = None) -> None:
+        self._raise_failure()
+        await self._producer.send(data, properties=properties)
+
+    async def post(self, data: bytes, properties: dict[str, str]) -> None:
+        self._raise_failure()
+        if self._posted - self._confirmed >= self.MAX_UNCONFIRMED:
+            await self.send(data, properties)  # ordered: every earlier post is confirmed too
+            return
+        builder = _pulsar.MessageBuilder()
+        builder.content(data)
+        for key, value in properties.items():
+            builder.property(key, value)
+        self._posted += 1
+        # pulsar.asyncio has no unawaited send; this is its own call without the future.
+        self._producer._producer.send_async(builder.build(), self._receipt)
+
+    def _receipt(self, result: pulsar.Result, message_id: object) -> None:
+        self._confirmed += 1
+        if result != pulsar.Result.Ok and self._failure is None:
+            self._failure = pulsar_async.PulsarException(result)
+
+    def _raise_failure(self) -> None:
+        if self._failure is not None:
+            failure, self._failure = self._failure, None
+            raise failure
+
+    async def close(self) -> None:
+        await self._producer.close()
 
 
 async def _receive_loop(consumer: pulsar_async.Consumer, handler: Handler) -> None:

@@ -10,7 +10,16 @@ import subprocess
 import time
 from pathlib import Path
 
-CONFIG = "[metrics]\nenabled = false\n"
+# Metrics off (its listener binds 0.0.0.0:8080 by default). The per-connection caps
+# on in-flight non-persistent messages are raised from 1000: a gateway carrying many
+# streams has more than that in flight when its machine is busy.
+CONFIG = """\
+max_concurrent_non_persistent_messages_per_connection = 100000
+max_pending_publish_requests_per_connection = 100000
+
+[metrics]
+enabled = false
+"""
 
 
 class BrokerUnavailable(RuntimeError):
