@@ -1,5 +1,6 @@
 """text-completion served over a real pulsar-lite broker, through the real openai SDK."""
 import asyncio
+import os
 
 import pytest
 
@@ -88,6 +89,28 @@ async def test_past_its_backlog_a_processor_refuses_at_once(broker, openai_serve
                                  TextCompletionResponse)
         assert failure.value.error.type == "overloaded"
         await slow.aclose()
+    finally:
+        await bus.close()
+        await processor.stop()
+
+
+async def test_a_request_sent_before_its_service_subscribed_is_sent_again(broker, openai_server):
+    flow = "late-" + os.urandom(4).hex()
+    bus = Bus(broker.url)
+    requester = Requester(bus, "text-completion", flow, "test-late", timeout=10,
+                          accept_timeout=8)
+    await requester.start()
+    settings = Settings(pulsar_url=broker.url, openai_base_url=openai_server.base_url,
+                        tg_flows=[flow])
+    processor = Processor(spec_for("openai"), settings)
+    try:
+        call = asyncio.create_task(requester.call(
+            TextCompletionRequest(prompt="[tokens=3]"), TextCompletionResponse))
+        await asyncio.sleep(0.2)  # the first send reaches no subscriber and is dropped
+        await processor.start()
+        record = await asyncio.wait_for(call, 8)
+        assert record.response == expected_text(3)
+        assert openai_server.stats.requests == 1  # re-sent, but served once
     finally:
         await bus.close()
         await processor.stop()

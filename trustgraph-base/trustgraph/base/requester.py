@@ -7,6 +7,7 @@ cancel that goes out when a caller stops listening before the final record.
 """
 import asyncio
 import logging
+import time
 import uuid
 from collections import deque
 from collections.abc import AsyncIterator
@@ -25,6 +26,8 @@ MAX_PENDING_RESPONSES = 10_000
 # left, so a response consumer gets a deep prefetch queue: a burst of deltas while
 # this process is busy waits in the client instead of being lost.
 RESPONSE_PREFETCH = 50_000
+# How often a request that no replica has accepted yet is sent again.
+RESEND_INTERVAL = 1.0
 
 Frame = tuple[bytes, bool]  # (record JSON, is the final record)
 
@@ -148,15 +151,23 @@ class Requester:
         request_id = request_id or uuid.uuid4().hex
         pending = self._pending[request_id] = _Pending()
         finished = False
+        data, properties = encode(request), {"id": request_id, "reply-to": self._reply_to}
         try:
-            await self._producer.send(encode(request), properties={
-                "id": request_id, "reply-to": self._reply_to})
+            await self._producer.send(data, properties)
+            give_up = time.monotonic() + self.accept_timeout
             while not finished:
                 accepted = pending.accepted
+                wait = self.timeout if accepted else max(0.0, min(
+                    RESEND_INTERVAL, give_up - time.monotonic()))
                 try:
-                    batch = await pending.batch(self.timeout if accepted else self.accept_timeout)
+                    batch = await pending.batch(wait)
                 except TimeoutError:
-                    raise self._silence(accepted) from None
+                    if accepted or time.monotonic() >= give_up:
+                        raise self._silence(accepted) from None
+                    # Not accepted yet: the request may have been dropped on its way
+                    # (non-persistent); services ignore an id they already have.
+                    await self._producer.send(data, properties)
+                    continue
                 if batch:
                     finished = batch[-1][1]
                     yield batch

@@ -9,6 +9,7 @@ import asyncio
 import inspect
 import logging
 import time
+from collections import OrderedDict
 from contextlib import aclosing
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
@@ -19,6 +20,10 @@ from ..schema import Error, Record, Response, decode, encode, request_topic
 from .metrics import RequestTimer
 
 log = logging.getLogger(__name__)
+
+# Answered request ids remembered, so a re-send that arrives after the answer (the
+# requester re-sends until it hears "accepted") is not served twice.
+REMEMBERED_IDS = 4096
 
 
 @dataclass
@@ -76,6 +81,7 @@ class ServiceRunner:
         self._bus = bus
         self._clients = clients
         self._inflight = inflight
+        self._finished: OrderedDict[str, None] = OrderedDict()  # ids answered lately
         self._limit = limit  # requests handled at once
         self._backlog = backlog  # requests held (handled or waiting), then refused
         self._replies = replies
@@ -93,14 +99,20 @@ class ServiceRunner:
         if not request_id or not reply_to:
             log.warning("%s: request without id or reply-to dropped", self.service.name)
             return
-        if request_id in self._inflight:
-            return  # a re-send of a request this process already has
+        if request_id in self._inflight or request_id in self._finished:
+            return  # a re-send of a request this process has, or has answered
         overloaded = len(self._inflight) >= self._backlog
         task = asyncio.create_task(
             self._refuse(reply_to, request_id) if overloaded else
             self._serve(message.data(), request_id, reply_to))
         self._inflight[request_id] = task
-        task.add_done_callback(lambda _: self._inflight.pop(request_id, None))
+        task.add_done_callback(lambda _: self._done(request_id))
+
+    def _done(self, request_id: str) -> None:
+        self._inflight.pop(request_id, None)
+        self._finished[request_id] = None
+        if len(self._finished) > REMEMBERED_IDS:
+            self._finished.popitem(last=False)
 
     async def _refuse(self, reply_to: str, request_id: str) -> None:
         reply = await self._replies.reply(reply_to, request_id)
