@@ -3,15 +3,24 @@
 The transport (``GatewaySocket``) does requests in general; each service below is a
 few lines saying what its request holds and where its answer's text is.
 """
+import base64
 import json
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterable
 from contextlib import aclosing
 from typing import Any, Literal, overload
 
+from trustgraph.schema.librarian import UPLOAD_PART_BYTES
+
 from .socket import CONNECT_TIMEOUT, MAX_INFLIGHT, GatewaySocket
 from .streams import Completion, TextStream
 
 DEFAULT_URL = "http://localhost:8888/"
+# Documents up to this size go in one load request (the librarian's default
+# TG_MAX_DOCUMENT_BYTES); larger ones are uploaded in parts of UPLOAD_PART_BYTES.
+SINGLE_LOAD_BYTES = 3 * 1024 * 1024
+KNOWLEDGE_BATCH = 1000  # triples per knowledge-load request
+
+Term = dict[str, str]  # {"t": "i", "i": iri} or {"t": "l", "v": value}
 
 
 class PromptStream(TextStream):
@@ -146,6 +155,163 @@ class AsyncTrustGraph:
     async def _config(self, request: dict[str, Any]) -> dict[str, Any]:
         return await _final(self.request("config", request, flow=None))
 
+    # loading (flow services; answered once the librarian holds the document durably,
+    # while its processing continues on the flow's pipeline)
+
+    async def load_text(self, text: str, id: str, *, title: str = "",
+                        user: str | None = None, collection: str | None = None,
+                        flow: str = "default") -> None:
+        """Load a text (plain or Markdown) as document ``id`` and process it on
+        ``flow``. A text larger than one request carries is uploaded in parts."""
+        data = text.encode()
+        if len(data) > SINGLE_LOAD_BYTES:
+            await self._upload_and_process(data, id, title=title, kind="", user=user,
+                                           collection=collection, flow=flow)
+            return
+        await _final(self.request("text-load", {
+            "id": id, "title": title, "text": text, **_scope(user, collection)}, flow))
+
+    async def load_document(self, data: bytes, id: str, *, title: str = "", kind: str = "",
+                            user: str | None = None, collection: str | None = None,
+                            flow: str = "default") -> None:
+        """Load a document's bytes (PDF, text, Markdown; ``kind`` a MIME type, or
+        guessed by the librarian) as ``id`` and process it on ``flow``. A document
+        larger than one request carries is uploaded in parts, then processed."""
+        if len(data) > SINGLE_LOAD_BYTES:
+            await self._upload_and_process(data, id, title=title, kind=kind, user=user,
+                                           collection=collection, flow=flow)
+            return
+        await _final(self.request("document-load", {
+            "id": id, "title": title, "kind": kind, "data": _b64(data),
+            **_scope(user, collection)}, flow))
+
+    async def _upload_and_process(self, data: bytes, id: str, *, title: str, kind: str,
+                                  user: str | None, collection: str | None,
+                                  flow: str) -> None:
+        await self.add_document(data, id, title=title, kind=kind, user=user,
+                                collection=collection)
+        await self.add_processing(id, flow=flow, user=user, collection=collection)
+
+    # the library (outside flows)
+
+    async def add_document(self, data: bytes, id: str, *, title: str = "", kind: str = "",
+                           comments: str = "", tags: Iterable[str] = (),
+                           user: str | None = None, collection: str | None = None
+                           ) -> dict[str, Any]:
+        """Store a document without processing it; returns its metadata. A large
+        one goes in parts (begin-upload, upload-part each, complete-upload)."""
+        fields = {"document_id": id, "title": title, "kind": kind, "comments": comments,
+                  "tags": list(tags), **_scope(user, collection)}
+        if len(data) <= SINGLE_LOAD_BYTES:
+            return (await self._librarian("add-document", content=_b64(data),
+                                          **fields))["document"]
+        scope = _scope(user, collection)
+        upload = (await self._librarian("begin-upload", size=len(data), **fields))["upload_id"]
+        for part, start in enumerate(range(0, len(data), UPLOAD_PART_BYTES)):
+            await self._librarian("upload-part", upload_id=upload, part=part,
+                                  content=_b64(data[start:start + UPLOAD_PART_BYTES]), **scope)
+        completed = await self._librarian("complete-upload", upload_id=upload, **scope)
+        return completed["document"]
+
+    async def list_documents(self, user: str | None = None, collection: str | None = None
+                             ) -> list[dict[str, Any]]:
+        """Metadata of every document in the collection, by id."""
+        documents: list[dict[str, Any]] = []
+        async with aclosing(self.request("librarian", {
+                "operation": "list-documents", "streaming": True,
+                **_scope(user, collection)}, flow=None)) as pages:
+            async for page in pages:
+                documents += page.get("documents") or []
+        return documents
+
+    async def get_document_metadata(self, id: str, user: str | None = None,
+                                    collection: str | None = None) -> dict[str, Any]:
+        return (await self._librarian("get-document-metadata", document_id=id,
+                                      **_scope(user, collection)))["document"]
+
+    async def remove_document(self, id: str, user: str | None = None,
+                              collection: str | None = None) -> dict[str, Any]:
+        """Remove a document and, from the stores, its chunks, vectors and triples
+        (that removal runs on the pipeline after this returns); returns what it was."""
+        return (await self._librarian("remove-document", document_id=id,
+                                      **_scope(user, collection)))["document"]
+
+    async def add_processing(self, id: str, flow: str = "default", user: str | None = None,
+                             collection: str | None = None) -> dict[str, Any]:
+        """Send a stored document down ``flow``'s pipeline; returns the processing record."""
+        return (await self._librarian("add-processing", document_id=id, flow=flow,
+                                      **_scope(user, collection)))["processing"]
+
+    async def _librarian(self, operation: str, **fields: Any) -> dict[str, Any]:
+        return await _final(self.request("librarian", {"operation": operation, **fields},
+                                         flow=None))
+
+    # embeddings and the stores' query services (flow services)
+
+    async def embeddings(self, texts: Iterable[str], flow: str = "default"
+                         ) -> list[list[float]]:
+        """One vector per text, in order."""
+        response = await _final(self.request("embeddings", {"texts": list(texts)}, flow))
+        return response["vectors"]
+
+    async def triples(self, s: str | Term | None = None, p: str | Term | None = None,
+                      o: str | Term | None = None, limit: int = 10000, *,
+                      user: str | None = None, collection: str | None = None,
+                      flow: str = "default") -> list[dict[str, Term]]:
+        """Triples matching the bound positions (a ``str`` is an IRI; pass
+        ``{"t": "l", "v": text}`` for a literal object), at most ``limit``."""
+        bound = {name: _term(value) for name, value in (("s", s), ("p", p), ("o", o))
+                 if value is not None}
+        response = await _final(self.request("triples", {
+            **bound, "limit": limit, **_scope(user, collection)}, flow))
+        return response["response"]
+
+    async def graph_embeddings(self, vector: list[float], limit: int = 10, *,
+                               user: str | None = None, collection: str | None = None,
+                               flow: str = "default") -> list[dict[str, Any]]:
+        """The entities nearest ``vector``, best first: ``{"entity", "score", "label"}``."""
+        response = await _final(self.request("graph-embeddings", {
+            "vector": vector, "limit": limit, **_scope(user, collection)}, flow))
+        return response["entities"]
+
+    async def document_embeddings(self, vector: list[float], limit: int = 10, *,
+                                  user: str | None = None, collection: str | None = None,
+                                  flow: str = "default") -> list[dict[str, Any]]:
+        """The chunks nearest ``vector``, best first: ``{"chunk_id", "text", "score",
+        "document_id", "title"}``."""
+        response = await _final(self.request("document-embeddings", {
+            "vector": vector, "limit": limit, **_scope(user, collection)}, flow))
+        return response["chunks"]
+
+    async def knowledge_load(self, triples: Iterable[Any], source: str, *,
+                             user: str | None = None, collection: str | None = None,
+                             flow: str = "default", batch: int = KNOWLEDGE_BATCH,
+                             progress: Callable[[int], object] | None = None
+                             ) -> dict[str, int]:
+        """Store triples (``{"s", "p", "o"}`` dicts of terms, or ``Triple`` records)
+        under document id ``source``, ``batch`` per request; labelled entities get
+        vectors. ``progress(n)`` is called after each request with the triples it
+        carried. Returns ``{"triples": stored, "entities": sent to embedding}``."""
+        totals = {"triples": 0, "entities": 0}
+        pending: list[Any] = []
+
+        async def send() -> None:
+            response = await _final(self.request("knowledge-load", {
+                "source": source, "triples": pending, **_scope(user, collection)}, flow))
+            for key in totals:
+                totals[key] += response.get(key) or 0
+            if progress is not None:
+                progress(len(pending))
+            pending.clear()
+
+        for triple in triples:
+            pending.append(_plain(triple))
+            if len(pending) >= batch:
+                await send()
+        if pending:
+            await send()
+        return totals
+
 
 async def _final(responses: AsyncIterator[dict[str, Any]]) -> dict[str, Any]:
     """The last (complete) response of a service that answers once."""
@@ -158,3 +324,24 @@ async def _final(responses: AsyncIterator[dict[str, Any]]) -> dict[str, Any]:
 
 def _response_text(response: dict[str, Any]) -> str:
     return response.get("response") or ""
+
+
+def _scope(user: str | None, collection: str | None) -> dict[str, str]:
+    """The request's ``user`` / ``collection``, leaving out those not given (the
+    gateway and services then use their defaults)."""
+    return {key: value for key, value in (("user", user), ("collection", collection))
+            if value is not None}
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+def _term(value: str | Term) -> Term:
+    return {"t": "i", "i": value} if isinstance(value, str) else value
+
+
+def _plain(value: Any) -> Any:
+    """A record (``Triple``) as the plain JSON value the wire carries."""
+    dump = getattr(value, "model_dump", None)
+    return dump(exclude_none=True) if dump is not None else value

@@ -38,3 +38,7 @@ from .librarian import (LIBRARIAN_FLOW, DocumentMetadata, LibrarianRequest,  # n
 
 __all__ += ["LIBRARIAN_FLOW", "DocumentMetadata", "LibrarianRequest", "LibrarianResponse",
             "ProcessingMetadata"]
+
+from .knowledge_load import KnowledgeLoadRequest, KnowledgeLoadResponse  # noqa: E402
+
+__all__ += ["KnowledgeLoadRequest", "KnowledgeLoadResponse"]

@@ -17,7 +17,7 @@ from trustgraph.pubsub import Bus
 from trustgraph.schema import Record
 
 from .errors import GatewayError, bad_request, validation_message
-from .framing import Frame, coalesce
+from .framing import Frame
 from .services import SERVICES, ServiceRow
 
 
@@ -63,7 +63,7 @@ class Dispatcher:
         requester = await self._requester(row.name, row.bus_flow(flow))
         async with aclosing(requester.frames(record, uuid.uuid4().hex)) as batches:
             async for batch in batches:
-                yield coalesce(batch, row.delta_field)
+                yield row.wire(batch)
 
     async def _requester(self, service: str, flow: str) -> Requester:
         """One started ``Requester`` per (service, flow), made on first use; a failed

@@ -13,6 +13,7 @@ RUNNABLES = {
     "librarian": "trustgraph.librarian.service:main",
     "decoder": "trustgraph.decoding.stage:main",
     "text-completion": "trustgraph.model.text_completion.service:main",
+    "embeddings": "trustgraph.embeddings.service:main",
     "triples-store": "trustgraph.storage.service_triples:main",
     "vector-store": "trustgraph.storage.service_vectors:main",
     "chunk-embeddings": "trustgraph.embeddings.stages:chunk_main",

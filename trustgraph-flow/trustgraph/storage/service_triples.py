@@ -9,14 +9,22 @@ both sides of it:
 * stage ``document-removed`` — forgets the document's provenance and the triples
   only it supported;
 * service ``triples`` — pattern query (any of s, p, o bound), scoped by user and
-  collection.
+  collection;
+* service ``knowledge-load`` — triples a user already has (an RDF graph), stored
+  with the request's ``source`` as their document; then each IRI with an
+  ``rdfs:label`` among them goes to stage ``entities`` (``ChunkEntities``, the label
+  and any ``skos:definition`` / ``rdfs:comment`` of the same request), so the entity
+  embedding stage gives it a vector as it does for extracted entities.
 """
 import logging
 
 from trustgraph.base import (Context, HandledError, ProcessorSettings, ProcessorSpec,
                              Rejected, Service, Stage, processor_main)
-from trustgraph.base.stage import MAX_RECORD_BYTES
-from trustgraph.schema import (ChunkTriples, DocumentRef, DocumentRemoved, Triple,
+from trustgraph.base.stage import MAX_RECORD_BYTES, Emitters
+from trustgraph.pubsub import Bus
+from trustgraph.schema import (RDFS_LABEL, ChunkEntities, ChunkTriples, DocumentRef,
+                               DocumentRemoved, EntityContext, KnowledgeLoadRequest,
+                               KnowledgeLoadResponse, Record, Term, Triple,
                                TriplesQueryRequest, TriplesQueryResponse, encode)
 
 from .settings import StoreSettings
@@ -26,6 +34,11 @@ from .triples.store import TriplesStore
 log = logging.getLogger(__name__)
 
 NAME = "triples-store"
+# Predicates whose literal describes an entity, best first: the text embedded with its
+# label (as extraction's definitions are).
+DEFINITIONS = ("http://www.w3.org/2004/02/skos/core#definition",
+               "http://www.w3.org/2000/01/rdf-schema#comment")
+ENTITIES_PER_RECORD = 1000  # a ChunkEntities record stays far under the message limit
 
 
 class TriplesStoreSettings(StoreSettings, ProcessorSettings):
@@ -95,13 +108,78 @@ def query_handler(store: TriplesStore):
     return query
 
 
+def labelled_entities(triples: list[Triple]) -> list[EntityContext]:
+    """Each IRI subject with a literal ``rdfs:label`` (its first), with its best
+    definition among ``DEFINITIONS``, in order of first label."""
+    labels: dict[Term, str] = {}
+    described: dict[Term, dict[str, str]] = {}  # entity → {predicate: first text}
+    for triple in triples:
+        if triple.o.is_iri or not triple.o.v.strip():
+            continue
+        if triple.p.i == RDFS_LABEL:
+            labels.setdefault(triple.s, triple.o.v)
+        elif triple.p.i in DEFINITIONS:
+            described.setdefault(triple.s, {}).setdefault(triple.p.i, triple.o.v)
+    return [EntityContext(entity=entity, label=label,
+                          definition=_best_definition(described.get(entity, {})))
+            for entity, label in labels.items()]
+
+
+def _best_definition(found: dict[str, str]) -> str:
+    return next((found[predicate] for predicate in DEFINITIONS if predicate in found), "")
+
+
+class FlowEmitters:
+    """Sends to stage topics of any flow. A service handler, unlike a stage's, is
+    given no emitter, so this has a bus of its own, opened on first use."""
+
+    def __init__(self, pulsar_url: str) -> None:
+        self._url = pulsar_url
+        self._bus: Bus | None = None
+        self._emitters: dict[str, Emitters] = {}
+
+    async def emit(self, flow: str, stage: str, record: Record) -> None:
+        if self._bus is None:
+            self._bus = Bus(self._url)
+        if flow not in self._emitters:
+            self._emitters[flow] = Emitters(self._bus, flow)
+        await self._emitters[flow].emit(stage, record)
+
+    async def close(self) -> None:
+        if self._bus is not None:
+            await self._bus.close()
+            self._bus = None
+
+
+def knowledge_load_handler(store: TriplesStore, emitters: FlowEmitters):
+    async def load(request: KnowledgeLoadRequest, ctx: Context) -> KnowledgeLoadResponse:
+        triples = list(dict.fromkeys(request.triples))
+        await store.add(request.user, request.collection, triples, document=request.source)
+        document = DocumentRef(id=request.source, user=request.user,
+                               collection=request.collection)
+        entities = labelled_entities(triples)
+        for start in range(0, len(entities), ENTITIES_PER_RECORD):
+            await emitters.emit(ctx.flow, "entities", ChunkEntities(
+                document=document, chunk_id=request.source,
+                entities=entities[start:start + ENTITIES_PER_RECORD]))
+        log.info("id=%s knowledge-load: %d triples from %r into %s/%s; %d entities to "
+                 "embed", ctx.id, len(triples), request.source, request.user,
+                 request.collection, len(entities))
+        return KnowledgeLoadResponse(triples=len(triples), entities=len(entities))
+    return load
+
+
 async def services(settings: TriplesStoreSettings) -> list[Service | Stage]:
     store = await open_triples_store(settings)
+    emitters = FlowEmitters(settings.pulsar_url)
     return [
         Stage("triples", ChunkTriples, triples_stage(store), subscription=NAME),
         Stage("document-removed", DocumentRemoved, removal_stage(store), subscription=NAME),
         Service("triples", TriplesQueryRequest, TriplesQueryResponse, query_handler(store),
                 error_type="triples-error", close=store.close),
+        Service("knowledge-load", KnowledgeLoadRequest, KnowledgeLoadResponse,
+                knowledge_load_handler(store, emitters), error_type="knowledge-load-error",
+                close=emitters.close),
     ]
 
 

@@ -1,0 +1,205 @@
+"""What tg-load-text and tg-load-pdf share: finding the files, naming the documents,
+loading a few at a time behind a progress bar, and the summary at the end.
+
+Document ids come from paths, so loading the same folder again replaces each document
+with itself (the pipeline writes nothing twice): a file named on the command line is
+its file name; a file found in a folder is its path relative to that folder
+(``notes/a.md``). ``--prefix`` is put in front of every id.
+
+A load is answered once the librarian holds the document durably; decoding,
+embedding and extraction continue on the pipeline afterwards. The progress bar
+therefore counts files and bytes accepted: the gateway offers no count of the
+chunks a document became.
+"""
+import argparse
+import asyncio
+import os
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tqdm import tqdm
+
+from trustgraph.api import AsyncTrustGraph, TrustGraphError
+
+from .common import EXIT_ERROR, connect, parser, run, scope_options
+
+DEFAULT_CONCURRENCY = 4
+TRANSIENT = {"no-service", "overloaded", "timeout"}  # errors worth another try
+RETRIES = 2
+RETRY_DELAY = 0.5  # seconds, doubled on each retry
+
+
+@dataclass(frozen=True)
+class Source:
+    path: Path
+    id: str
+    size: int
+
+
+@dataclass
+class Outcome:
+    loaded: int = 0
+    bytes: int = 0
+    failures: list[tuple[str, str]] = field(default_factory=list)  # (path, why)
+
+    def fail(self, path: object, why: str) -> None:
+        self.failures.append((str(path), " ".join(why.split())))
+
+
+Load = Callable[[AsyncTrustGraph, Source, bytes, argparse.Namespace], Awaitable[None]]
+
+
+def load_parser(prog: str, what: str, suffixes: tuple[str, ...]) -> argparse.ArgumentParser:
+    arguments = scope_options(parser(prog, (
+        f"Load {what} files, or folders of them (searched recursively for "
+        f"{', '.join(suffixes)}), into the library and process them on a flow. Document "
+        f"ids are the paths relative to each folder given, so loading a folder again "
+        f"replaces its documents rather than adding copies.")))
+    arguments.add_argument("paths", nargs="+", metavar="PATH", help="files or folders")
+    arguments.add_argument("--prefix", default="",
+                           help="put in front of every document id, e.g. 'papers/'")
+    arguments.add_argument("--concurrency", type=int, default=DEFAULT_CONCURRENCY,
+                           help="files loading at once (default %(default)s)")
+    return arguments
+
+
+def find_sources(paths: list[str], suffixes: tuple[str, ...], prefix: str,
+                 outcome: Outcome) -> list[Source]:
+    """Every file to load, once each; paths that cannot be used go to ``outcome``."""
+    found: dict[str, Source] = {}
+    for given in paths:
+        root = Path(given)
+        if root.is_dir():
+            files = [(path, path.relative_to(root).as_posix())
+                     for path in _files_under(root, suffixes)]
+        elif root.is_file():
+            files = [(root, root.name)]
+        else:
+            outcome.fail(given, "no such file or folder")
+            continue
+        for path, name in files:
+            id = prefix + name
+            if id in found:
+                if found[id].path.resolve() != path.resolve():
+                    outcome.fail(path, f"document id {id!r} is already taken by "
+                                       f"{found[id].path} (use --prefix to tell them apart)")
+                continue
+            found[id] = Source(path, id, path.stat().st_size)
+    return list(found.values())
+
+
+def _files_under(root: Path, suffixes: tuple[str, ...]) -> list[Path]:
+    """Files with one of ``suffixes`` anywhere under ``root``, sorted; names starting
+    with ``.`` (files, and folders such as ``.git``, which are not entered) skipped."""
+    found = []
+    for folder, folders, names in os.walk(root):
+        folders[:] = [name for name in folders if not name.startswith(".")]
+        found += [Path(folder, name) for name in names if not name.startswith(".")
+                  and Path(name).suffix.lower() in suffixes]
+    return sorted(found)
+
+
+async def load_all(args: argparse.Namespace, prog: str, sources: list[Source], load: Load,
+                   outcome: Outcome) -> None:
+    """Load every source, ``args.concurrency`` at a time; a failure is reported and
+    the rest carry on. The gateway unreachable, or the load service missing before
+    anything loaded, stops the whole run."""
+    slots = asyncio.Semaphore(max(1, args.concurrency))
+    bar = tqdm(total=sum(s.size for s in sources), unit="B", unit_scale=True,
+               unit_divisor=1024, desc=prog, file=sys.stderr, disable=None, leave=False)
+    bar.set_postfix_str(_files(outcome, len(sources)))
+
+    async def one(client: AsyncTrustGraph, source: Source) -> None:
+        async with slots:
+            try:
+                data = await asyncio.to_thread(source.path.read_bytes)
+                await _with_retries(lambda: load(client, source, data, args))
+            except TrustGraphError as error:
+                if error.type == "connection" or (error.type == "no-service"
+                                                  and not outcome.loaded):
+                    raise  # nothing else will load either: stop here
+                _failed(bar, prog, outcome, source.path, f"{error.type}: {error.message}")
+            except (OSError, ValueError) as error:
+                _failed(bar, prog, outcome, source.path, _reason(error))
+            else:
+                outcome.loaded += 1
+                outcome.bytes += source.size
+            bar.update(source.size)
+            bar.set_postfix_str(_files(outcome, len(sources)))
+
+    try:
+        async with connect(args) as client:
+            await client.connect()
+            async with asyncio.TaskGroup() as group:
+                for source in sources:
+                    group.create_task(one(client, source))
+    except* Exception as stopped:  # the first failure that stopped the run, as itself
+        raise stopped.exceptions[0] from None
+    finally:
+        bar.close()
+
+
+async def _with_retries(load: Callable[[], Awaitable[None]]) -> None:
+    """A load failing for a passing reason is sent again (a load is idempotent):
+    ``overloaded``, ``timeout``, and ``no-service``, which a request lost on the
+    bus also gives (seen while multi-megabyte uploads are in flight)."""
+    for attempt in range(RETRIES + 1):
+        try:
+            return await load()
+        except TrustGraphError as error:
+            if error.type not in TRANSIENT or attempt == RETRIES:
+                raise
+            await asyncio.sleep(RETRY_DELAY * 2**attempt)
+
+
+def _failed(bar: tqdm, prog: str, outcome: Outcome, path: Path, why: str) -> None:
+    outcome.fail(path, why)
+    bar.write(f"{prog}: {path}: {' '.join(why.split())}", file=sys.stderr)
+
+
+def _reason(error: Exception) -> str:
+    if isinstance(error, UnicodeDecodeError):
+        return f"not UTF-8 text (byte {error.start}: {error.reason})"
+    if isinstance(error, OSError):
+        return f"cannot read: {error.strerror or error}"
+    return str(error)
+
+
+def _files(outcome: Outcome, total: int) -> str:
+    done = outcome.loaded + len(outcome.failures)
+    return f"files {done}/{total}, failed {len(outcome.failures)}"
+
+
+def summary(outcome: Outcome, seconds: float) -> str:
+    rate = outcome.bytes / seconds if seconds > 0 else 0.0
+    return (f"loaded {outcome.loaded} file{'s' * (outcome.loaded != 1)} "
+            f"({size(outcome.bytes)}) in {seconds:.1f} s ({size(rate)}/s); "
+            f"{len(outcome.failures)} failed")
+
+
+def size(count: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if count < 1024 or unit == "GiB":
+            return f"{count:.0f} {unit}" if unit == "B" else f"{count:.1f} {unit}"
+        count /= 1024
+    raise AssertionError("unreachable")
+
+
+def run_loader(prog: str, args: argparse.Namespace, suffixes: tuple[str, ...],
+               load: Load) -> int:
+    """The whole command: find, load, summarise; non-zero when anything failed."""
+    outcome = Outcome()
+    sources = find_sources(args.paths, suffixes, args.prefix, outcome)
+    for path, why in outcome.failures:
+        print(f"{prog}: {path}: {why}", file=sys.stderr, flush=True)
+    started = time.monotonic()
+    code = run(prog, load_all(args, prog, sources, load, outcome)) if sources else 0
+    print(summary(outcome, time.monotonic() - started), flush=True)
+    if code == 0 and not sources and not outcome.failures:
+        print(f"{prog}: nothing to load (no {', '.join(suffixes)} files found)",
+              file=sys.stderr, flush=True)
+        return EXIT_ERROR
+    return code or (EXIT_ERROR if outcome.failures else 0)
