@@ -1,13 +1,17 @@
 """OpenAI chat completions, and every server that speaks that API (vLLM, LM Studio,
 llamafile, TGI, Ollama's /v1), chosen by ``OPENAI_BASE_URL``.
 
-The SDK supplies configuration and auth (overload retries are retry.py's); the
-token stream itself is read as raw SSE lines, since parsing every chunk into the
-SDK's typed models costs milliseconds per chunk under load (DESIGN §1).
+The SDK client holds the configuration and credentials (base URL, auth headers,
+Azure's api-version query); the request goes out through aiohttp and its stream is
+read as raw SSE lines. The SDK's own request pipeline cost ~1.5-2.5 ms of CPU per
+request here (first token 2.4-3.4 ms against 0.8-1.1 ms raw), most of what the
+whole platform added to a first token, and parsing every chunk into its typed
+models costs more again under load (DESIGN §1). Retries are retry.py's.
 """
 import json
 from collections.abc import AsyncIterator
 
+import aiohttp
 import openai
 
 from ..provider import LlmError, LlmSettings, Overloaded, Usage
@@ -42,29 +46,38 @@ class OpenAiProvider:
                  max_tokens: int, include_usage: bool = True, label: str = "") -> None:
         self.client = client
         self.label = label or str(client.base_url)  # how errors name the server
+        self.url = f"{client.base_url}chat/completions"
+        self.query = {k: v for k, v in client.default_query.items() if isinstance(v, str)}
+        self.headers = {k: v for k, v in {**client.default_headers, **client.auth_headers}.items()
+                        if isinstance(v, str)}
+        self._session: aiohttp.ClientSession | None = None  # made inside the running loop
         self.model = model
         self.temperature = temperature
         self.max_tokens = max_tokens
         # Servers that report usage unasked and reject ``stream_options`` (Mistral)
         # are given none.
-        self.stream_options = {"include_usage": True} if include_usage else openai.NOT_GIVEN
+        self.stream_options = {"include_usage": True} if include_usage else None
 
     async def stream(self, system: str, prompt: str) -> AsyncIterator[str | Usage]:
         messages = [{"role": "user", "content": prompt}]
         if system:
             messages.insert(0, {"role": "system", "content": system})
-        usage, model, finished = {}, self.model, False
+        body = {"model": self.model, "messages": messages, "stream": True,
+                "temperature": self.temperature, "max_tokens": self.max_tokens}
+        if self.stream_options:
+            body["stream_options"] = self.stream_options
+        usage, model, finished, opened = {}, self.model, False, False
         try:
-            async with self.client.chat.completions.with_streaming_response.create(
-                model=self.model, messages=messages, stream=True,
-                stream_options=self.stream_options,
-                temperature=self.temperature, max_tokens=self.max_tokens,
-            ) as response:
-                async for line in response.iter_lines():
-                    if not line.startswith("data:"):
+            async with self._http().post(self.url, params=self.query, json=body,
+                                         headers=self.headers) as response:
+                if response.status >= 400:
+                    raise await self._refusal(response)
+                opened = True
+                async for line in response.content:
+                    if not line.startswith(b"data:"):
                         continue
                     data = line[5:].strip()
-                    if data == "[DONE]":
+                    if data == b"[DONE]":
                         finished = True
                         break
                     chunk = json.loads(data)
@@ -79,19 +92,37 @@ class OpenAiProvider:
                             yield content
                     usage = chunk.get("usage") or usage
                     model = chunk.get("model") or model
-        except openai.APIStatusError as error:
-            kind = Overloaded if error.status_code in (429, 503, 529) else LlmError
-            raise kind(f"{self.label} answered {error.status_code}: "
-                           f"{_error_text(error.body) or error.message}") from None
-        except openai.APIConnectionError as error:
-            raise LlmError(f"cannot reach {self.label}: {error}") from None
         except LlmError:
             raise
+        except aiohttp.ClientConnectionError as error:
+            if not opened:
+                raise LlmError(f"cannot reach {self.label}: {error}") from None
+            raise LlmError(f"LLM stream failed: {type(error).__name__}: {error}") from None
         except Exception as error:  # the HTTP stream broke mid-way, or sent bad JSON
             raise LlmError(f"LLM stream failed: {type(error).__name__}: {error}") from None
         if not finished:  # a server that stops without [DONE] has cut the answer short
             raise LlmError(f"the stream from {self.label} ended without [DONE]")
         yield Usage(usage.get("prompt_tokens"), usage.get("completion_tokens"), model)
+
+    def _http(self) -> aiohttp.ClientSession:
+        if self._session is None:
+            self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(
+                total=None, sock_connect=10, sock_read=600))
+        return self._session
+
+    async def _refusal(self, response: aiohttp.ClientResponse) -> LlmError:
+        text = await response.text()
+        try:
+            message = _error_text(json.loads(text))
+        except ValueError:
+            message = text.strip()[:300]
+        kind = Overloaded if response.status in (429, 503, 529) else LlmError
+        return kind(f"{self.label} answered {response.status}: {message or response.reason}")
+
+    async def aclose(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
 
 
 def _text_parts(content: list) -> str:
