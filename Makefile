@@ -27,6 +27,7 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python -m bench.streaming
 	$(BIN)/python -m bench.providers
+	$(BIN)/python -m bench.embeddings
 	$(BIN)/python -m bench.stores
 
 clean:

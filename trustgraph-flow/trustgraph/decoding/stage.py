@@ -1,0 +1,111 @@
+"""The decoder processor: stage ``decode`` → one ``Chunk`` per chunk on ``chunks``.
+
+For each ``DecodeWork`` it reads the document from the library (the librarian's
+store in the shared data dir: metadata and content that belong together), decodes
+it by its kind (plain text, Markdown, PDF), splits the text into token-bounded
+chunks (``TG_CHUNK_SIZE`` tokens at most, consecutive chunks sharing up to
+``TG_CHUNK_OVERLAP``) and sends each chunk as its own small record, whatever the
+size of the document. The work is acknowledged once every chunk is stored by the
+broker; a crash before that redelivers it and the same chunks (ids
+``<document id>/c<index>``) are sent again, which every later stage absorbs.
+
+A document that can never become chunks (removed from the library since it was
+loaded, an unsupported kind, a PDF with no readable text) is rejected: logged with
+the document, tenant and reason, and acknowledged.
+"""
+import asyncio
+import logging
+import time
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from trustgraph.base import (ProcessorSettings, ProcessorSpec, Rejected, Stage, StageContext,
+                             processor_main)
+from trustgraph.chunking import (DEFAULT_MAX_TOKENS, DEFAULT_OVERLAP, MODEL_LIMIT,
+                                 TokenCounter, WordTokens, chunk_document, minilm_tokens)
+from trustgraph.decoding import DecodeError, decode
+from trustgraph.librarian.store import ContentMissing, LibraryStore, NotFound
+from trustgraph.schema import Chunk, DecodeWork, DocumentMetadata, DocumentRef
+
+log = logging.getLogger(__name__)
+
+NAME = "decoder"
+EMIT_WINDOW = 64  # chunk records in flight to the broker at once
+
+
+class DecoderSettings(ProcessorSettings):
+    tg_chunk_size: int = Field(DEFAULT_MAX_TOKENS, ge=1, description=(
+        f"tokens per chunk at most; the default embedding model reads {MODEL_LIMIT}"))
+    tg_chunk_overlap: int = Field(DEFAULT_OVERLAP, ge=0, description=(
+        "tokens a chunk repeats from the one before it, at most half the chunk size"))
+    tg_chunk_tokenizer: Literal["minilm", "words"] = Field("minilm", description=(
+        "how tokens are counted: all-MiniLM-L6-v2's tokenizer, or words and punctuation"))
+
+    @model_validator(mode="after")
+    def _overlap_fits(self) -> "DecoderSettings":
+        if self.tg_chunk_overlap > self.tg_chunk_size // 2:
+            raise ValueError(f"TG_CHUNK_OVERLAP ({self.tg_chunk_overlap}) must be at most "
+                             f"half of TG_CHUNK_SIZE ({self.tg_chunk_size})")
+        return self
+
+
+def token_counter(name: str) -> TokenCounter:
+    if name == "words":
+        return WordTokens()
+    try:
+        return minilm_tokens()
+    except Exception as error:  # the model's package is optional
+        log.warning("all-MiniLM-L6-v2's tokenizer is not available (%s); counting words "
+                    "and punctuation instead", error)
+        return WordTokens()
+
+
+def chunk_records(document: DocumentMetadata, content: bytes, kind: str, size: int,
+                  overlap: int, counter: TokenCounter) -> list[Chunk]:
+    """The document's chunk records (blocking, CPU-bound); ``DecodeError`` when it
+    cannot be read as ``kind``."""
+    ref = DocumentRef(id=document.id, user=document.user, collection=document.collection,
+                      title=document.title)
+    return [Chunk(document=ref, id=f"{document.id}/c{c.index}", index=c.index, text=c.text,
+                  page=c.page)
+            for c in chunk_document(decode(content, kind), size, overlap, counter)]
+
+
+def decoder_stage(settings: DecoderSettings, store: LibraryStore) -> Stage:
+    counter = token_counter(settings.tg_chunk_tokenizer)
+    size, overlap = settings.tg_chunk_size, settings.tg_chunk_overlap
+
+    async def handle(work: DecodeWork, ctx: StageContext) -> None:
+        ref, started = work.document, time.perf_counter()
+        name = f"document {ref.id!r} of {ref.user}/{ref.collection}"
+        try:
+            document, content = await asyncio.to_thread(store.read, ref.user,
+                                                        ref.collection, ref.id)
+        except NotFound:
+            raise Rejected(f"{name} is not in the library (removed since it was loaded?)"
+                           ) from None
+        except ContentMissing as error:
+            raise Rejected(f"{name}: {error}") from None
+        # The kind stored with the content: the document may have been re-loaded as
+        # another kind since this work was sent.
+        kind = document.kind or work.kind
+        try:
+            chunks = await asyncio.to_thread(chunk_records, document, content, kind, size,
+                                             overlap, counter)
+        except DecodeError as error:
+            raise Rejected(f"{name} ({kind}) cannot be decoded: {error}") from None
+        for i in range(0, len(chunks), EMIT_WINDOW):
+            await asyncio.gather(*(ctx.emit("chunks", c) for c in chunks[i:i + EMIT_WINDOW]))
+        log.info("%s (%s, %d bytes) -> %d chunks on chunks:%s in %.0f ms", name, kind,
+                 len(content), len(chunks), ctx.flow, (time.perf_counter() - started) * 1000)
+
+    return Stage("decode", DecodeWork, handle, subscription=NAME)
+
+
+async def decoder_parts(settings: DecoderSettings) -> list[Stage]:
+    store = await asyncio.to_thread(LibraryStore, settings.tg_data_dir)
+    return [decoder_stage(settings, store)]
+
+
+main = processor_main(ProcessorSpec(NAME, DecoderSettings, decoder_parts))

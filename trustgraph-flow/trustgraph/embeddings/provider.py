@@ -1,0 +1,51 @@
+"""What an embeddings provider is, the settings that choose one, and ``make``.
+
+A provider is an object with ``async def embed(texts) -> list[list[float]]``
+returning one vector per text, in order; failures raise ``EmbeddingsError``.
+``TG_EMBEDDINGS`` picks it: ``minilm`` (default: all-MiniLM-L6-v2 on this
+machine), ``openai`` (any server with the OpenAI ``/v1/embeddings`` API) or
+``ollama`` (Ollama's ``/api/embed``).
+"""
+from typing import Literal, Protocol
+
+from trustgraph.base import HandledError, ProcessorSettings
+
+
+class EmbeddingsError(HandledError):
+    def __init__(self, message: str) -> None:
+        super().__init__("embeddings-error", message)
+
+
+class Embedder(Protocol):
+    name: str  # the model, for logs
+
+    async def embed(self, texts: list[str]) -> list[list[float]]: ...
+
+
+class EmbeddingsSettings(ProcessorSettings):
+    tg_embeddings: Literal["minilm", "openai", "ollama"] = "minilm"
+    tg_embeddings_model: str = ""  # remote providers' model name; empty: their default
+    tg_embeddings_url: str = ""  # remote providers' base URL; empty: OPENAI_BASE_URL / OLLAMA_HOST
+    tg_embeddings_max_texts: int = 256  # per request: bounds work and the reply's size
+    # minilm only: tokens per model run once padded (1024: four full chunks, or
+    # dozens of short queries), onnxruntime threads (0: one per core), and other
+    # files of the same model (an ONNX export and its tokenizer.json).
+    tg_embeddings_run_tokens: int = 1024
+    tg_embeddings_threads: int = 0
+    tg_embeddings_onnx: str = ""
+    tg_embeddings_tokenizer: str = ""
+    openai_api_key: str = ""
+    openai_base_url: str = ""
+    ollama_host: str = "http://localhost:11434"
+
+
+def make(settings: EmbeddingsSettings) -> Embedder:
+    """The provider ``settings`` name, ready to use (the local model is loaded)."""
+    if settings.tg_embeddings == "openai":
+        from .openai_api import make as make_openai
+        return make_openai(settings)
+    if settings.tg_embeddings == "ollama":
+        from .ollama import make as make_ollama
+        return make_ollama(settings)
+    from .minilm import make as make_minilm
+    return make_minilm(settings)

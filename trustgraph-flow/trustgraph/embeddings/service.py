@@ -1,0 +1,41 @@
+"""The embeddings processor: service ``embeddings``, its provider chosen by
+``TG_EMBEDDINGS`` (``minilm`` by default, ``openai``, ``ollama``).
+
+``{"texts": [str]}`` answers ``{"vectors": [[float]]}``, one vector per text in
+order; a legacy ``{"text": str}`` is one text. An empty list answers an empty
+list; more than ``TG_EMBEDDINGS_MAX_TEXTS`` texts is refused (``too-many-texts``)
+rather than building a reply larger than the broker carries.
+"""
+import asyncio
+import logging
+
+from trustgraph.base import Context, HandledError, ProcessorSpec, Service, processor_main
+from trustgraph.schema import EmbeddingsRequest, EmbeddingsResponse
+
+from .provider import Embedder, EmbeddingsSettings, make
+
+log = logging.getLogger(__name__)
+
+
+def embeddings_handler(embedder: Embedder, max_texts: int):
+    async def embed(request: EmbeddingsRequest, ctx: Context) -> EmbeddingsResponse:
+        texts = request.inputs()
+        if len(texts) > max_texts:
+            raise HandledError("too-many-texts", f"{len(texts)} texts in one request; the "
+                               f"limit is {max_texts}: send them in several requests")
+        vectors = await embedder.embed(texts) if texts else []
+        return EmbeddingsResponse(vectors=vectors, end_of_stream=True)
+    return embed
+
+
+async def services(settings: EmbeddingsSettings) -> list[Service]:
+    # Loading the local model reads ~90 MB and builds a session: not on the loop.
+    embedder = await asyncio.to_thread(make, settings)
+    log.info("embeddings provider %s, model %s", settings.tg_embeddings, embedder.name)
+    return [Service("embeddings", EmbeddingsRequest, EmbeddingsResponse,
+                    embeddings_handler(embedder, settings.tg_embeddings_max_texts),
+                    error_type="embeddings-error")]
+
+
+SPEC = ProcessorSpec("embeddings", EmbeddingsSettings, services)
+main = processor_main(SPEC)
