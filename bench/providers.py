@@ -65,9 +65,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--streams", type=int, default=30)
     parser.add_argument("--tokens", type=int, default=50)
+    parser.add_argument("--families", default=",".join(FAMILIES))
     args = parser.parse_args()
     rows = []
-    for family, environment in FAMILIES.items():
+    for family in args.families.split(","):
+        environment = FAMILIES[family]
         with llm_server(args.tokens, 0.2, 0.01, family) as url:
             processors = ["text-completion", "gateway"]
             if family == "openai":
