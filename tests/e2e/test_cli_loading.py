@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
+from tests.support.pdf import minimal_pdf
 from tests.support.stack import Stack
 from trustgraph.api import AsyncTrustGraph
 from trustgraph.cli.show_graph import triple_line
@@ -68,28 +69,6 @@ ex:ada rdfs:label "Ada Lovelace" ;
 ex:babbage rdfs:label "Charles Babbage"@en ;
     ex:designed [ rdfs:label "Analytical Engine" ; ex:kind "mechanical computer" ] .
 """
-
-
-def minimal_pdf(lines: list[str]) -> bytes:
-    """A one-page PDF whose text layer holds ``lines`` (Helvetica, one line each)."""
-    text = "\n".join(["BT /F1 12 Tf 14 TL 72 720 Td",
-                      *(f"({line}) Tj T*" for line in lines), "ET"]).encode("latin-1")
-    bodies = [b"<< /Type /Catalog /Pages 2 0 R >>",
-              b"<< /Type /Pages /Kids [4 0 R] /Count 1 >>",
-              b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
-              b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] "
-              b"/Resources << /Font << /F1 3 0 R >> >> /Contents 5 0 R >>",
-              b"<< /Length %d >>\nstream\n%s\nendstream" % (len(text), text)]
-    out, offsets = bytearray(b"%PDF-1.4\n"), []
-    for number, body in enumerate(bodies, 1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n%s\nendobj\n" % (number, body)
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(bodies) + 1)
-    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
-        len(bodies) + 1, xref)
-    return bytes(out)
 
 
 class Watch:
@@ -182,7 +161,7 @@ def folder(tmp_path_factory) -> Path:
     for name, text in TEXTS.items():
         (folder / name).parent.mkdir(parents=True, exist_ok=True)
         (folder / name).write_text(text)
-    (folder / "paper.pdf").write_bytes(minimal_pdf(PDF_LINES))
+    (folder / "paper.pdf").write_bytes(minimal_pdf([PDF_LINES]))
     (folder / "notes.log").write_text("not a text file by its suffix")
     (folder / ".cache").mkdir()
     (folder / ".cache" / "hidden.txt").write_text("hidden folders are skipped")

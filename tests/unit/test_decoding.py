@@ -1,47 +1,9 @@
 """Decoders: plain text, Markdown and PDF bytes to text with page/section offsets."""
 import pytest
 
+from tests.support.pdf import minimal_pdf
 from trustgraph.decoding import (MARKDOWN, PDF, PLAIN, DecodeError, decode, guess_kind,
                                  strip_markdown)
-
-
-def tiny_pdf(pages: list[list[str]]) -> bytes:
-    """A valid PDF, written out by hand: one page per list, one text line per
-    string, in the standard Helvetica font (no embedding needed)."""
-    objects = ["<< /Type /Catalog /Pages 2 0 R >>", None,
-               "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica "
-               "/Encoding /WinAnsiEncoding >>"]
-    kids = []
-    for lines in pages:
-        shown = " ".join("(" + line.replace("\\", "\\\\").replace("(", "\\(")
-                         .replace(")", "\\)") + ") Tj T*" for line in lines)
-        content = f"BT /F1 11 Tf 14 TL 72 720 Td {shown} ET".encode("latin-1")
-        objects.append(b"<< /Length %d >>\nstream\n" % len(content) + content
-                       + b"\nendstream")
-        objects.append(f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] "
-                       f"/Resources << /Font << /F1 3 0 R >> >> "
-                       f"/Contents {len(objects)} 0 R >>")
-        kids.append(f"{len(objects)} 0 R")
-    objects[1] = f"<< /Type /Pages /Kids [{' '.join(kids)}] /Count {len(kids)} >>"
-    out, offsets = bytearray(b"%PDF-1.4\n"), []
-    for number, body in enumerate(objects, 1):
-        offsets.append(len(out))
-        body = body if isinstance(body, bytes) else body.encode("latin-1")
-        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
-    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
-        len(objects) + 1, xref)
-    return bytes(out)
-
-
-# --- plain text ---------------------------------------------------------------------
-
-def test_text_utf8_with_line_ends_and_control_characters_tidied():
-    decoded = decode("Zoë\r\nsaid “hi”\rto\x00 you\x07.\n".encode(), "text/plain")
-    assert decoded.text == "Zoë\nsaid “hi”\nto you.\n"
-    assert [(s.start, s.end) for s in decoded.sections] == [(0, len(decoded.text))]
 
 
 @pytest.mark.parametrize("data", [
@@ -146,7 +108,7 @@ def test_markdown_code_is_kept_verbatim():
 # --- PDF ----------------------------------------------------------------------------
 
 def test_pdf_pages_become_sections():
-    data = tiny_pdf([["Knowledge graphs connect entities.", "Second line (of page one)."],
+    data = minimal_pdf([["Knowledge graphs connect entities.", "Second line (of page one)."],
                      [],  # a page with no text
                      ["Page three talks about infor-", "mation retrieval."]])
     decoded = decode(data, "application/pdf")
@@ -164,7 +126,7 @@ def test_pdf_that_is_not_one():
 
 def test_pdf_without_text_layer():
     with pytest.raises(DecodeError, match="no text layer"):
-        decode(tiny_pdf([[]]), PDF)
+        decode(minimal_pdf([[]]), PDF)
 
 
 # --- dispatch -----------------------------------------------------------------------
