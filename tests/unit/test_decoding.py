@@ -6,6 +6,12 @@ from trustgraph.decoding import (MARKDOWN, PDF, PLAIN, DecodeError, decode, gues
                                  strip_markdown)
 
 
+def test_text_utf8_with_line_ends_and_control_characters_tidied():
+    decoded = decode("Zoë\r\nsaid “hi”\rto\x00 you\x07.\n".encode(), "text/plain")
+    assert decoded.text == "Zoë\nsaid “hi”\nto you.\n"
+    assert [(s.start, s.end) for s in decoded.sections] == [(0, len(decoded.text))]
+
+
 @pytest.mark.parametrize("data", [
     "\ufeffhello wörld".encode("utf-8"),
     "hello wörld".encode("utf-16"),  # with its byte-order mark
