@@ -10,7 +10,7 @@ import asyncio
 import json
 import os
 import sys
-from collections.abc import Coroutine
+from collections.abc import AsyncIterable, Coroutine
 from typing import Any
 
 from trustgraph.api import DEFAULT_URL, AsyncTrustGraph, TrustGraphError, Usage
@@ -73,6 +73,17 @@ def write(text: str) -> None:
     """Print a piece of a streamed answer now."""
     sys.stdout.write(text)
     sys.stdout.flush()
+
+
+async def print_stream(stream: AsyncIterable[str]) -> None:
+    """Print text deltas as they arrive, ending the line afterwards."""
+    last = ""
+    try:
+        async for last in stream:
+            write(last)
+    finally:
+        if last and not last.endswith("\n"):
+            write("\n")
 
 
 def print_json(value: Any) -> None:

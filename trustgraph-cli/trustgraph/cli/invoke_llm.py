@@ -2,7 +2,7 @@
 import argparse
 import sys
 
-from .common import connect, parser, run, show_usage, write
+from .common import connect, parser, print_stream, run, show_usage
 
 PROG = "tg-invoke-llm"
 
@@ -34,13 +34,7 @@ async def invoke(args: argparse.Namespace) -> None:
         if args.streaming:
             stream = client.text_completion(args.system, args.prompt, streaming=True,
                                             flow=args.flow_id)
-            last = ""
-            try:
-                async for last in stream:
-                    write(last)
-            finally:
-                if last and not last.endswith("\n"):
-                    write("\n")
+            await print_stream(stream)
             usage = stream.usage
         else:
             answer = await client.text_completion(args.system, args.prompt, flow=args.flow_id)

@@ -4,7 +4,7 @@ import json
 import sys
 from typing import Any
 
-from .common import connect, parser, print_json, run, show_usage, write
+from .common import connect, parser, print_json, print_stream, run, show_usage
 
 PROG = "tg-invoke-prompt"
 
@@ -49,13 +49,7 @@ async def invoke(args: argparse.Namespace) -> None:
     async with connect(args) as client:
         stream = client.prompt_stream(args.id, dict(args.variables), args.streaming,
                                       flow=args.flow_id)
-        last = ""
-        try:
-            async for last in stream:
-                write(last)
-        finally:
-            if last and not last.endswith("\n"):
-                write("\n")
+        await print_stream(stream)
         if stream.is_object:
             print_json(stream.object)
     if args.show_usage:
