@@ -83,11 +83,13 @@ def triples_stage(store: TriplesStore):
     return store_triples
 
 
-def removal_stage(store: TriplesStore):
+def removal_stage(store: TriplesStore, kind: str = "triples"):
+    """The "document-removed" handler of a store owner (triples or vectors: both have
+    ``remove_document``); ``kind`` names it in the log."""
     async def remove_document(record: DocumentRemoved, ctx) -> None:
         user, collection = scope_of(record.document)
         await store.remove_document(user, collection, record.document.id)
-        log.info("document %r removed from triples of %s/%s", record.document.id, user,
+        log.info("document %r removed from %s of %s/%s", record.document.id, kind, user,
                  collection)
     return remove_document
 

@@ -24,7 +24,7 @@ from trustgraph.schema import (ChunkVector, DocumentEmbeddingsRequest,
                                GraphEmbeddingsRequest, GraphEmbeddingsResponse, ScoredChunk,
                                ScoredEntity)
 
-from .service_triples import fits_one_message, scope_of
+from .service_triples import fits_one_message, removal_stage, scope_of
 from .settings import StoreSettings
 from .stores import open_vector_store
 from .vectors import store as stored
@@ -90,15 +90,6 @@ def entity_vectors_stage(store: VectorStore):
     return store_entities
 
 
-def removal_stage(store: VectorStore):
-    async def remove_document(record: DocumentRemoved, ctx) -> None:
-        user, collection = scope_of(record.document)
-        await store.remove_document(user, collection, record.document.id)
-        log.info("document %r removed from vectors of %s/%s", record.document.id, user,
-                 collection)
-    return remove_document
-
-
 async def _searching(search, user: str, collection: str, vector: list[float], limit: int):
     try:
         return await search(user, collection, vector, limit)
@@ -138,7 +129,8 @@ def services(settings: VectorStoreSettings) -> list[Service | Stage]:
         Stage("chunk-vectors", ChunkVector, chunk_vectors_stage(store), subscription=NAME),
         Stage("entity-vectors", EntityVectors, entity_vectors_stage(store),
               subscription=NAME),
-        Stage("document-removed", DocumentRemoved, removal_stage(store), subscription=NAME),
+        Stage("document-removed", DocumentRemoved, removal_stage(store, "vectors"),
+              subscription=NAME),
         Service("document-embeddings", DocumentEmbeddingsRequest, DocumentEmbeddingsResponse,
                 document_handler(store), error_type="document-embeddings-error"),
         Service("graph-embeddings", GraphEmbeddingsRequest, GraphEmbeddingsResponse,
