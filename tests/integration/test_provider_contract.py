@@ -8,7 +8,7 @@ import pkgutil
 import pytest
 
 import tests.support
-from tests.support.scripted_llm import PROMPT_TOKENS, expected_text
+from tests.support.scripted_llm import PROMPT_TOKENS, collect, expected_text
 from trustgraph.base import Context
 from trustgraph.model.text_completion.provider import LlmError, Usage
 from trustgraph.model.text_completion.retry import Retrying
@@ -42,16 +42,6 @@ async def case(request):
     for each in made:
         await each.aclose()
     await server.stop()
-
-
-async def collect(stream) -> tuple[list[str], Usage | None]:
-    pieces, usage = [], None
-    async for piece in stream:
-        if isinstance(piece, Usage):
-            usage = piece
-        else:
-            pieces.append(piece)
-    return pieces, usage
 
 
 async def test_streams_deltas_in_order_then_usage(case):

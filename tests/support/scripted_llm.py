@@ -46,6 +46,25 @@ class Stats:
     closed_early: list[float] = field(default_factory=list)  # when a client left mid-stream
 
 
+async def collect(stream) -> tuple[list, object]:
+    """A provider's stream read to its end: (text pieces, the final ``Usage``)."""
+    from trustgraph.model.text_completion.provider import Usage
+
+    pieces, usage = [], None
+    async for piece in stream:
+        if isinstance(piece, Usage):
+            usage = piece
+        else:
+            pieces.append(piece)
+    return pieces, usage
+
+
+async def collect_text(stream) -> tuple[str, object]:
+    """As ``collect``, with the pieces joined into the answer."""
+    pieces, usage = await collect(stream)
+    return "".join(pieces), usage
+
+
 def token(i: int) -> str:
     return f"tok{i} "
 

@@ -7,7 +7,7 @@ import time
 import pytest
 
 from tests.support.cohere_server import CohereServer
-from tests.support.scripted_llm import PROMPT_TOKENS, expected_text
+from tests.support.scripted_llm import collect_text as run, PROMPT_TOKENS, expected_text
 from trustgraph.model.text_completion.cohere import provider as cohere_provider
 from trustgraph.model.text_completion.provider import LlmError, Overloaded, Usage
 from trustgraph.model.text_completion.service import spec_for
@@ -30,16 +30,6 @@ async def server(request):
 def cohere(url: str, **settings):
     return cohere_provider.make(cohere_provider.Settings(
         cohere_api_key="test-key", cohere_base_url=url, **settings))
-
-
-async def run(stream) -> tuple[str, Usage | None]:
-    text, usage = [], None
-    async for piece in stream:
-        if isinstance(piece, Usage):
-            usage = piece
-        else:
-            text.append(piece)
-    return "".join(text), usage
 
 
 async def test_request_carries_system_model_and_limits(server):

@@ -7,7 +7,7 @@ import time
 
 import pytest
 from tests.support.gemini_server import GeminiServer, GoogleAiStudioCase, VertexAiCase
-from tests.support.scripted_llm import PROMPT_TOKENS, expected_text
+from tests.support.scripted_llm import collect_text as run, PROMPT_TOKENS, expected_text
 from trustgraph.model.text_completion.googleaistudio import provider as studio
 from trustgraph.model.text_completion.provider import LlmError, Overloaded, Usage
 from trustgraph.model.text_completion.service import spec_for
@@ -48,16 +48,6 @@ class RefusingServer(GeminiServer):
 def provider(case, server: GeminiServer, **settings):
     module = studio if case is GoogleAiStudioCase else vertex
     return module.make(module.Settings(**{**case.settings(server), **settings}))
-
-
-async def run(stream) -> tuple[str, Usage | None]:
-    text, usage = [], None
-    async for piece in stream:
-        if isinstance(piece, Usage):
-            usage = piece
-        else:
-            text.append(piece)
-    return "".join(text), usage
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from tests.support.mistral_server import MistralServer
-from tests.support.scripted_llm import PROMPT_TOKENS, expected_text
+from tests.support.scripted_llm import collect_text as run, PROMPT_TOKENS, expected_text
 from trustgraph.model.text_completion.mistral import provider as mistral_provider
 from trustgraph.model.text_completion.provider import LlmError, Overloaded, Usage
 from trustgraph.model.text_completion.service import spec_for
@@ -33,16 +33,6 @@ async def server(request):
 def mistral(url: str, **settings):
     return mistral_provider.make(mistral_provider.Settings(
         mistral_api_key="test-key", mistral_base_url=url, **settings))
-
-
-async def run(stream) -> tuple[str, Usage | None]:
-    text, usage = [], None
-    async for piece in stream:
-        if isinstance(piece, Usage):
-            usage = piece
-        else:
-            text.append(piece)
-    return "".join(text), usage
 
 
 async def test_request_carries_system_model_and_limits(server):
