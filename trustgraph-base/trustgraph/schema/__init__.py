@@ -24,13 +24,14 @@ __all__ = [
 ]
 
 from .queries import (DocumentEmbeddingsRequest, DocumentEmbeddingsResponse,
-                      GraphEmbeddingsRequest, GraphEmbeddingsResponse, ScoredChunk,
-                      ScoredEntity, TriplesQueryRequest, TriplesQueryResponse)
+                      Evidence, GraphEmbeddingsRequest, GraphEmbeddingsResponse,
+                      ScoredChunk, ScoredEntity, SubgraphRequest, SubgraphResponse,
+                      TriplesQueryRequest, TriplesQueryResponse)
 
 __all__ += [
-    "DocumentEmbeddingsRequest", "DocumentEmbeddingsResponse", "GraphEmbeddingsRequest",
-    "GraphEmbeddingsResponse", "ScoredChunk", "ScoredEntity", "TriplesQueryRequest",
-    "TriplesQueryResponse",
+    "DocumentEmbeddingsRequest", "DocumentEmbeddingsResponse", "Evidence",
+    "GraphEmbeddingsRequest", "GraphEmbeddingsResponse", "ScoredChunk", "ScoredEntity",
+    "SubgraphRequest", "SubgraphResponse", "TriplesQueryRequest", "TriplesQueryResponse",
 ]
 
 from .librarian import (LIBRARIAN_FLOW, DocumentMetadata, LibrarianRequest,  # noqa: E402
@@ -42,3 +43,9 @@ __all__ += ["LIBRARIAN_FLOW", "DocumentMetadata", "LibrarianRequest", "Librarian
 from .knowledge_load import KnowledgeLoadRequest, KnowledgeLoadResponse  # noqa: E402
 
 __all__ += ["KnowledgeLoadRequest", "KnowledgeLoadResponse"]
+
+from .retrieval import (DocumentRagRequest, DocumentRagResponse, GraphRagRequest,  # noqa: E402
+                        GraphRagResponse, RagResponse, Source)
+
+__all__ += ["DocumentRagRequest", "DocumentRagResponse", "GraphRagRequest",
+            "GraphRagResponse", "RagResponse", "Source"]

@@ -78,3 +78,27 @@ class ScoredChunk(Record):
 class DocumentEmbeddingsResponse(Response):
     chunks: list[ScoredChunk] | None = None  # best first; absent only on an error
     end_of_stream: bool = True
+
+
+class SubgraphRequest(_Scoped):
+    """Expand from seed entities, one store round trip per hop (GraphRAG's retrieval)."""
+
+    seeds: list[Term] = Field(min_length=1, max_length=MAX_MATCHES_LIMIT)
+    max_path_length: int = Field(2, ge=1, le=5)  # hops
+    max_entities: int = Field(50, ge=1, le=MAX_MATCHES_LIMIT)  # entities followed
+    max_subgraph_size: int = Field(150, ge=1, le=MAX_TRIPLES_LIMIT)  # triples kept
+    triple_limit: int = Field(30, ge=1, le=MAX_MATCHES_LIMIT)  # per entity per hop
+
+
+class Evidence(Record):
+    """A triple of the subgraph and where it was found (its first provenance)."""
+
+    triple: Triple
+    document_id: str = ""
+    chunk_id: str = ""
+
+
+class SubgraphResponse(Response):
+    triples: list[Evidence] | None = None  # in the order reached; absent only on error
+    labels: dict[str, str] | None = None  # IRI → rdfs:label, for the IRIs that have one
+    end_of_stream: bool = True

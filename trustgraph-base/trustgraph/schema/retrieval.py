@@ -1,0 +1,75 @@
+"""GraphRAG and DocumentRAG records (PROTOCOL §2, DESIGN §5).
+
+A streaming answer is, in order: one ``metadata`` record (sources, the rewritten
+question, sub-questions), ``chunk`` records carrying answer deltas, and one final
+``chunk`` record with no text, ``end_of_stream`` and ``end_of_session`` true, the
+sources again and the token totals. A non-streaming answer is one record with the full
+``response``. An error is always one final record.
+"""
+from typing import Literal, Self
+
+from pydantic import Field
+
+from .knowledge import Term
+from .pipeline import DEFAULT_COLLECTION, DEFAULT_USER
+from .record import Error, Record, Response
+
+MAX_QUERY_CHARS = 20_000
+
+
+class _RagRequest(Record):
+    query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
+    user: str = Field(DEFAULT_USER, min_length=1)
+    collection: str = Field(DEFAULT_COLLECTION, min_length=1)
+    streaming: bool = False
+    optimize_query: bool = False  # rewrite the question (``query-rewrite``) first
+    subqueries: bool = False  # decompose it (``query-decompose``); retrieve for each
+
+
+class GraphRagRequest(_RagRequest):
+    entity_limit: int = Field(50, ge=1, le=1000)
+    triple_limit: int = Field(30, ge=1, le=1000)  # triples followed per entity per hop
+    max_subgraph_size: int = Field(150, ge=1, le=5000)
+    max_path_length: int = Field(2, ge=1, le=5)
+
+
+class DocumentRagRequest(_RagRequest):
+    doc_limit: int = Field(20, ge=1, le=500)
+
+
+class Source(Record):
+    """One piece of evidence. A chunk: ``id`` (chunk id), ``document_id``, ``title``,
+    ``text``, ``distance`` (cosine distance to the question, lower is nearer). A graph
+    triple adds ``s``, ``p``, ``o`` (``text`` is the statement as the LLM saw it;
+    ``id``/``document_id`` are the chunk and document it was extracted from)."""
+
+    id: str = ""
+    document_id: str = ""
+    title: str = ""
+    text: str = ""
+    distance: float | None = None
+    s: Term | None = None
+    p: Term | None = None
+    o: Term | None = None
+
+
+class RagResponse(Response):
+    message_type: Literal["metadata", "chunk"] | None = None  # streaming only
+    chunk: str | None = None  # a streamed delta
+    response: str | None = None  # the full answer (non-streaming)
+    end_of_session: bool | None = None
+    sources: list[Source] | None = None
+    optimized_query: str | None = None
+    subqueries: list[str] | None = None
+    in_token: int | None = None
+    out_token: int | None = None
+    model: str | None = None
+
+    @classmethod
+    def failure(cls, error: Error) -> Self:
+        return cls(error=error, end_of_stream=True, end_of_session=True)
+
+
+# One record shape serves both services; the names say which one a module speaks.
+GraphRagResponse = RagResponse
+DocumentRagResponse = RagResponse
