@@ -4,12 +4,13 @@ and through the prompt service.
 For each provider family (OpenAI SSE, Anthropic Messages SSE, Ollama NDJSON) a
 scripted server of that format runs in its own process (first token after 200 ms,
 then one every 10 ms), and ``tg-start`` runs the stack with that provider. One stream
-at a time, the same count each way: straight from the server, through the gateway
+at a time, in rounds of one stream each way: straight from the server, through the gateway
 websocket to text-completion, and (OpenAI) through the prompt service, which renders
 a template and streams text-completion's deltas.
 """
 import argparse
 import asyncio
+from collections.abc import Callable
 
 import aiohttp
 
@@ -30,26 +31,34 @@ FAMILIES = {
 }
 
 
-async def ttfts(stream, count: int) -> list[float]:
-    await stream()  # warm-up: connections, requesters, templates
-    return [(await stream())[0] for _ in range(count)]
+async def interleaved_ttfts(paths: dict[str, Callable], count: int) -> dict[str, list[float]]:
+    """TTFTs of each path, taken in rounds (one stream of each path per round), so a
+    change in machine load during the run weighs on every path alike."""
+    for stream in paths.values():
+        await stream()  # warm-up: connections, requesters, templates
+    found: dict[str, list[float]] = {path: [] for path in paths}
+    for _ in range(count):
+        for path, stream in paths.items():
+            found[path].append((await stream())[0])
+    return found
 
 
 async def measure_family(family: str, url: str, gateway: str, count: int) -> list[dict]:
     async with aiohttp.ClientSession() as session:
-        direct = await ttfts(lambda: clients.direct(session, url, family), count)
         socket = clients.Socket(await session.ws_connect(
             f"{gateway.replace('http', 'ws', 1)}api/v1/socket"))
-        paths = {"text-completion": await ttfts(socket.stream, count)}
+        paths = {"direct": lambda: clients.direct(session, url, family),
+                 "text-completion": socket.stream}
         if family == "openai":
-            paths["prompt"] = await ttfts(
-                lambda: socket.stream("prompt", PROMPT_REQUEST, "text"), count)
+            paths["prompt"] = lambda: socket.stream("prompt", PROMPT_REQUEST, "text")
+        found = await interleaved_ttfts(paths, count)
         await socket.ws.close()
+    direct = found.pop("direct")
     return [{"family": family, "path": path, "streams": count,
              "ttft_p50": median(values), "ttft_p95": percentile(values, 95),
              "added_p50": median(values) - median(direct),
              "added_p95": percentile(values, 95) - percentile(direct, 95)}
-            for path, values in paths.items()]
+            for path, values in found.items()]
 
 
 def report(rows: list[dict]) -> str:
@@ -81,6 +90,10 @@ def main() -> None:
     print(f"\none stream at a time, {args.streams} streams per row, first token after "
           f"200 ms then every 10 ms; 2-core machine\n")
     print(report(rows))
+    added = {r["path"]: r["added_p50"] for r in rows if r["family"] == "openai"}
+    if "prompt" in added:
+        print(f"\nprompt path over text-completion (added TTFT p50): "
+              f"{ms(added['prompt'] - added['text-completion']).strip()} ms (target <= 2)")
 
 
 if __name__ == "__main__":
