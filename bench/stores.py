@@ -5,6 +5,9 @@ triples per entity, at most 50 entities / 150 triples; one round trip per hop) o
 random graph of 100k triples (20k entities, each labelled, 80k edges), on SQLite and
 on the Neo4j backend against ArcadeDB's Bolt plugin.
 
+The ``subgraph`` service's handler (the same expansion, then labels and provenance of
+everything reached, and the response built and size-checked), without the bus.
+
 Vectors: top-10 entity-vector search over 100k random 384-d vectors in Qdrant Edge,
 before its HNSW index exists (full scan, as served while indexing runs aside) and
 after; and the Qdrant server backend against qdrant-client's local mode at a smaller
@@ -26,7 +29,9 @@ from qdrant_client import AsyncQdrantClient
 from bench.stats import median, ms, percentile
 from tests.support.arcadedb import ArcadeDb
 from trustgraph.pubsub.embedded import free_port
-from trustgraph.schema import RDFS_LABEL, Term, Triple
+from trustgraph.base import Context
+from trustgraph.schema import RDFS_LABEL, SubgraphRequest, Term, Triple
+from trustgraph.storage.service_triples import subgraph_handler
 from trustgraph.storage.triples.neo4j import Neo4jTriplesStore
 from trustgraph.storage.triples.sqlite import SqliteTriplesStore
 from trustgraph.storage.triples.store import TriplesStore, expand
@@ -79,6 +84,12 @@ async def bench_triples(name: str, store: TriplesStore, size: int, queries: int)
     await timed(two_hops, 10)  # warm-up
     rows = [row(name, "2-hop expansion + labels (5 seeds)", f"{size // 1000}k triples",
                 await timed(two_hops, queries), f"load {size / load:,.0f} triples/s")]
+    handler, ctx = subgraph_handler(store), Context(id="bench", flow="bench", clients=None)
+    subgraph = lambda: handler(SubgraphRequest(user=USER, collection=COLLECTION,
+                                               seeds=rng.sample(entities, 5)), ctx)
+    await timed(subgraph, 10)
+    rows.append(row(name, "subgraph service handler (5 seeds, 2 hops, labels + provenance)",
+                    f"{size // 1000}k triples", await timed(subgraph, queries)))
     neighbours = lambda: store.neighbours(USER, COLLECTION, rng.sample(entities, 50))
     rows.append(row(name, "neighbours of 50 entities (1 round trip)",
                     f"{size // 1000}k triples", await timed(neighbours, queries)))

@@ -128,6 +128,34 @@ async def test_labels_of_many_entities_at_once(store, scope):
     assert await store.labels(*scope, []) == {}
 
 
+async def test_provenance_of_many_triples_names_their_document_and_chunk(store, scope):
+    await store.add(*scope, GRAPH[:4], document="doc-b", chunk="b/c1")
+    await store.add(*scope, GRAPH[4:], document="doc-a", chunk="a/c0")
+    # GRAPH[0] also found in two more places: the least (document, chunk) is named
+    await store.add(*scope, GRAPH[:1], document="doc-a", chunk="a/c9")
+    await store.add(*scope, GRAPH[:1], document="doc-a", chunk="a/c2")
+    absent = t("a", "knows", "zz")
+    wanted = [GRAPH[0], GRAPH[1], GRAPH[5], GRAPH[7], absent, GRAPH[1],
+              t("c", "age", "42"),  # the IRI 42, not the literal stored
+              Triple(s=L("a"), p=I("knows"), o=I("b"))]  # a literal subject: never stored
+    assert await store.provenance(*scope, wanted) == {
+        GRAPH[0]: ("doc-a", "a/c2"), GRAPH[1]: ("doc-b", "b/c1"),
+        GRAPH[5]: ("doc-a", "a/c0"), GRAPH[7]: ("doc-a", "a/c0")}
+    assert await store.provenance(*scope, []) == {}
+    await store.remove_document(*scope, "doc-a")
+    assert await store.provenance(*scope, GRAPH) == {x: ("doc-b", "b/c1") for x in GRAPH[:4]}
+
+
+async def test_provenance_of_a_large_batch_in_one_call(store, scope):
+    triples = [t(f"e{i}", "rel", L(f"v{i}")) for i in range(1500)]
+    for start in range(0, 1500, 500):
+        await store.add(*scope, triples[start:start + 500], document=f"d{start}",
+                        chunk=f"d{start}/c0")
+    found = await store.provenance(*scope, triples)
+    assert found == {x: (f"d{i // 500 * 500}", f"d{i // 500 * 500}/c0")
+                     for i, x in enumerate(triples)}
+
+
 CHAIN = [t("n0", "next", "n1"), t("n1", "next", "n2"), t("n2", "next", "n3"),
          t("n3", "next", "n4"), t("n1", RDFS_LABEL, L("one"))]
 
@@ -137,10 +165,11 @@ async def test_expansion_follows_paths_up_to_max_hops(store, scope):
     one = await expand(store, *scope, [I("n0")], max_hops=1)
     assert set(one.triples) == {CHAIN[0]} and one.entities == [I("n0"), I("n1")]
     two = await expand(store, *scope, [I("n0")], max_hops=2)
-    assert set(two.triples) == {CHAIN[0], CHAIN[1], CHAIN[4]} and two.hops == 2
+    # label triples are not followed or kept: labels are looked up for the subgraph
+    assert set(two.triples) == {CHAIN[0], CHAIN[1]} and two.hops == 2
     assert two.entities == [I("n0"), I("n1"), I("n2")]
     everything = await expand(store, *scope, [I("n2")], max_hops=5)
-    assert set(everything.triples) == set(CHAIN) and everything.hops == 3
+    assert set(everything.triples) == set(CHAIN[:4]) and everything.hops == 3
 
 
 async def test_expansion_respects_triple_and_entity_budgets(store, scope):
@@ -149,7 +178,7 @@ async def test_expansion_respects_triple_and_entity_budgets(store, scope):
     assert len(few.triples) == 2
     narrow = await expand(store, *scope, [I("n0")], max_hops=5, max_entities=2)
     assert narrow.entities == [I("n0"), I("n1")]
-    assert set(narrow.triples) == {CHAIN[0], CHAIN[1], CHAIN[4]}  # n2 reached, not followed
+    assert set(narrow.triples) == {CHAIN[0], CHAIN[1]}  # n2 reached, not followed
 
 
 async def test_expansion_makes_one_round_trip_per_hop(store, scope):
@@ -256,10 +285,27 @@ async def test_no_query_returns_another_users_or_collections_data(store):
             {t("a", "knows", "b"), t("b", "knows", f"only{n}")}
         assert await store.labels(*scope, [I("a")]) == {I("a"): f"label{n}"}
         graph = await expand(store, *scope, [I("a")], max_hops=3)
-        assert set(graph.triples) == mine
+        assert set(graph.triples) == mine - {t("a", RDFS_LABEL, L(f"label{n}"))}
         assert await store.count(*scope) == 4
     await store.remove_document(*scopes[0], "doc")
     await store.delete_collection(*scopes[1])
     assert await store.count(*scopes[0]) == 0 and await store.count(*scopes[1]) == 0
     assert await store.count(*scopes[2]) == 4
     assert await store.query(f"nobody-{run}", "c1") == []
+
+
+async def test_provenance_never_comes_from_another_user_or_collection(store):
+    run = uuid.uuid4().hex[:8]
+    scopes = [(f"alice-{run}", "c1"), (f"alice-{run}", "c2"), (f"bob-{run}", "c1")]
+    shared = t("a", "knows", "b")
+    for n, scope in enumerate(scopes):
+        await store.add(*scope, [shared, t("a", "knows", f"only{n}")], document=f"doc{n}",
+                        chunk=f"doc{n}/c0")
+    for n, scope in enumerate(scopes):
+        others = [t("a", "knows", f"only{m}") for m in range(3) if m != n]
+        assert await store.provenance(*scope, [shared, *others]) == \
+            {shared: (f"doc{n}", f"doc{n}/c0")}
+    assert await store.provenance(f"nobody-{run}", "c1", [shared]) == {}
+    await store.remove_document(*scopes[0], "doc0")
+    assert await store.provenance(*scopes[0], [shared]) == {}
+    assert await store.provenance(*scopes[1], [shared]) == {shared: ("doc1", "doc1/c0")}

@@ -89,6 +89,14 @@ class SubgraphRequest(_Scoped):
     max_subgraph_size: int = Field(150, ge=1, le=MAX_TRIPLES_LIMIT)  # triples kept
     triple_limit: int = Field(30, ge=1, le=MAX_MATCHES_LIMIT)  # per entity per hop
 
+    @field_validator("seeds")
+    @classmethod
+    def _iris(cls, seeds: list[Term]) -> list[Term]:
+        # Only IRIs have edges to follow: say so rather than silently expand nothing.
+        if not all(seed.is_iri for seed in seeds):
+            raise ValueError('seeds must be IRI terms ({"t": "i", "i": ...}), not literals')
+        return seeds
+
 
 class Evidence(Record):
     """A triple of the subgraph and where it was found (its first provenance)."""

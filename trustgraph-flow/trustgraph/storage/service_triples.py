@@ -10,12 +10,17 @@ both sides of it:
   only it supported;
 * service ``triples`` — pattern query (any of s, p, o bound), scoped by user and
   collection;
+* service ``subgraph`` — GraphRAG's retrieval in one request: breadth-first expansion
+  from seed entities (one store round trip per hop), then the labels of every IRI
+  reached and the provenance of every triple kept (one round trip each);
 * service ``knowledge-load`` — triples a user already has (an RDF graph), stored
   with the request's ``source`` as their document; then each IRI with an
   ``rdfs:label`` among them goes to stage ``entities`` (``ChunkEntities``, the label
   and any ``skos:definition`` / ``rdfs:comment`` of the same request), so the entity
   embedding stage gives it a vector as it does for extracted entities.
 """
+import asyncio
+import json
 import logging
 
 from trustgraph.base import (Context, HandledError, ProcessorSettings, ProcessorSpec,
@@ -23,13 +28,14 @@ from trustgraph.base import (Context, HandledError, ProcessorSettings, Processor
 from trustgraph.base.stage import MAX_RECORD_BYTES, Emitters
 from trustgraph.pubsub import Bus
 from trustgraph.schema import (RDFS_LABEL, ChunkEntities, ChunkTriples, DocumentRef,
-                               DocumentRemoved, EntityContext, KnowledgeLoadRequest,
-                               KnowledgeLoadResponse, Record, Term, Triple,
+                               DocumentRemoved, EntityContext, Evidence,
+                               KnowledgeLoadRequest, KnowledgeLoadResponse, Record,
+                               SubgraphRequest, SubgraphResponse, Term, Triple,
                                TriplesQueryRequest, TriplesQueryResponse, encode)
 
 from .settings import StoreSettings
 from .stores import open_triples_store
-from .triples.store import TriplesStore
+from .triples.store import TriplesStore, expand, iris
 
 log = logging.getLogger(__name__)
 
@@ -110,6 +116,62 @@ def query_handler(store: TriplesStore):
     return query
 
 
+def subgraph_handler(store: TriplesStore):
+    async def subgraph(request: SubgraphRequest, ctx: Context) -> SubgraphResponse:
+        scope = request.user, request.collection
+        graph = await expand(store, *scope, request.seeds, max_hops=request.max_path_length,
+                             max_entities=request.max_entities,
+                             max_triples=request.max_subgraph_size,
+                             triples_per_entity=request.triple_limit)
+        named = iris([*request.seeds, *(x for t in graph.triples for x in (t.s, t.p, t.o))])
+        # Two independent lookups: concurrent, so the request costs hops + 1 round trips
+        # of waiting (SQLite serves them on two reader threads).
+        labels, found = await asyncio.gather(
+            store.labels(*scope, [Term.iri(iri) for iri in named]),
+            store.provenance(*scope, graph.triples))
+        evidence = []
+        for triple in graph.triples:
+            document, chunk = found.get(triple, ("", ""))  # "": removed meanwhile
+            evidence.append(Evidence(triple=triple, document_id=document, chunk_id=chunk))
+        return one_message(evidence, {e.i: label for e, label in labels.items()},
+                           iris(request.seeds), ctx)
+    return subgraph
+
+
+# Bytes of one message kept for the record's envelope (end flag, braces, field names).
+ENVELOPE_BYTES = 1024
+
+
+def one_message(evidence: list[Evidence], labels: dict[str, str], seeds: list[str],
+                ctx: Context) -> SubgraphResponse:
+    """The subgraph as one response under the broker's message limit. Too big (long
+    literals), it keeps the triples reached first, i.e. nearest the seeds, and the
+    labels they use: what ``max_subgraph_size`` keeps anyway, only fewer."""
+    response = SubgraphResponse(triples=evidence, labels=labels)
+    if len(encode(response)) <= MAX_RECORD_BYTES:
+        return response
+    kept = {iri: labels[iri] for iri in seeds if iri in labels}
+    used = ENVELOPE_BYTES + sum(map(_label_bytes, kept.items()))
+    for n, item in enumerate(evidence):
+        t = item.triple
+        new = {i: labels[i] for i in iris((t.s, t.p, t.o)) if i in labels and i not in kept}
+        cost = len(encode(item)) + 1 + sum(map(_label_bytes, new.items()))
+        if used + cost > MAX_RECORD_BYTES:
+            log.warning("id=%s subgraph: %d of %d triples fit in one message", ctx.id, n,
+                        len(evidence))
+            response = SubgraphResponse(triples=evidence[:n], labels=kept)
+            break
+        used += cost
+        kept.update(new)
+    fits_one_message(response, len(response.triples), "subgraph")  # a guard, never hit
+    return response
+
+
+def _label_bytes(item: tuple[str, str]) -> int:
+    """At least what ``"iri":"label",`` takes in the response."""
+    return len(json.dumps(item, ensure_ascii=False).encode())
+
+
 def labelled_entities(triples: list[Triple]) -> list[EntityContext]:
     """Each IRI subject with a literal ``rdfs:label`` (its first), with its best
     definition among ``DEFINITIONS``, in order of first label."""
@@ -172,13 +234,18 @@ def knowledge_load_handler(store: TriplesStore, emitters: FlowEmitters):
 
 
 async def services(settings: TriplesStoreSettings) -> list[Service | Stage]:
-    store = await open_triples_store(settings)
-    emitters = FlowEmitters(settings.pulsar_url)
+    return parts(await open_triples_store(settings), FlowEmitters(settings.pulsar_url))
+
+
+def parts(store: TriplesStore, emitters: FlowEmitters) -> list[Service | Stage]:
+    """What ``triples-store`` serves with this store (tests pass a store they watch)."""
     return [
         Stage("triples", ChunkTriples, triples_stage(store), subscription=NAME),
         Stage("document-removed", DocumentRemoved, removal_stage(store), subscription=NAME),
         Service("triples", TriplesQueryRequest, TriplesQueryResponse, query_handler(store),
                 error_type="triples-error", close=store.close),
+        Service("subgraph", SubgraphRequest, SubgraphResponse, subgraph_handler(store),
+                error_type="subgraph-error"),
         Service("knowledge-load", KnowledgeLoadRequest, KnowledgeLoadResponse,
                 knowledge_load_handler(store, emitters), error_type="knowledge-load-error",
                 close=emitters.close),

@@ -61,6 +61,16 @@ MATCH (s:Term {key: key})-[:Rel {p: $label}]->(o:Term {t: 'l'})
 RETURN s.v AS entity, min(o.v) AS label
 """
 
+# One relationship per (triple, document, chunk): ordered, the first is the least pair.
+PROVENANCE = """
+UNWIND $rows AS row
+MATCH (:Term {key: row.sk})-[r:Rel {p: row.p}]->(:Term {key: row.ok})
+WITH row.n AS n, r.document AS document, r.chunk AS chunk
+ORDER BY n, document, chunk
+WITH n, collect([document, chunk])[0] AS first
+RETURN n, first[0] AS document, first[1] AS chunk
+"""
+
 COUNT = """
 MATCH (s:Term {user: $user, collection: $collection})-[r:Rel]->(o:Term)
 RETURN count(DISTINCT [s.v, r.p, o.t, o.v]) AS n
@@ -197,6 +207,14 @@ class Neo4jTriplesStore:
         keys = [term_key(user, collection, Term.iri(e)) for e in iris(entities)]
         records = await self._read(LABELS, keys=keys, label=RDFS_LABEL)
         return {Term.iri(r["entity"]): r["label"] for r in records}
+
+    async def provenance(self, user: str, collection: str,
+                         triples: Iterable[Triple]) -> dict[Triple, tuple[str, str]]:
+        triples = [t for t in triples if t.s.is_iri and t.p.is_iri]  # others never stored
+        rows = [{"n": n, "sk": term_key(user, collection, t.s), "p": t.p.i,
+                 "ok": term_key(user, collection, t.o)} for n, t in enumerate(triples)]
+        records = await self._read(PROVENANCE, rows=rows)
+        return {triples[r["n"]]: (r["document"], r["chunk"]) for r in records}
 
     async def count(self, user: str, collection: str) -> int:
         [record] = await self._read(COUNT, user=user, collection=collection)

@@ -67,6 +67,24 @@ WHERE scope = {SCOPE} AND p = ? AND o_iri = 0 AND s IN (SELECT value FROM json_e
 GROUP BY s
 """
 
+# ``wanted`` rows are [index into the caller's list, s, p, o, o_iri]; the unique index
+# on (scope, s, p, o, o_iri) finds each, and its least (document, chunk) is kept.
+PROVENANCE = f"""
+WITH wanted(n, s, p, o, o_iri) AS (
+        SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'),
+               json_extract(value, '$[2]'), json_extract(value, '$[3]'),
+               json_extract(value, '$[4]')
+        FROM json_each(?)),
+     ranked(n, document, chunk, rank) AS (
+        SELECT w.n, pr.document, pr.chunk,
+               row_number() OVER (PARTITION BY w.n ORDER BY pr.document, pr.chunk)
+        FROM wanted w
+        JOIN triples t ON t.scope = {SCOPE} AND t.s = w.s AND t.p = w.p AND t.o = w.o
+                      AND t.o_iri = w.o_iri
+        JOIN provenance pr ON pr.triple = t.id)
+SELECT n, document, chunk FROM ranked WHERE rank = 1
+"""
+
 ADD_TRIPLE = """
 INSERT INTO triples (scope, s, p, o, o_iri) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING
 """
@@ -211,6 +229,15 @@ class SqliteTriplesStore:
         rows = await self._read(lambda db: db.execute(
             LABELS, (user, collection, RDFS_LABEL, keys)).fetchall())
         return {Term.iri(entity): label for entity, label in rows}
+
+    async def provenance(self, user: str, collection: str,
+                         triples: Iterable[Triple]) -> dict[Triple, tuple[str, str]]:
+        triples = [t for t in triples if t.s.is_iri and t.p.is_iri]  # others never stored
+        rows = json.dumps([[n, t.s.i, t.p.i, t.o.value, int(t.o.is_iri)]
+                           for n, t in enumerate(triples)])
+        found = await self._read(lambda db: db.execute(
+            PROVENANCE, (rows, user, collection)).fetchall())
+        return {triples[n]: (document, chunk) for n, document, chunk in found}
 
     async def count(self, user: str, collection: str) -> int:
         return await self._read(lambda db: db.execute(

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Protocol
 
-from trustgraph.schema import Term, Triple
+from trustgraph.schema import RDFS_LABEL, Term, Triple
 
 
 class TriplesStore(Protocol):
@@ -32,6 +32,13 @@ class TriplesStore(Protocol):
     async def labels(self, user: str, collection: str,
                      entities: Iterable[Term]) -> dict[Term, str]:
         """The ``rdfs:label`` of each IRI entity that has one, in one round trip."""
+
+    async def provenance(self, user: str, collection: str,
+                         triples: Iterable[Triple]) -> dict[Triple, tuple[str, str]]:
+        """Where each stored triple among ``triples`` came from, in ONE round trip:
+        its least ``(document, chunk)`` pair (a triple found in several chunks names
+        one of them, the same one on every backend). Triples not stored in the scope
+        are absent from the answer."""
 
     async def remove_document(self, user: str, collection: str, document: str) -> None:
         """Forget the document's provenance; drop triples nothing else supports."""
@@ -58,7 +65,9 @@ async def expand(store: TriplesStore, user: str, collection: str, seeds: Iterabl
 
     A hop follows edges in both directions from the entities reached by the previous
     hop. Triples beyond ``max_triples`` are dropped; entities beyond ``max_entities``
-    are not followed (the triple that reached them is kept).
+    are not followed (the triple that reached them is kept). ``rdfs:label`` triples
+    are left out: labels are looked up for the whole subgraph afterwards, and a label
+    triple would spend the triple budget on what every statement already shows.
     """
     seen = dict.fromkeys(list(dict.fromkeys(t for t in seeds if t.is_iri))[:max_entities])
     found: dict[Triple, None] = {}  # an ordered set
@@ -67,6 +76,8 @@ async def expand(store: TriplesStore, user: str, collection: str, seeds: Iterabl
         hops += 1
         reached = []
         for triple in await store.neighbours(user, collection, frontier, triples_per_entity):
+            if triple.p.i == RDFS_LABEL:
+                continue
             if len(found) >= max_triples:
                 break
             found.setdefault(triple)
