@@ -1,0 +1,1 @@
+"""DocumentRAG: answers from the chunks nearest the question."""

@@ -1,0 +1,1 @@
+"""GraphRAG: answers from the subgraph around the entities nearest the question."""
