@@ -11,6 +11,9 @@ from typing import Any, Literal, overload
 
 from trustgraph.schema.librarian import UPLOAD_PART_BYTES
 
+from .http import GatewayHttp
+from .rag import (Answer, RagStream, answer_from, events_from_frames,
+                  events_from_lines)
 from .socket import CONNECT_TIMEOUT, MAX_INFLIGHT, GatewaySocket
 from .streams import Completion, TextStream
 
@@ -19,6 +22,7 @@ DEFAULT_URL = "http://localhost:8888/"
 # TG_MAX_DOCUMENT_BYTES); larger ones are uploaded in parts of UPLOAD_PART_BYTES.
 SINGLE_LOAD_BYTES = 3 * 1024 * 1024
 KNOWLEDGE_BATCH = 1000  # triples per knowledge-load request
+QUERY_PATH = "/api/v1/query"  # the answer-stream API (REST only)
 
 Term = dict[str, str]  # {"t": "i", "i": iri} or {"t": "l", "v": value}
 
@@ -58,6 +62,7 @@ class AsyncTrustGraph:
         self.url = url
         self._socket = GatewaySocket(url, token, connect_timeout=connect_timeout,
                                      max_inflight=max_inflight)
+        self._http = GatewayHttp(url, token, connect_timeout=connect_timeout)
 
     async def __aenter__(self) -> "AsyncTrustGraph":
         return self
@@ -72,6 +77,7 @@ class AsyncTrustGraph:
 
     async def close(self) -> None:
         await self._socket.close()
+        await self._http.close()
 
     def request(self, service: str, request: dict[str, Any], flow: str | None = "default"
                 ) -> AsyncIterator[dict[str, Any]]:
@@ -127,6 +133,63 @@ class AsyncTrustGraph:
         want ``.usage`` of a JSON template's answer too."""
         return PromptStream(lambda: self.request("prompt", {
             "id": id, "variables": variables, "streaming": streaming}, flow))
+
+    # RAG: an answer from the user's documents or graph, sources first
+
+    def graph_rag(self, query: str, *, user: str | None = None,
+                  collection: str | None = None, entity_limit: int | None = None,
+                  triple_limit: int | None = None, max_subgraph_size: int | None = None,
+                  max_path_length: int | None = None, optimize_query: bool = False,
+                  subqueries: bool = False, streaming: bool = False, flow: str = "default"
+                  ) -> Coroutine[Any, Any, Answer] | RagStream:
+        """An answer from the knowledge graph. ``await`` it for the ``Answer`` (a
+        ``str`` with ``.sources``, ``.usage``, ...); with ``streaming=True`` iterate it
+        for ``Metadata`` (sources), ``Chunk`` (text deltas) and ``Final`` events.
+        Limits left as ``None`` take the service's defaults."""
+        return self._rag("graph-rag", streaming, flow, _given(
+            query=query, entity_limit=entity_limit, triple_limit=triple_limit,
+            max_subgraph_size=max_subgraph_size, max_path_length=max_path_length,
+            optimize_query=optimize_query, subqueries=subqueries,
+            **_scope(user, collection)))
+
+    def document_rag(self, query: str, *, user: str | None = None,
+                     collection: str | None = None, doc_limit: int | None = None,
+                     optimize_query: bool = False, subqueries: bool = False,
+                     streaming: bool = False, flow: str = "default"
+                     ) -> Coroutine[Any, Any, Answer] | RagStream:
+        """An answer from the nearest document chunks; as ``graph_rag``."""
+        return self._rag("document-rag", streaming, flow, _given(
+            query=query, doc_limit=doc_limit, optimize_query=optimize_query,
+            subqueries=subqueries, **_scope(user, collection)))
+
+    def _rag(self, service: str, streaming: bool, flow: str, request: dict[str, Any]
+             ) -> Coroutine[Any, Any, Answer] | RagStream:
+        stream = RagStream(lambda: events_from_frames(self.request(
+            service, {**request, "streaming": streaming}, flow)))
+        return stream if streaming else stream.collect()
+
+    def query(self, query: str, *, mode: str = "document", stream: bool = False,
+              user: str | None = None, collection: str | None = None,
+              optimize_query: bool = False, subqueries: bool = False,
+              entity_limit: int | None = None, triple_limit: int | None = None,
+              max_subgraph_size: int | None = None, max_path_length: int | None = None,
+              doc_limit: int | None = None, flow: str = "default"
+              ) -> Coroutine[Any, Any, Answer] | RagStream:
+        """The answer-stream API (``POST /api/v1/query``, over HTTP): ``mode``
+        ``document`` or ``graph``. ``await`` it for the ``Answer``; with
+        ``stream=True`` iterate it for the same events as ``graph_rag`` streams
+        (``Metadata`` also has the ``request_id``)."""
+        body = _given(query=query, mode=mode, stream=stream, flow=flow,
+                      optimize_query=optimize_query, subqueries=subqueries,
+                      entity_limit=entity_limit, triple_limit=triple_limit,
+                      max_subgraph_size=max_subgraph_size, max_path_length=max_path_length,
+                      doc_limit=doc_limit, **_scope(user, collection))
+        if stream:
+            return RagStream(lambda: events_from_lines(self._http.lines(QUERY_PATH, body)))
+        return self._answer(body)
+
+    async def _answer(self, body: dict[str, Any]) -> Answer:
+        return answer_from(await self._http.post(QUERY_PATH, body))
 
     # config (global: not part of any flow)
 
@@ -312,6 +375,17 @@ class AsyncTrustGraph:
             await send()
         return totals
 
+    async def load_status(self, ids: Iterable[str], *, user: str | None = None,
+                          collection: str | None = None, flow: str = "default"
+                          ) -> list[dict[str, Any]]:
+        """How far ``flow``'s pipeline has got with each loaded document, in order:
+        ``{"id", "state", "version", "chunks"?, "stored", "error"?}`` with ``state``
+        unknown | decoding | embedding | done | failed (``chunks``: how many the
+        document became; ``stored``: how many of them have their vector stored)."""
+        response = await _final(self.request("load-status", {
+            "documents": list(ids), **_scope(user, collection)}, flow))
+        return response["documents"]
+
 
 async def _final(responses: AsyncIterator[dict[str, Any]]) -> dict[str, Any]:
     """The last (complete) response of a service that answers once."""
@@ -331,6 +405,11 @@ def _scope(user: str | None, collection: str | None) -> dict[str, str]:
     gateway and services then use their defaults)."""
     return {key: value for key, value in (("user", user), ("collection", collection))
             if value is not None}
+
+
+def _given(**fields: Any) -> dict[str, Any]:
+    """The fields that were given: ``None`` leaves the service's default."""
+    return {key: value for key, value in fields.items() if value is not None}
 
 
 def _b64(data: bytes) -> str:

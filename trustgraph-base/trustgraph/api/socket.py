@@ -230,7 +230,7 @@ class GatewaySocket:
         except TimeoutError:
             raise self._unreachable(f"no answer within {self._connect_timeout:g} s") from None
         except aiohttp.ClientConnectorError as error:
-            raise self._unreachable(_connect_failure(error.os_error)) from None
+            raise self._unreachable(connect_failure(error.os_error)) from None
         except (aiohttp.ClientError, OSError) as error:
             raise self._unreachable(str(error) or type(error).__name__) from None
 
@@ -260,7 +260,7 @@ async def _cancel(connection: Connection, request_id: str) -> None:
         log.debug("cancel for request %s not sent: %s", request_id, error)
 
 
-def _connect_failure(error: OSError) -> str:
+def connect_failure(error: OSError) -> str:
     if isinstance(error, ConnectionRefusedError):
         return "connection refused (is the gateway running, on this host and port?)"
     return error.strerror or str(error) or type(error).__name__

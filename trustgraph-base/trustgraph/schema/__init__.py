@@ -49,3 +49,9 @@ from .retrieval import (DocumentRagRequest, DocumentRagResponse, GraphRagRequest
 
 __all__ += ["DocumentRagRequest", "DocumentRagResponse", "GraphRagRequest",
             "GraphRagResponse", "RagResponse", "Source"]
+
+from .load_status import (ChunkCountRequest, ChunkCountResponse, ChunkSet,  # noqa: E402
+                          DocumentStatus, LoadStatusRequest, LoadStatusResponse)
+
+__all__ += ["ChunkCountRequest", "ChunkCountResponse", "ChunkSet", "DocumentStatus",
+            "LoadStatusRequest", "LoadStatusResponse"]

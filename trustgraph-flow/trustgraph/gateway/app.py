@@ -1,8 +1,9 @@
 """The gateway process: websocket and REST in front of the bus.
 
 ``Gateway(settings)`` serves ``/api/v1/socket`` (PROTOCOL §1), ``/api/v1/flow/{flow}/
-service/{kind}`` (§3), ``/api/v1/openapi.json`` and ``/metrics``; ``main`` is its
-console entry (``tg-run gateway``).
+service/{kind}`` and the answer-stream API ``/api/v1/query`` (§3),
+``/api/v1/openapi.json`` and ``/metrics``; ``main`` is its console entry
+(``tg-run gateway``).
 """
 import asyncio
 import gc
@@ -20,6 +21,7 @@ from trustgraph.base import Settings, load_settings
 from trustgraph.pubsub import DEFAULT_PULSAR_URL, Bus
 from trustgraph.schema import CANCEL_TOPIC
 
+from .answers import QUERY_PATHS
 from .auth import Auth
 from .dispatch import Dispatcher
 from .openapi import openapi
@@ -125,6 +127,8 @@ def _application(sockets: SocketEndpoint, rest: RestEndpoint, flows: tuple[str, 
     app = web.Application(client_max_size=max_body)
     app.router.add_get("/api/v1/socket", sockets.handle)
     app.router.add_post("/api/v1/flow/{flow}/service/{kind}", rest.handle)
+    for path in QUERY_PATHS:
+        app.router.add_post(path, rest.query)
     app.router.add_get("/api/v1/openapi.json", openapi_json)
     app.router.add_get("/metrics", metrics)
     return app

@@ -56,14 +56,18 @@ class Dispatcher:
         except ValidationError as error:
             raise bad_request(validation_message(error)) from None
 
-    async def frames(self, row: ServiceRow, flow: str, record: Record
-                     ) -> AsyncIterator[list[Frame]]:
-        """Batches of response frames, ending after the final one. Closing this
-        generator early cancels the request on the bus."""
+    async def frames(self, row: ServiceRow, flow: str, record: Record,
+                     request_id: str | None = None) -> AsyncIterator[list[Frame]]:
+        """Batches of response frames, ending after the final one. ``request_id`` is
+        the id on the bus (and in every processor's log lines), fresh when not given.
+        Closing this generator early cancels the request on the bus."""
         requester = await self._requester(row.name, row.bus_flow(flow))
-        async with aclosing(requester.frames(record, uuid.uuid4().hex)) as batches:
+        first = True
+        async with aclosing(requester.frames(record, request_id or new_request_id())
+                            ) as batches:
             async for batch in batches:
-                yield row.wire(batch)
+                yield row.wire(batch, first)
+                first = False
 
     async def _requester(self, service: str, flow: str) -> Requester:
         """One started ``Requester`` per (service, flow), made on first use; a failed
@@ -82,6 +86,10 @@ class Dispatcher:
             if self._requesters.get(key) is future:
                 del self._requesters[key]
             raise
+
+
+def new_request_id() -> str:
+    return uuid.uuid4().hex
 
 
 async def _started(requester: Requester) -> Requester:

@@ -32,10 +32,11 @@ def bad_request(message: str) -> GatewayError:
 
 
 def validation_message(error: ValidationError, where: str = "request") -> str:
-    """The first problem, naming its field, e.g. ``request.prompt: Field required``."""
+    """The first problem, naming its field, e.g. ``request.prompt: Field required``
+    (``where=""`` for a body whose fields are top-level: ``query: Field required``)."""
     problem = error.errors()[0]
-    path = ".".join(str(part) for part in (where, *problem["loc"]))
-    return f"{path}: {problem['msg']}"
+    path = ".".join(str(part) for part in (where, *problem["loc"]) if part != "")
+    return f"{path or 'body'}: {problem['msg']}"
 
 
 def classify(exception: BaseException) -> GatewayError:

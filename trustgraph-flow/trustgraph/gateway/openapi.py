@@ -3,6 +3,8 @@ from collections.abc import Iterable
 
 from pydantic.json_schema import models_json_schema
 
+from .answers import (QUERY_PATHS, CollectedAnswer, ContentLine, DoneLine, ErrorLine,
+                      MetadataLine, QueryRequest)
 from .services import ServiceRow
 
 _REF = "#/components/schemas/{model}"
@@ -11,14 +13,22 @@ _ERROR = {"type": "object", "required": ["error"], "properties": {"error": {
     "properties": {"type": {"type": "string"}, "message": {"type": "string"}}}}}
 
 
+_ANSWERS = (MetadataLine, ContentLine, DoneLine, ErrorLine, CollectedAnswer)
+
+
 def openapi(rows: Iterable[ServiceRow], flows: Iterable[str]) -> dict:
     rows = list(rows)
     refs, schemas = models_json_schema(
         [(row.request_model, "validation") for row in rows]
-        + [(row.response_model, "serialization") for row in rows], ref_template=_REF)
+        + [(row.response_model, "serialization") for row in rows]
+        + [(QueryRequest, "validation")] + [(model, "serialization") for model in _ANSWERS],
+        ref_template=_REF)
     paths = {f"/api/v1/flow/{{flow}}/service/{row.name}": {"post": _service_operation(
         row, refs[(row.request_model, "validation")],
         refs[(row.response_model, "serialization")], list(flows))} for row in rows}
+    query = _query_operation(refs[(QueryRequest, "validation")],
+                             [refs[(model, "serialization")] for model in _ANSWERS])
+    paths.update({path: {"post": query} for path in QUERY_PATHS})
     paths.update(_fixed_paths(rows))
     return {
         "openapi": "3.1.0",
@@ -55,6 +65,35 @@ def _service_operation(row: ServiceRow, request: dict, response: dict, flows: li
             "404": {"description": "unknown flow or service", **error},
             "502": {"description": "the service failed: its final record, with error",
                     "content": {"application/json": {"schema": response}}},
+            "504": {"description": "the service sent nothing for too long", **error},
+        },
+    }
+
+
+def _query_operation(request: dict, answers: list[dict]) -> dict:
+    *lines, collected = answers
+    error = {"content": {"application/json": {"schema": {"$ref": _REF.format(
+        model="GatewayError")}}}}
+    return {
+        "summary": "ask a question of the documents (mode document) or the graph (graph)",
+        "description": 'With "stream": true, NDJSON lines: one metadata line (sources, '
+                       "the rewritten question, sub-questions, request_id), content lines "
+                       "(answer deltas), then done (with usage) or, on failure, error "
+                       'instead of done. With "stream": false, one JSON object. A dropped '
+                       "connection cancels the request (and its LLM stream).",
+        "requestBody": {"required": True, "content": {"application/json": {"schema": request}}},
+        "responses": {
+            "200": {"description": "the answer", "content": {
+                "application/json": {"schema": collected},
+                "application/x-ndjson": {"schema": {
+                    "oneOf": lines, "description": "one of these per line"}}}},
+            "400": {"description": "bad request (the message names the field)", **error},
+            "401": {"description": "missing or wrong token", **error},
+            "404": {"description": "unknown flow, or a mode this gateway has no service "
+                                   "for (lazy)", **error},
+            "502": {"description": "the service failed before answering", **error},
+            "503": {"description": "no service took the request, or it is overloaded",
+                    **error},
             "504": {"description": "the service sent nothing for too long", **error},
         },
     }

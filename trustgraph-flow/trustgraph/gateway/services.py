@@ -1,16 +1,21 @@
 """The services the gateway exposes: one row each. Adding a service is one row."""
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from trustgraph.schema import (CONFIG_FLOW, LIBRARIAN_FLOW, ConfigRequest, ConfigResponse,
                                DocumentEmbeddingsRequest, DocumentEmbeddingsResponse,
-                               DocumentLoadRequest, EmbeddingsRequest, EmbeddingsResponse,
-                               GraphEmbeddingsRequest, GraphEmbeddingsResponse,
+                               DocumentLoadRequest, DocumentRagRequest, EmbeddingsRequest,
+                               EmbeddingsResponse, GraphEmbeddingsRequest,
+                               GraphEmbeddingsResponse, GraphRagRequest,
                                KnowledgeLoadRequest, KnowledgeLoadResponse, LibrarianRequest,
                                LibrarianResponse, LoadResponse, PromptRequest, PromptResponse,
-                               Record, Response, TextCompletionRequest,
+                               RagResponse, Record, Response, TextCompletionRequest,
                                TextCompletionResponse, TextLoadRequest, TriplesQueryRequest,
                                TriplesQueryResponse)
+
+from trustgraph.schema import SubgraphRequest, SubgraphResponse
+from trustgraph.schema import LoadStatusRequest, LoadStatusResponse
 
 from .framing import Frame, coalesce
 
@@ -26,24 +31,58 @@ class ServiceRow:
                                     # on the bus, whatever flow the client names
     hidden: frozenset[str] = frozenset()  # bus-only fields the wire leaves out (the
                                           # end flag, when the protocol answers ``{}``)
+    edges: Callable[[dict], dict | None] | None = None
+    # normalises a response's first and final records to the protocol's exact shape
+    # (None: unchanged); decoded once each per request, the deltas between pass untouched
 
     def bus_flow(self, flow: str) -> str:
         """The flow the request goes to on the bus."""
         return self.global_flow or flow
 
-    def wire(self, batch: list[Frame]) -> list[Frame]:
-        """A batch of bus records as the client gets them: deltas coalesced, hidden
-        fields dropped (only rows with hidden fields pay for a decode)."""
+    def wire(self, batch: list[Frame], first: bool = False) -> list[Frame]:
+        """A batch of bus records as the client gets them: deltas coalesced, the
+        edges normalised (``first``: this batch opens the response), hidden fields
+        dropped (only rows with hidden fields pay for a decode of every record)."""
         batch = coalesce(batch, self.delta_field)
+        if self.edges is not None:
+            batch = [_edge(data, final, self.edges) if final or (first and i == 0)
+                     else (data, final) for i, (data, final) in enumerate(batch)]
         if not self.hidden:
             return batch
         return [(_without(data, self.hidden), final) for data, final in batch]
 
 
+def _edge(data: bytes, final: bool, edges: Callable[[dict], dict | None]) -> Frame:
+    record = json.loads(data)
+    shaped = edges(record) if isinstance(record, dict) else None
+    return (data if shaped is None else _encoded(shaped)), final
+
+
 def _without(data: bytes, fields: frozenset[str]) -> bytes:
     record = json.loads(data)
-    kept = {key: value for key, value in record.items() if key not in fields}
-    return json.dumps(kept, ensure_ascii=False, separators=(",", ":")).encode()
+    return _encoded({key: value for key, value in record.items() if key not in fields})
+
+
+def _encoded(record: dict) -> bytes:
+    return json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+# What a RAG metadata record always shows, even when the service left it unset.
+METADATA_DEFAULTS = {"sources": [], "optimized_query": None, "subqueries": []}
+
+
+def rag_edges(record: dict) -> dict | None:
+    """PROTOCOL §2 exactly, whatever a RAG service left out: the metadata record always
+    has ``sources``, ``optimized_query`` (null when the question was not rewritten) and
+    ``subqueries``; a streaming final record (a ``chunk`` record) never carries the whole
+    ``response`` again, so a client that joins every frame's text sees it once."""
+    kind = record.get("message_type")
+    if kind == "metadata":
+        missing = {key: value for key, value in METADATA_DEFAULTS.items() if key not in record}
+        return {**record, **missing} if missing else None
+    if kind == "chunk" and "response" in record:
+        return {key: value for key, value in record.items() if key != "response"}
+    return None
 
 
 # A load is answered ``{}`` (PROTOCOL §2); an error still arrives as ``{"error": ...}``.
@@ -63,4 +102,9 @@ SERVICES: dict[str, ServiceRow] = {row.name: row for row in (
     ServiceRow("document-embeddings", DocumentEmbeddingsRequest, DocumentEmbeddingsResponse,
                None),
     ServiceRow("knowledge-load", KnowledgeLoadRequest, KnowledgeLoadResponse, None),
+    ServiceRow("load-status", LoadStatusRequest, LoadStatusResponse, None),
+    ServiceRow("subgraph", SubgraphRequest, SubgraphResponse, None),
+    # RAG: the metadata record has no ``chunk``, so it is never merged with the deltas.
+    ServiceRow("graph-rag", GraphRagRequest, RagResponse, "chunk", edges=rag_edges),
+    ServiceRow("document-rag", DocumentRagRequest, RagResponse, "chunk", edges=rag_edges),
 )}

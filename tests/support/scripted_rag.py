@@ -1,0 +1,163 @@
+"""Scripted ``graph-rag`` and ``document-rag`` services on the real bus, for testing
+the interfaces (gateway, client, CLI) apart from the real retrieval.
+
+They answer with the record sequence of PROTOCOL §2 (the real runtime, ``Service``,
+does correlation, end flags, errors and cancellation). As with the scripted LLMs, the
+question steers the answer with a directive: ``[tokens=N first=S delay=S
+fail_after=K repeat=1]``; tokens are ``tok0 tok1 ...`` (``expected_text``);
+``fail_after`` raises after K deltas (at once when not streaming); ``repeat`` makes the final record carry the
+whole ``response`` again, as a careless service might. The sources depend on the
+service, user and collection, so a test can see that its scope arrived.
+"""
+import asyncio
+import re
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field, replace
+
+from tests.support.scripted_llm import PROMPT_TOKENS, expected_text, token  # noqa: F401
+from trustgraph.base import (Context, HandledError, Processor, ProcessorSettings,
+                             ProcessorSpec, Requester, Service, ServiceError)
+from trustgraph.pubsub import Bus
+from trustgraph.schema import (DocumentRagRequest, GraphRagRequest, RagResponse, Source,
+                               Term)
+
+DIRECTIVE = re.compile(r"\[([a-z_]+=[^\]]*)\]")
+MODEL = "scripted-rag"
+
+
+@dataclass
+class RagScript:
+    tokens: int = 5
+    first: float = 0.0
+    delay: float = 0.0
+    fail_after: int | None = None
+    repeat: int = 0
+
+    def updated(self, text: str) -> "RagScript":
+        match = DIRECTIVE.search(text)
+        if not match:
+            return self
+        values = dict(item.split("=", 1) for item in match.group(1).split())
+        return replace(self, **{k: (float if k in ("first", "delay") else int)(v)
+                                for k, v in values.items()})
+
+
+def sources_for(service: str, user: str, collection: str) -> list[Source]:
+    """Two chunk sources, and for graph-rag a triple, named after the scope."""
+    sources = [Source(id=f"{user}/{collection}/doc{n}/c0", document_id=f"doc{n}",
+                      title=f"{collection} document {n}", text=f"text {n} of {collection}",
+                      distance=0.1 * n) for n in (1, 2)]
+    if service == "graph-rag":
+        sources.append(Source(id=f"{user}/{collection}/doc1/c0", document_id="doc1",
+                              text="alpha knows beta", distance=0.3,
+                              s=Term(t="i", i="http://ex/alpha"),
+                              p=Term(t="i", i="http://ex/knows"),
+                              o=Term(t="l", v="beta")))
+    return sources
+
+
+@dataclass
+class ScriptedRag:
+    """Both services, and what they saw: the requests (and their bus ids), and the
+    questions whose answers stopped early (the generator was closed before its final
+    record: the request was cancelled)."""
+
+    script: RagScript = field(default_factory=RagScript)
+    requests: list = field(default_factory=list)
+    ids: list[str] = field(default_factory=list)
+    cancelled: list[str] = field(default_factory=list)
+    _changed: asyncio.Event = field(default_factory=asyncio.Event)
+
+    async def wait_cancelled(self, query: str, timeout: float) -> None:
+        """Return once the answer to ``query`` has been stopped early."""
+        async with asyncio.timeout(timeout):
+            while query not in self.cancelled:
+                self._changed.clear()
+                await self._changed.wait()
+
+    def services(self, settings: ProcessorSettings) -> list[Service]:
+        return [Service(name, request, RagResponse, self._handler(name))
+                for name, request in (("graph-rag", GraphRagRequest),
+                                      ("document-rag", DocumentRagRequest))]
+
+    def _handler(self, name: str):
+        async def handle(request, ctx: Context) -> AsyncIterator[RagResponse]:
+            self.requests.append(request)
+            self.ids.append(ctx.id)
+            async for record in self._answer(name, request):
+                yield record
+        return handle
+
+    async def _answer(self, name: str, request) -> AsyncIterator[RagResponse]:
+        script = self.script.updated(request.query)
+        sources = sources_for(name, request.user, request.collection)
+        optimized = f"rewritten: {request.query}" if request.optimize_query else None
+        subqueries = [f"{request.query} (part {n})" for n in (1, 2)] if request.subqueries \
+            else []
+        totals = {"in_token": PROMPT_TOKENS, "out_token": script.tokens, "model": MODEL}
+        text = expected_text(script.tokens)
+        if not request.streaming:
+            if script.fail_after is not None:
+                raise HandledError(f"{name}-error", "scripted failure")
+            yield RagResponse(response=text, end_of_stream=True, end_of_session=True,
+                              sources=sources, optimized_query=optimized,
+                              subqueries=subqueries, **totals)
+            return
+        finished = False
+        try:
+            yield RagResponse(message_type="metadata", sources=sources,
+                              optimized_query=optimized, subqueries=subqueries)
+            await asyncio.sleep(script.first)
+            for i in range(script.tokens):
+                if i and script.delay:
+                    await asyncio.sleep(script.delay)
+                if script.fail_after is not None and i == script.fail_after:
+                    finished = True
+                    raise HandledError(f"{name}-error", "scripted failure")
+                yield RagResponse(message_type="chunk", chunk=token(i))
+            finished = True
+            yield RagResponse(message_type="chunk", chunk="", end_of_stream=True,
+                              end_of_session=True, sources=sources,
+                              response=text if script.repeat else None, **totals)
+        finally:
+            if not finished:
+                self.cancelled.append(request.query)
+                self._changed.set()
+
+
+async def start_scripted_rag(broker_url: str, flow: str, rag: ScriptedRag) -> Processor:
+    """A processor serving both scripted services on ``flow``, answering already."""
+    processor = Processor(ProcessorSpec("scripted-rag", ProcessorSettings, rag.services),
+                          ProcessorSettings(pulsar_url=broker_url, tg_flows=[flow]))
+    await processor.start()
+    try:
+        for service in ("graph-rag", "document-rag"):
+            await _answering(broker_url, service, flow)
+    except BaseException:
+        await processor.stop()
+        raise
+    rag.requests.clear()
+    rag.ids.clear()
+    return processor
+
+
+async def _answering(broker_url: str, service: str, flow: str, deadline: float = 30.0) -> None:
+    """Wait until a just-started service answers (a request that reaches a new
+    consumer before its permits can be dropped, so ask again until one is answered)."""
+    bus = Bus(broker_url)
+    try:
+        requester = Requester(bus, service, flow, f"probe-{uuid.uuid4().hex[:8]}", 10)
+        await requester.start()
+        async with asyncio.timeout(deadline):
+            while True:
+                try:
+                    async with asyncio.timeout(0.5):
+                        await requester.call(GraphRagRequest(query="[tokens=1]"), RagResponse)
+                    return
+                except ServiceError:
+                    return  # an error is an answer too
+                except TimeoutError:
+                    pass
+    finally:
+        await bus.close()

@@ -1,0 +1,141 @@
+"""The client's REST transport, for the gateway's HTTP-only APIs (the answer-stream
+API ``/api/v1/query``): a JSON request answered by one JSON body or by NDJSON lines.
+
+The gateway URL the client was given may be its websocket address; ``http_url``
+derives the HTTP base from it. One ``aiohttp`` session, opened on first use. A
+failure is a ``TrustGraphError``: the gateway's ``{"error": {"type", "message"}}``
+body as it is, or ``connection`` when the gateway cannot be reached.
+"""
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import aiohttp
+
+from .errors import TrustGraphError, error_from
+from .socket import SOCKET_PATH, connect_failure
+
+
+def http_url(url: str) -> str:
+    """The HTTP base for a gateway URL, without a trailing slash: ``ws://h:p/api/v1/socket``
+    → ``http://h:p`` (``wss`` → ``https``; a path prefix before the socket path is kept)."""
+    parts = urlsplit(url)
+    scheme = {"http": "http", "https": "https", "ws": "http", "wss": "https"}.get(parts.scheme)
+    if scheme is None or not parts.netloc:
+        raise TrustGraphError("connection", f"not a gateway URL: {url!r} "
+                                            "(expected e.g. http://localhost:8888/)")
+    path = parts.path.rstrip("/").removesuffix(SOCKET_PATH).rstrip("/")
+    return urlunsplit((scheme, parts.netloc, path, "", ""))
+
+
+class GatewayHttp:
+    def __init__(self, url: str, token: str | None = None, *, connect_timeout: float) -> None:
+        self.url = url
+        self._base = http_url(url)
+        self._query = urlsplit(url).query  # e.g. ?token=, as the socket also sends it
+        self._headers = {"Authorization": f"Bearer {token}"} if token else {}
+        # No overall deadline: an answer streams for as long as the LLM writes; the
+        # gateway ends a request whose service goes quiet (its request timeout).
+        self._timeout = aiohttp.ClientTimeout(total=None, sock_connect=connect_timeout)
+        self._session: aiohttp.ClientSession | None = None
+
+    async def post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        """POST ``body``; the JSON object answered."""
+        async with self._posted(path, body, "application/json") as response:
+            return await _json(response)
+
+    async def lines(self, path: str, body: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+        """POST ``body``; each NDJSON line answered, as it arrives. Closing this early
+        drops the connection, which cancels the request on the gateway."""
+        async with self._posted(path, body, "application/x-ndjson") as response:
+            if response.content_type != "application/x-ndjson":
+                raise _unexpected(response, await response.read())
+            try:
+                async for line in response.content:
+                    if line.strip():
+                        yield json.loads(line)
+            except aiohttp.ClientError as error:
+                raise self._lost(error) from None
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    def endpoint(self, path: str) -> str:
+        """The full URL of ``path`` (``/api/v1/query``) on this gateway."""
+        return self._base + path + (f"?{self._query}" if self._query else "")
+
+    def _posted(self, path: str, body: dict[str, Any], accept: str) -> "_Posted":
+        if self._session is None:
+            self._session = aiohttp.ClientSession(timeout=self._timeout)
+        return _Posted(self, self._session.post(
+            self.endpoint(path), json=body, headers={**self._headers, "Accept": accept}))
+
+    def _lost(self, error: BaseException) -> TrustGraphError:
+        return TrustGraphError("connection", f"the connection to the gateway at {self.url} "
+                                             f"was lost: {error or type(error).__name__}")
+
+    def _unreachable(self, reason: object) -> TrustGraphError:
+        if isinstance(reason, BaseException):
+            reason = str(reason) or type(reason).__name__
+        return TrustGraphError("connection", f"cannot connect to the gateway at {self.url}: "
+                                             f"{reason}")
+
+
+class _Posted:
+    """``async with``: the response once its status is known to be a success; a
+    gateway error body or an unreachable gateway raises ``TrustGraphError``."""
+
+    def __init__(self, http: GatewayHttp, request: Any) -> None:
+        self._http = http
+        self._request = request
+        self._response: aiohttp.ClientResponse | None = None
+
+    async def __aenter__(self) -> aiohttp.ClientResponse:
+        try:
+            self._response = await self._request
+        except aiohttp.ClientConnectorError as error:
+            raise self._http._unreachable(connect_failure(error.os_error)) from None
+        except (aiohttp.ClientError, TimeoutError) as error:
+            raise self._http._unreachable(error) from None
+        if self._response.status >= 400:
+            try:
+                raise _unexpected(self._response, await self._response.read())
+            finally:
+                self._response.release()
+        return self._response
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        if self._response is None:
+            return
+        if self._response.content.at_eof():
+            self._response.release()
+        else:
+            self._response.close()  # left early: drop the connection, which cancels
+
+
+async def _json(response: aiohttp.ClientResponse) -> dict[str, Any]:
+    data = await response.read()
+    try:
+        body = json.loads(data)
+    except ValueError:
+        raise _unexpected(response, data) from None
+    if not isinstance(body, dict):
+        raise _unexpected(response, data)
+    return body
+
+
+def _unexpected(response: aiohttp.ClientResponse, data: bytes) -> TrustGraphError:
+    """The gateway's error body as it is, or what else came back, named."""
+    try:
+        error = json.loads(data).get("error")
+    except (ValueError, AttributeError):
+        error = None
+    if error:
+        return error_from(error)
+    return TrustGraphError("connection", f"{response.url} answered HTTP {response.status} "
+                                         f"{response.content_type} (is this a TrustGraph "
+                                         f"gateway?)")
+

@@ -1,0 +1,106 @@
+"""HTTP answers shared by the REST routes: a JSON error with its status, the request
+body, and streamed bodies (NDJSON lines or SSE events) that turn a failure after the
+headers into the stream's last line.
+
+Nothing is sent before the first batch arrives, so a failure before then still gets
+its HTTP status; a client that goes away ends the stream, and closing the batches
+(the caller's ``aclosing``) cancels the request on the bus.
+"""
+import json
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+
+from aiohttp import web
+
+from .errors import GatewayError, bad_request, classify
+from .framing import Frame
+from .metrics import ERRORS
+
+
+@dataclass(frozen=True)
+class StreamFormat:
+    content_type: str
+    prefix: bytes
+    suffix: bytes
+
+    def encode(self, batch: list[Frame]) -> bytes:
+        return b"".join(b"".join((self.prefix, data, self.suffix)) for data, _ in batch)
+
+
+NDJSON = StreamFormat("application/x-ndjson", b"", b"\n")
+SSE = StreamFormat("text/event-stream", b"data: ", b"\n\n")
+
+
+def failed(exception: BaseException) -> GatewayError:
+    """The one place an HTTP request's failure is classified (and counted)."""
+    error = classify(exception)
+    ERRORS.labels(error.type).inc()
+    return error
+
+
+def http_error(exception: BaseException) -> tuple[int, bytes]:
+    """A failure as a status and a JSON body, ``{"error": {"type", "message"}}``."""
+    error = failed(exception)
+    return error.status, json.dumps({"error": error.as_dict()}).encode()
+
+
+def error_response(exception: BaseException) -> web.Response:
+    status, body = http_error(exception)
+    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    return web.Response(body=body, status=status, content_type="application/json",
+                        headers=headers)
+
+
+async def json_body(request: web.Request) -> dict:
+    """The body as a JSON object, or the 400/413 saying why not."""
+    try:
+        data = await request.read()
+    except web.HTTPRequestEntityTooLarge:
+        raise GatewayError("too-large", "body exceeds the gateway's size limit "
+                           "(TG_GATEWAY_MAX_FRAME)", 413) from None
+    try:
+        body = json.loads(data) if data else None
+    except (ValueError, RecursionError) as error:
+        raise bad_request(f"body is not valid JSON: {error}") from None
+    if not isinstance(body, dict):
+        raise bad_request("body: must be a JSON object (the request)")
+    return body
+
+
+def error_line(exception: BaseException) -> bytes:
+    """A failure after the headers, as the stream's last record: ``{"error": ...}``."""
+    return http_error(exception)[1]
+
+
+async def streamed(request: web.Request, batches: AsyncIterator[list[Frame]],
+                   stream: StreamFormat,
+                   failure: Callable[[BaseException], bytes] = error_line
+                   ) -> web.StreamResponse:
+    """Write ``batches`` as they come; a failure before the first one is raised (for
+    its HTTP status), after it becomes the last record, ``failure(exception)``."""
+    response = None
+    try:
+        async for batch in batches:
+            if response is None:
+                response = web.StreamResponse(headers={
+                    "Content-Type": stream.content_type, "Cache-Control": "no-cache"})
+                await response.prepare(request)
+            await response.write(stream.encode(batch))
+    except ConnectionError:
+        return response  # the client left; closing the batches cancels the request
+    except Exception as exception:
+        if response is None:
+            raise
+        await _finish(response, stream.encode([(failure(exception), True)]))
+        return response
+    await _finish(response, b"")
+    return response
+
+
+async def _finish(response: web.StreamResponse, last: bytes) -> None:
+    try:
+        if last:
+            await response.write(last)
+        await response.write_eof()
+    except ConnectionError:
+        pass  # the client left after the last record
