@@ -3,7 +3,8 @@ and through the prompt service.
 
 For each provider family (OpenAI SSE, Anthropic Messages SSE, Ollama NDJSON) a
 scripted server of that format runs in its own process (first token after 200 ms,
-then one every 10 ms), and ``tg-start`` runs the stack with that provider. One stream
+then one every 10 ms), and ``tg-start`` runs the default stack's config, prompt +
+text-completion (one process) and gateway with that provider. One stream
 at a time, in rounds of one stream each way: straight from the server, through the gateway
 websocket to text-completion, and (OpenAI) through the prompt service, which renders
 a template and streams text-completion's deltas.
@@ -18,6 +19,12 @@ from bench import clients
 from bench.stats import median, ms, percentile
 from bench.streaming import llm_server
 from tests.support.stack import Stack
+from trustgraph.run.registry import DEFAULT_STACK, members
+
+# The default stack's text-completion process (with prompt in it: a process group)
+# plus config and the gateway, so the numbers are those of what tg-start runs.
+PROCESSORS = ["config", next(entry for entry in DEFAULT_STACK
+                             if "text-completion" in members(entry)), "gateway"]
 
 PROMPT_REQUEST = {"id": "document-prompt", "streaming": True,
                   "variables": {"query": "bench", "documents": ["first excerpt", "second"]}}
@@ -80,11 +87,8 @@ def main() -> None:
     for family in args.families.split(","):
         environment = FAMILIES[family]
         with llm_server(args.tokens, 0.2, 0.01, family) as url:
-            processors = ["text-completion", "gateway"]
-            if family == "openai":
-                processors = ["config", "prompt"] + processors
             with Stack(env=environment(url) | {"TG_LOG_LEVEL": "WARNING"},
-                       processors=processors) as stack:
+                       processors=PROCESSORS) as stack:
                 rows += asyncio.run(measure_family(family, url, stack.gateway_url,
                                                    args.streams))
     print(f"\none stream at a time, {args.streams} streams per row, first token after "

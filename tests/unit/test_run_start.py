@@ -19,7 +19,9 @@ def test_settings_come_from_the_environment_and_flags(monkeypatch):
 def test_default_is_the_registry_stack(monkeypatch):
     monkeypatch.delenv("TG_PROCESSORS", raising=False)
     assert StartSettings().tg_processors == registry.DEFAULT_STACK
-    assert set(registry.DEFAULT_STACK) <= set(registry.RUNNABLES)
+    names = [name for entry in registry.DEFAULT_STACK for name in registry.members(entry)]
+    assert set(names) <= set(registry.RUNNABLES) and len(set(names)) == len(names)
+    assert "prompt+text-completion" in registry.DEFAULT_STACK  # one process, no bus hop
 
 
 def test_plan_skips_what_is_not_installed_and_starts_the_gateway_last(monkeypatch, capsys):

@@ -3,6 +3,10 @@
 ``processor_main(spec)`` is the console entry point of every bus processor: it
 parses settings, connects to Pulsar, serves every service on every configured flow,
 answers cancels, and shuts down cleanly on SIGINT/SIGTERM.
+
+Several processors can share one process and event loop (``serve_together``, a
+process group): they then call each other's services directly (``base/local.py``)
+instead of over the bus.
 """
 import asyncio
 import inspect
@@ -11,12 +15,14 @@ import os
 import signal
 import sys
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..pubsub import Bus, Message
 from ..schema import CANCEL_TOPIC, Cancel, decode
+from .local import LocalRequester, LocalServices
 from .requester import Requester
 from .service import ReplyProducers, Service, ServiceRunner
 from .stage import Stage, StageRunner
@@ -37,16 +43,23 @@ class ProcessorSpec:
 
 
 class Clients:
-    """The requesters one processor uses on one flow, created on first use."""
+    """The requesters one processor uses on one flow: an in-process one for a
+    service this process serves (``local``), else a bus one created on first use."""
 
-    def __init__(self, bus: Bus, flow: str, owner: str, timeout: float) -> None:
+    def __init__(self, bus: Bus, flow: str, owner: str, timeout: float,
+                 local: LocalServices | None = None) -> None:
         self._bus = bus
         self._flow = flow
         self._owner = owner
         self._timeout = timeout
+        self._local = local
         self._requesters: dict[str, asyncio.Future] = {}
 
-    async def get(self, service: str) -> Requester:
+    async def get(self, service: str) -> Requester | LocalRequester:
+        # Looked up on every call: a group's members start (and stop) in any order.
+        runner = self._local.get(service, self._flow) if self._local is not None else None
+        if runner is not None:
+            return LocalRequester(runner, self._timeout)
         if service not in self._requesters:
             requester = Requester(self._bus, service, self._flow, self._owner, self._timeout)
             self._requesters[service] = asyncio.ensure_future(_started(requester))
@@ -59,14 +72,20 @@ async def _started(requester: Requester) -> Requester:
 
 
 class Processor:
-    def __init__(self, spec: ProcessorSpec, settings: ProcessorSettings) -> None:
+    def __init__(self, spec: ProcessorSpec, settings: ProcessorSettings,
+                 local: LocalServices | None = None) -> None:
         self.spec = spec
         self.settings = settings
         self.instance = f"{spec.name}-{uuid.uuid4().hex[:8]}"
         self.bus = Bus(settings.pulsar_url, consumer_id_offset=settings.tg_replica)
+        # Shared by the processors of one process group (set before start()): where
+        # this one registers its services and looks up the ones it calls.
+        self.local = local
+        self.clients: dict[str, Clients] = {}  # by flow
         self._inflight: dict[str, asyncio.Task] = {}
         self._services: list[Part] = []
         self._stages: list[StageRunner] = []
+        self._runners: list[ServiceRunner] = []
 
     async def start(self) -> None:
         services = self.spec.services(self.settings)
@@ -78,7 +97,8 @@ class Processor:
         await self.bus.consume(CANCEL_TOPIC, self.instance, self._on_cancel,
                                name="cancels")
         for flow in self.settings.tg_flows:
-            clients = Clients(self.bus, flow, self.instance, self.settings.tg_request_timeout)
+            clients = self.clients[flow] = Clients(
+                self.bus, flow, self.instance, self.settings.tg_request_timeout, self.local)
             for service in self.spec.uses:
                 await clients.get(service)
             for part in services:
@@ -88,7 +108,10 @@ class Processor:
                 else:
                     runner = ServiceRunner(self.bus, part, flow, clients, self._inflight,
                                            limit, self.settings.tg_backlog, replies)
+                    self._runners.append(runner)
                 await runner.start()
+                if self.local is not None and isinstance(runner, ServiceRunner):
+                    self.local.add(runner)
         names = ", ".join(s.name for s in services)
         log.info("%s serving [%s] on flows %s via %s", self.spec.name, names,
                  ",".join(self.settings.tg_flows), self.settings.pulsar_url)
@@ -99,6 +122,9 @@ class Processor:
             task.cancel()
 
     async def stop(self) -> None:
+        if self.local is not None:
+            for runner in self._runners:  # callers in the group use the bus from now on
+                self.local.remove(runner)
         tasks = list(self._inflight.values())
         for runner in self._stages:
             tasks += runner.tasks  # unacknowledged work is redelivered after a restart
@@ -111,18 +137,69 @@ class Processor:
                 await part.close()
 
 
+# Set while a process group builds its members (``gathering``).
+_gathered: list[Processor] | None = None
+
+
 async def serve_until_stopped(processor: Processor) -> None:
+    """Serve until SIGINT/SIGTERM; inside ``gathering()``, hand the processor to the
+    process group instead (it serves it together with the others)."""
+    if _gathered is not None:
+        _gathered.append(processor)
+        return
+    await serve_together([processor])
+
+
+@contextmanager
+def gathering() -> Iterator[list[Processor]]:
+    """Collect the processors that ``main`` functions build instead of serving them.
+
+    Every processor's ``main`` builds its processor and calls ``serve_until_stopped``;
+    a process group calls each member's ``main`` in here, so each member keeps its
+    own settings (environment and flags) and start-up code unchanged."""
+    global _gathered
+    _gathered = []
+    try:
+        yield _gathered
+    finally:
+        _gathered = None
+
+
+async def start_together(processors: list[Processor]) -> None:
+    """Start ``processors`` at once, sharing one ``LocalServices`` when there are
+    several; if one fails, the others are stopped and its error raised."""
+    if len(processors) > 1:
+        local = LocalServices()
+        for processor in processors:
+            processor.local = local
+    results = await asyncio.gather(*(p.start() for p in processors), return_exceptions=True)
+    failures = [r for r in results if isinstance(r, BaseException)]
+    if failures:
+        await stop_together(processors)
+        raise failures[0]
+    if len(processors) > 1:
+        log.info("%s share one process; in-process services: %s",
+                 " + ".join(p.spec.name for p in processors), ", ".join(local.names()))
+
+
+async def stop_together(processors: list[Processor]) -> None:
+    for processor in processors:
+        log.info("%s stopping", processor.spec.name)
+    await asyncio.gather(*(p.stop() for p in processors))
+
+
+async def serve_together(processors: list[Processor]) -> None:
+    """Serve until SIGINT/SIGTERM; ready (``TG_READY_FILE``) once every one serves."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    await processor.start()
+    await start_together(processors)
     announce_ready()
     try:
         await stop.wait()
     finally:
-        log.info("%s stopping", processor.spec.name)
-        await processor.stop()
+        await stop_together(processors)
 
 
 def announce_ready() -> None:

@@ -103,7 +103,41 @@ class _Pending:
         return batch
 
 
-class Requester:
+class Calls:
+    """``stream`` and ``call``, built on a ``frames`` method: shared by the bus
+    ``Requester`` and the in-process ``LocalRequester``, so callers see one interface
+    and one way of decoding records and raising their errors."""
+
+    def frames(self, request: Record, request_id: str | None = None
+               ) -> AsyncIterator[list[Frame]]:
+        raise NotImplementedError
+
+    async def stream(self, request: Record, model: type[Response],
+                     request_id: str | None = None) -> AsyncIterator[Response]:
+        """Yield decoded response records; a record carrying ``error`` raises
+        ``ServiceError`` after nothing else could follow it."""
+        async with aclosing(self.frames(request, request_id)) as batches:
+            async for batch in batches:
+                for data, _ in batch:
+                    record = decode(model, data)
+                    if record.error is not None:
+                        raise ServiceError(record.error)
+                    yield record
+
+    async def call(self, request: Record, model: type[Response]) -> Response:
+        """One request, its final record (non-streaming use)."""
+        last = None
+        async for last in self.stream(request, model):
+            pass
+        return last
+
+
+def silence(service: str, flow: str, timeout: float) -> RequestTimeout:
+    """The error for a service that has the request but went quiet."""
+    return RequestTimeout(f"{service} on flow {flow} sent nothing for {timeout:g} s")
+
+
+class Requester(Calls):
     def __init__(self, bus: Bus, service: str, flow: str, requester_id: str,
                  timeout: float = 120.0, accept_timeout: float = 5.0) -> None:
         self.service = service
@@ -178,8 +212,7 @@ class Requester:
 
     def _silence(self, accepted: bool) -> Exception:
         if accepted:
-            return RequestTimeout(f"{self.service} on flow {self.flow} sent nothing for "
-                                  f"{self.timeout:g} s")
+            return silence(self.service, self.flow, self.timeout)
         return ServiceError(Error(
             type="no-service",
             message=f"no {self.service} processor took the request on flow {self.flow} "
@@ -199,21 +232,3 @@ class Requester:
                                              properties={"id": request_id})
         except Exception as error:
             log.warning("id=%s cancel not sent: %s", request_id, error)
-    async def stream(self, request: Record, model: type[Response],
-                     request_id: str | None = None) -> AsyncIterator[Response]:
-        """Yield decoded response records; a record carrying ``error`` raises
-        ``ServiceError`` after nothing else could follow it."""
-        async with aclosing(self.frames(request, request_id)) as batches:
-            async for batch in batches:
-                for data, _ in batch:
-                    record = decode(model, data)
-                    if record.error is not None:
-                        raise ServiceError(record.error)
-                    yield record
-
-    async def call(self, request: Record, model: type[Response]) -> Response:
-        """One request, its final record (non-streaming use)."""
-        last = None
-        async for last in self.stream(request, model):
-            pass
-        return last

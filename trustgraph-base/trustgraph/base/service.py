@@ -13,7 +13,7 @@ from collections import OrderedDict
 from contextlib import aclosing
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from ..pubsub import Bus, Message
 from ..schema import Error, Record, Response, decode, encode, request_topic
@@ -101,12 +101,25 @@ class ServiceRunner:
             return
         if request_id in self._inflight or request_id in self._finished:
             return  # a re-send of a request this process has, or has answered
+        self._take(message.data(), request_id,
+                   lambda: self._replies.reply(reply_to, request_id))
+
+    def serve_local(self, data: bytes, request_id: str, reply: "Reply") -> asyncio.Task:
+        """Serve a request made in this process (``LocalRequester``), answering into
+        ``reply``: the same backlog, concurrency limit, handler and errors as a request
+        from the bus, and cancellable by id on the cancel topic like one."""
+        async def opened() -> Reply:
+            return reply
+        return self._take(data, request_id, opened)
+
+    def _take(self, data: bytes, request_id: str, open_reply: "OpenReply") -> asyncio.Task:
         overloaded = len(self._inflight) >= self._backlog
         task = asyncio.create_task(
-            self._refuse(reply_to, request_id) if overloaded else
-            self._serve(message.data(), request_id, reply_to))
+            self._refuse(open_reply) if overloaded else
+            self._serve(data, request_id, open_reply))
         self._inflight[request_id] = task
         task.add_done_callback(lambda _: self._done(request_id))
+        return task
 
     def _done(self, request_id: str) -> None:
         self._inflight.pop(request_id, None)
@@ -114,19 +127,19 @@ class ServiceRunner:
         if len(self._finished) > REMEMBERED_IDS:
             self._finished.popitem(last=False)
 
-    async def _refuse(self, reply_to: str, request_id: str) -> None:
-        reply = await self._replies.reply(reply_to, request_id)
+    async def _refuse(self, open_reply: "OpenReply") -> None:
+        reply = await open_reply()
         await reply.send(self.service.response.failure(Error(
             type="overloaded", message=f"{self.service.name} has {self._backlog} requests "
                                        f"in hand; try again shortly")), True)
 
-    async def _serve(self, data: bytes, request_id: str, reply_to: str) -> None:
+    async def _serve(self, data: bytes, request_id: str, open_reply: "OpenReply") -> None:
         started = time.perf_counter()
         timer = RequestTimer(self.service.name)
         reply = None
         sent_final = holding = False
         try:
-            reply = await self._replies.reply(reply_to, request_id)
+            reply = await open_reply()
             await reply.accept()
             await self._limit.acquire()
             holding = True
@@ -179,7 +192,7 @@ class ReplyProducers:
         self._bus = bus
         self._producers: dict[str, asyncio.Future] = {}
 
-    async def reply(self, topic: str, request_id: str) -> "Reply":
+    async def reply(self, topic: str, request_id: str) -> "BusReply":
         if topic not in self._producers:
             self._producers[topic] = asyncio.ensure_future(self._bus.producer(topic))
         try:
@@ -187,10 +200,22 @@ class ReplyProducers:
         except Exception:
             self._producers.pop(topic, None)
             raise
-        return Reply(producer, request_id)
+        return BusReply(producer, request_id)
 
 
-class Reply:
+class Reply(Protocol):
+    """Where the records answering one request go: over the bus (``BusReply``) or,
+    for a request made in this process, straight to its requester (``LocalReply``)."""
+
+    async def accept(self) -> None: ...
+
+    async def send(self, record: Response, final: bool) -> None: ...
+
+
+OpenReply = Callable[[], Awaitable[Reply]]
+
+
+class BusReply:
     """The responses to one request: an ``accepted`` marker, then records numbered by
     ``seq`` so the requester notices any lost in transit; the last marked ``end``."""
 

@@ -1,7 +1,8 @@
 """``tg-start``: the whole platform on one machine in one command.
 
 Starts the embedded broker (unless ``PULSAR_URL`` names one), then every processor in
-``TG_PROCESSORS`` and the gateway as child processes (``tg-run <name>``), prints where
+``TG_PROCESSORS`` and the gateway as child processes (``tg-run <name>``; an entry
+``a+b`` is a process group, one child running both), prints where
 each part listens and a ``ready`` line, keeps them running, and on Ctrl-C / SIGTERM
 stops gateway, processors and broker in that order and exits 0.
 """
@@ -22,7 +23,7 @@ from pydantic_settings import NoDecode
 from trustgraph.base import Settings, load_settings
 from trustgraph.pubsub.embedded import BrokerUnavailable, EmbeddedBroker
 
-from .registry import DEFAULT_STACK, PROVIDER_PREFIX, RUNNABLES
+from .registry import DEFAULT_STACK, GROUP_SEPARATOR, PROVIDER_PREFIX, RUNNABLES, members
 from .rundir import AlreadyRunning, RunDir
 from .supervisor import BrokerKeeper, Child
 
@@ -72,17 +73,32 @@ def installed(module: str) -> bool:
         return False
 
 
-def plan(names: list[str]) -> list[str]:
-    """The parts to run, processors first and the gateway last; a part whose module
-    is not installed is left out with a line saying so."""
-    parts = []
-    for name in dict.fromkeys(names):
-        module = module_of(name)
-        if installed(module):
-            parts.append(name)
-        else:
-            say(f"skipping {name}: {module} is not installed")
+def plan(entries: list[str]) -> list[str]:
+    """The parts to run, processors first and the gateway last. An entry is a name or
+    a process group (``prompt+text-completion``, one child process); a processor whose
+    module is not installed is left out with a line saying so, the rest of its group
+    still run."""
+    parts, seen = [], set()
+    for entry in dict.fromkeys(entries):
+        try:
+            names = members(entry)
+        except ValueError as error:
+            raise StartError(f"TG_PROCESSORS: {error}") from None
+        if twice := seen.intersection(names):
+            raise StartError(f"TG_PROCESSORS names {twice.pop()} twice")
+        seen.update(names)
+        kept = [name for name in names if _installed_or_said(name)]
+        if kept:
+            parts.append(GROUP_SEPARATOR.join(kept))
     return sorted(parts, key=lambda name: name == GATEWAY)
+
+
+def _installed_or_said(name: str) -> bool:
+    module = module_of(name)
+    if installed(module):
+        return True
+    say(f"skipping {name}: {module} is not installed")
+    return False
 
 
 def local_host(host: str) -> str:

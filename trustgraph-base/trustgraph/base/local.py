@@ -1,0 +1,118 @@
+"""Calling a service served in this very process, without the bus.
+
+Processors served together in one process (a process group, ``tg-run
+prompt+text-completion``) share one ``LocalServices``: each registers the services it
+serves there, and ``Clients.get`` gives a caller a ``LocalRequester`` for those instead
+of a bus ``Requester``. Why: every bus hop is a send, a broker pass and a receive per
+record, ~1 ms of cross-process wake-ups before the first token; within one event loop
+a record is handed over directly.
+
+What does not change is everything a caller or a service can see: the request is
+encoded and decoded as on the bus (a bad one is a ``bad-request`` error); the serving
+runner's backlog and concurrency limit apply; the handler's records come back as
+``(JSON, final)`` frames in batches of what is waiting, ending with exactly one final
+record (an unexpected exception becomes the service's failure record); a service quiet
+for the caller's timeout is a ``RequestTimeout``; and leaving the loop early cancels
+the handler at once, closing its LLM stream.
+"""
+import asyncio
+import logging
+import uuid
+from collections.abc import AsyncIterator
+
+from ..schema import Error, Record, Response, encode
+from .requester import Calls, Frame, ServiceError, _Pending, silence
+from .service import ServiceRunner
+
+log = logging.getLogger(__name__)
+
+
+class LocalServices:
+    """The (service, flow) pairs served in this process, by the runner serving each."""
+
+    def __init__(self) -> None:
+        self._runners: dict[tuple[str, str], ServiceRunner] = {}
+
+    def add(self, runner: ServiceRunner) -> None:
+        key = (runner.service.name, runner.flow)
+        if key in self._runners:
+            # Two processors of one group serving the same thing: the first keeps the
+            # in-process calls, the bus shares the rest between them as replicas.
+            log.warning("%s on flow %s is served twice in this process", *key)
+            return
+        self._runners[key] = runner
+
+    def remove(self, runner: ServiceRunner) -> None:
+        key = (runner.service.name, runner.flow)
+        if self._runners.get(key) is runner:
+            del self._runners[key]
+
+    def get(self, service: str, flow: str) -> ServiceRunner | None:
+        return self._runners.get((service, flow))
+
+    def names(self) -> list[str]:
+        return sorted(f"{service}:{flow}" for service, flow in self._runners)
+
+
+class LocalReply:
+    """Records answering a local request, handed straight to its requester."""
+
+    __slots__ = ("_pending", "final")
+
+    def __init__(self, pending: _Pending) -> None:
+        self._pending = pending
+        self.final = False
+
+    async def accept(self) -> None:
+        self._pending.accept()
+
+    async def send(self, record: Response, final: bool) -> None:
+        # Encoded as on the bus: one JSON encode per record per hop, and the caller
+        # decodes into its own model exactly as it would a bus frame.
+        self.final = final
+        self._pending.put((encode(record), final), None)
+
+
+class LocalRequester(Calls):
+    """``frames`` / ``stream`` / ``call`` answered by a runner in this process."""
+
+    def __init__(self, runner: ServiceRunner, timeout: float = 120.0) -> None:
+        self.service = runner.service.name
+        self.flow = runner.flow
+        self.timeout = timeout  # longest quiet time, as for a bus request
+        self._runner = runner
+
+    async def frames(self, request: Record, request_id: str | None = None
+                     ) -> AsyncIterator[list[Frame]]:
+        """Yield the response frames in batches of what has arrived, ending after
+        the final one. Leaving early cancels the handler and waits until it has
+        closed (its LLM stream with it)."""
+        pending = _Pending()
+        reply = LocalReply(pending)
+        task = self._runner.serve_local(encode(request), request_id or uuid.uuid4().hex,
+                                        reply)
+        task.add_done_callback(lambda _: self._ended(reply, pending))
+        finished = False
+        try:
+            while not finished:
+                try:
+                    batch = await pending.batch(self.timeout)
+                except TimeoutError:
+                    raise silence(self.service, self.flow, self.timeout) from None
+                if batch:
+                    finished = batch[-1][1]
+                    yield batch
+        finally:
+            if not finished and not task.done():
+                task.cancel()
+                await asyncio.wait({task})
+
+    def _ended(self, reply: LocalReply, pending: _Pending) -> None:
+        """The serving task ended: without a final record it was cancelled from
+        outside (its processor stopping, or a cancel for its id); say so now rather
+        than leave the caller to time out."""
+        if not reply.final:
+            pending.fail(ServiceError(Error(
+                type=self._runner.service.failure_type,
+                message=f"{self.service} on flow {self.flow} stopped before answering "
+                        f"(its processor stopping, or the request cancelled)")))
