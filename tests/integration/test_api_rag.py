@@ -5,16 +5,15 @@ against a real gateway and broker in front of scripted RAG services
 """
 import asyncio
 import uuid
-from dataclasses import dataclass
+from collections.abc import Callable
 
 import pytest
 import pytest_asyncio
 
-from tests.support.scripted_rag import (MODEL, PROMPT_TOKENS, ScriptedRag, expected_text,
-                                        sources_for, start_scripted_rag)
-from trustgraph.api import (Answer, AsyncTrustGraph, Chunk, Final, Metadata, TrustGraph,
-                            TrustGraphError, Usage)
-from trustgraph.gateway.app import Gateway, GatewaySettings
+from tests.support.scripted_rag import (MODEL, PROMPT_TOKENS, RagStack, expected_text,
+                                        scripted_rag_stack, wire_sources)
+from trustgraph.api import (Answer, AsyncTrustGraph, Chunk, Final, Metadata, RagStream,
+                            TrustGraph, TrustGraphError, Usage)
 from trustgraph.pubsub.embedded import free_port
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -24,30 +23,11 @@ TOKEN = "rag-token"
 USAGE = {"in_token": PROMPT_TOKENS, "model": MODEL}
 
 
-@dataclass
-class Rig:
-    url: str          # an open gateway
-    guarded_url: str  # the same services behind a gateway with TOKEN
-    flow: str
-    rag: ScriptedRag
-
-
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def rig(broker):
-    flow = f"rag-{uuid.uuid4().hex[:6]}"
-    rag = ScriptedRag()
-    processor = await start_scripted_rag(broker.url, flow, rag)
-    gateways = [Gateway(GatewaySettings(
-        pulsar_url=broker.url, tg_gateway_host="127.0.0.1", tg_gateway_port=free_port(),
-        tg_flows=[flow], tg_request_timeout=10, tg_gateway_token=token))
-        for token in ("", TOKEN)]
-    try:
-        urls = [await gateway.start() for gateway in gateways]
-        yield Rig(*urls, flow, rag)
-    finally:
-        for gateway in gateways:
-            await gateway.stop()
-        await processor.stop()
+    """An open gateway (``url``) and one requiring TOKEN (``guarded_url``)."""
+    async with scripted_rag_stack(broker.url, TOKEN) as stack:
+        yield stack
 
 
 @pytest_asyncio.fixture(loop_scope="module")
@@ -56,24 +36,40 @@ async def tg(rig):
         yield client
 
 
-def sources(service: str, user: str = "trustgraph", collection: str = "default") -> list:
-    return [source.model_dump(exclude_none=True)
-            for source in sources_for(service, user, collection)]
-
-
 async def events_of(stream) -> list:
     async with asyncio.timeout(DEADLINE):
         return [event async for event in stream]
+
+
+async def text_before_failure(stream) -> tuple[str, TrustGraphError]:
+    """The answer's text up to the error the stream raised, and that error."""
+    texts = []
+    with pytest.raises(TrustGraphError) as failure:
+        async for event in stream:
+            if isinstance(event, Chunk):
+                texts.append(event.text)
+    return "".join(texts), failure.value
+
+
+async def check_leaving_early_cancels(rig: RagStack, ask: Callable[[str], RagStream]
+                                      ) -> None:
+    """Leave the stream of a long answer, ``ask(query)``, at its first chunk: the
+    service sees the answer cancelled."""
+    query = f"[tokens=5000 delay=0.01] {uuid.uuid4().hex}"
+    async for event in ask(query):
+        if isinstance(event, Chunk):
+            break
+    await rig.rag.wait_cancelled(query, 2.0)
 
 
 def check_events(events: list, service: str, tokens: int, request_id: str | None = None
                  ) -> None:
     """One metadata event first, the chunks making the answer, one final event last."""
     metadata, *chunks, final = events
-    assert metadata == Metadata(sources(service), None, [], request_id)
+    assert metadata == Metadata(wire_sources(service), None, [], request_id)
     assert chunks and all(isinstance(chunk, Chunk) for chunk in chunks)
     assert "".join(chunk.text for chunk in chunks) == expected_text(tokens)
-    assert final == Final(sources(service), Usage(out_token=tokens, **USAGE))
+    assert final == Final(wire_sources(service), Usage(out_token=tokens, **USAGE))
 
 
 # --- over the websocket --------------------------------------------------------------
@@ -81,7 +77,7 @@ def check_events(events: list, service: str, tokens: int, request_id: str | None
 async def test_graph_rag_answer(rig, tg):
     answer = await tg.graph_rag("[tokens=6]", flow=rig.flow)
     assert isinstance(answer, Answer) and answer == expected_text(6)
-    assert answer.sources == sources("graph-rag")
+    assert answer.sources == wire_sources("graph-rag")
     assert answer.usage == Usage(out_token=6, **USAGE)
     assert rig.rag.requests[-1].streaming is False
 
@@ -98,7 +94,7 @@ async def test_streams_give_metadata_chunks_and_final(rig, tg, service):
 async def test_options_reach_the_service(rig, tg):
     answer = await tg.document_rag("what?", user="ann", collection="notes", doc_limit=4,
                                    optimize_query=True, subqueries=True, flow=rig.flow)
-    assert answer.sources == sources("document-rag", "ann", "notes")
+    assert answer.sources == wire_sources("document-rag", "ann", "notes")
     assert answer.optimized_query == "rewritten: what?"
     assert answer.subqueries == ["what? (part 1)", "what? (part 2)"]
     request = rig.rag.requests[-1]
@@ -111,23 +107,15 @@ async def test_options_reach_the_service(rig, tg):
 
 
 async def test_service_failure_raises_after_the_text_before_it(rig, tg):
-    texts = []
-    with pytest.raises(TrustGraphError) as failure:
-        async for event in tg.graph_rag("[tokens=9 fail_after=4]", streaming=True,
-                                        flow=rig.flow):
-            if isinstance(event, Chunk):
-                texts.append(event.text)
-    assert (failure.value.type, failure.value.message) == ("graph-rag-error",
-                                                           "scripted failure")
-    assert "".join(texts) == expected_text(4)
+    text, failure = await text_before_failure(
+        tg.graph_rag("[tokens=9 fail_after=4]", streaming=True, flow=rig.flow))
+    assert (failure.type, failure.message) == ("graph-rag-error", "scripted failure")
+    assert text == expected_text(4)
 
 
 async def test_leaving_a_websocket_stream_early_cancels_the_answer(rig, tg):
-    query = f"[tokens=5000 delay=0.01] {uuid.uuid4().hex}"
-    async for event in tg.graph_rag(query, streaming=True, flow=rig.flow):
-        if isinstance(event, Chunk):
-            break
-    await rig.rag.wait_cancelled(query, 2.0)
+    await check_leaving_early_cancels(
+        rig, lambda query: tg.graph_rag(query, streaming=True, flow=rig.flow))
 
 
 # --- the answer-stream API over REST -------------------------------------------------
@@ -145,7 +133,7 @@ async def test_query_answer(rig, tg):
     answer = await tg.query("[tokens=7]", mode="graph", subqueries=True, entity_limit=2,
                             collection="c2", flow=rig.flow)
     assert answer == expected_text(7) and answer.request_id == rig.rag.ids[-1]
-    assert answer.sources == sources("graph-rag", collection="c2")
+    assert answer.sources == wire_sources("graph-rag", collection="c2")
     assert answer.subqueries == ["[tokens=7] (part 1)", "[tokens=7] (part 2)"]
     assert answer.usage == Usage(out_token=7, **USAGE)
     assert rig.rag.requests[-1].entity_limit == 2
@@ -157,13 +145,10 @@ async def test_query_from_a_websocket_url(rig):
 
 
 async def test_query_failure_mid_answer_raises_the_services_error(rig, tg):
-    texts = []
-    with pytest.raises(TrustGraphError) as failure:
-        async for event in tg.query("[tokens=9 fail_after=2]", stream=True, flow=rig.flow):
-            if isinstance(event, Chunk):
-                texts.append(event.text)
-    assert failure.value.type == "document-rag-error"
-    assert "".join(texts) == expected_text(2)
+    text, failure = await text_before_failure(
+        tg.query("[tokens=9 fail_after=2]", stream=True, flow=rig.flow))
+    assert failure.type == "document-rag-error"
+    assert text == expected_text(2)
 
 
 @pytest.mark.parametrize("options, error_type, named", [
@@ -181,11 +166,8 @@ async def test_query_refusals_are_errors_naming_why(rig, tg, options, error_type
 
 
 async def test_leaving_a_query_stream_early_cancels_the_answer(rig, tg):
-    query = f"[tokens=5000 delay=0.01] {uuid.uuid4().hex}"
-    async for event in tg.query(query, stream=True, flow=rig.flow):
-        if isinstance(event, Chunk):
-            break
-    await rig.rag.wait_cancelled(query, 2.0)
+    await check_leaving_early_cancels(
+        rig, lambda query: tg.query(query, stream=True, flow=rig.flow))
 
 
 async def test_query_with_a_token(rig):
@@ -223,7 +205,7 @@ async def test_blocking_client(rig):
 
     answer, events, usage, lines, collected = await asyncio.wait_for(
         asyncio.to_thread(use), DEADLINE)
-    assert answer == expected_text(4) and answer.sources == sources("graph-rag")
+    assert answer == expected_text(4) and answer.sources == wire_sources("graph-rag")
     check_events(events, "document-rag", 12)
     assert usage == Usage(out_token=12, **USAGE)
     assert [type(event) for event in (lines[0], lines[-1])] == [Metadata, Final]

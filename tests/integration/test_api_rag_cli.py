@@ -5,15 +5,12 @@ import asyncio
 import signal
 import sys
 import uuid
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 import pytest_asyncio
 
-from tests.support.scripted_rag import MODEL, ScriptedRag, expected_text, start_scripted_rag
-from trustgraph.gateway.app import Gateway, GatewaySettings
-from trustgraph.pubsub.embedded import free_port
+from tests.support.scripted_rag import MODEL, RagStack, expected_text, scripted_rag_stack
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -21,36 +18,20 @@ BIN = Path(sys.executable).parent
 DEADLINE = 30.0
 
 
-@dataclass
-class Rig:
-    url: str
-    flow: str
-    rag: ScriptedRag
-
-
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def rig(broker):
-    flow = f"rag-{uuid.uuid4().hex[:6]}"
-    rag = ScriptedRag()
-    processor = await start_scripted_rag(broker.url, flow, rag)
-    gateway = Gateway(GatewaySettings(pulsar_url=broker.url, tg_gateway_host="127.0.0.1",
-                                      tg_gateway_port=free_port(), tg_flows=[flow],
-                                      tg_request_timeout=10))
-    try:
-        yield Rig(await gateway.start(), flow, rag)
-    finally:
-        await gateway.stop()
-        await processor.stop()
+    async with scripted_rag_stack(broker.url) as stack:
+        yield stack
 
 
-async def start(rig: Rig, command: str, *args: str) -> asyncio.subprocess.Process:
+async def start(rig: RagStack, command: str, *args: str) -> asyncio.subprocess.Process:
     return await asyncio.create_subprocess_exec(
         str(BIN / command), "-u", rig.url, "-f", rig.flow, *args,
         stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE)
 
 
-async def tg(rig: Rig, command: str, *args: str) -> tuple[int, str, str]:
+async def tg(rig: RagStack, command: str, *args: str) -> tuple[int, str, str]:
     process = await start(rig, command, *args)
     stdout, stderr = await asyncio.wait_for(process.communicate(), DEADLINE)
     return process.returncode, stdout.decode(), stderr.decode()

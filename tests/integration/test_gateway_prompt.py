@@ -113,28 +113,16 @@ async def client(gateway):
         yield client
 
 
-async def frames_of(ws, frame: dict) -> list[dict]:
-    """Send one request frame; every frame answering it, up to the complete one."""
-    await ws.send_json(frame)
-    got = []
-    async with asyncio.timeout(DEADLINE):
-        while not got or not got[-1]["complete"]:
-            answer = await ws.receive_json()
-            assert answer["id"] == frame["id"]
-            got.append(answer)
-    return got
-
-
 def prompt_frame(id: str, template: str, variables: dict, streaming: bool = True,
                  **envelope) -> dict:
     return {"id": id, "service": "prompt", "flow": "default", **envelope, "request": {
         "id": template, "variables": variables, "streaming": streaming}}
 
 
-# --- the websocket ---------------------------------------------------------------
+# --- the websocket (frames_of: tests/integration/conftest.py) -------------------
 
-async def test_text_prompt_streams_deltas_then_one_final_frame_with_tokens(ws):
-    frames = await frames_of(ws, prompt_frame("p1", "say", {"text": "one two three four"}))
+async def test_text_prompt_streams_deltas_then_one_final_frame_with_tokens(frames_of):
+    frames = await frames_of(prompt_frame("p1", "say", {"text": "one two three four"}))
     *deltas, final = frames
     assert deltas and not any(frame["complete"] for frame in deltas)
     assert "".join(frame["response"]["text"] for frame in deltas) == "Say one two three four"
@@ -142,28 +130,28 @@ async def test_text_prompt_streams_deltas_then_one_final_frame_with_tokens(ws):
         "text": "", "end_of_stream": True, "in_token": 5, "out_token": 5, "model": "echo"}
 
 
-async def test_json_prompt_is_one_checked_object_even_when_streaming(ws):
+async def test_json_prompt_is_one_checked_object_even_when_streaming(frames_of):
     answer = 'Sure:\n```json\n{"a": 7, "b": ["x"]}\n```'
-    [frame] = await frames_of(ws, prompt_frame("j1", "pairs", {"answer": answer}))
+    [frame] = await frames_of(prompt_frame("j1", "pairs", {"answer": answer}))
     assert frame["complete"] and frame["response"]["end_of_stream"]
     assert "text" not in frame["response"]
     assert json.loads(frame["response"]["object"]) == {"a": 7, "b": ["x"]}
 
 
-async def test_prompt_errors_arrive_as_the_services_final_response(ws):
-    [wrong] = await frames_of(ws, prompt_frame("e1", "pairs", {"answer": '{"a": "x"}'}))
+async def test_prompt_errors_arrive_as_the_services_final_response(frames_of):
+    [wrong] = await frames_of(prompt_frame("e1", "pairs", {"answer": '{"a": "x"}'}))
     assert wrong["complete"] and wrong["response"]["error"]["type"] == "prompt-error"
     assert "does not match its schema at /a" in wrong["response"]["error"]["message"]
-    [missing] = await frames_of(ws, prompt_frame("e2", "say", {}))
+    [missing] = await frames_of(prompt_frame("e2", "say", {}))
     assert "variable 'text' is undefined" in missing["response"]["error"]["message"]
 
 
-async def test_prompt_is_flow_scoped_but_config_is_not(ws):
-    [refused] = await frames_of(ws, prompt_frame("f1", "say", {"text": "x"}, flow="nope"))
+async def test_prompt_is_flow_scoped_but_config_is_not(frames_of):
+    [refused] = await frames_of(prompt_frame("f1", "say", {"text": "x"}, flow="nope"))
     assert refused["error"]["type"] == "unknown-flow"
     for envelope in ({"flow": "nope"}, {"flow": "default"}, {}):
-        [listed] = await frames_of(ws, {"id": "c1", "service": "config", **envelope,
-                                        "request": {"operation": "list", "type": "prompt"}})
+        [listed] = await frames_of({"id": "c1", "service": "config", **envelope,
+                                    "request": {"operation": "list", "type": "prompt"}})
         assert listed["complete"]
         assert {"say", "pairs", "kg-prompt"} <= set(listed["response"]["directory"])
 

@@ -4,45 +4,25 @@ scripted RAG services (tests/support/scripted_rag.py) that answer with the recor
 sequence of PROTOCOL §2. One gateway and one processor serve the module, on a flow of
 its own.
 """
-import asyncio
 import json
 import uuid
-from dataclasses import dataclass
 
 import aiohttp
 import pytest
 import pytest_asyncio
 
-from tests.support.scripted_rag import (MODEL, PROMPT_TOKENS, ScriptedRag, expected_text,
-                                        sources_for, start_scripted_rag)
-from trustgraph.gateway.app import Gateway, GatewaySettings
-from trustgraph.pubsub.embedded import free_port
+from tests.support.scripted_rag import (MODEL, PROMPT_TOKENS, RagStack, expected_text,
+                                        scripted_rag_stack, wire_sources)
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 DEADLINE = 30.0
 
 
-@dataclass
-class Rig:
-    url: str
-    flow: str
-    rag: ScriptedRag
-
-
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def rig(broker):
-    flow = f"rag-{uuid.uuid4().hex[:6]}"
-    rag = ScriptedRag()
-    processor = await start_scripted_rag(broker.url, flow, rag)
-    gateway = Gateway(GatewaySettings(pulsar_url=broker.url, tg_gateway_host="127.0.0.1",
-                                      tg_gateway_port=free_port(), tg_flows=[flow],
-                                      tg_request_timeout=10))
-    try:
-        yield Rig(await gateway.start(), flow, rag)
-    finally:
-        await gateway.stop()
-        await processor.stop()
+    async with scripted_rag_stack(broker.url) as stack:
+        yield stack
 
 
 @pytest_asyncio.fixture(loop_scope="module")
@@ -58,37 +38,20 @@ async def http():
         yield http
 
 
-def sources(service: str, user: str = "trustgraph", collection: str = "default") -> list:
-    return [source.model_dump(exclude_none=True)
-            for source in sources_for(service, user, collection)]
-
-
-async def frames_of(ws, frame: dict) -> list[dict]:
-    """Send one request frame; every frame answering it, up to the complete one."""
-    await ws.send_json(frame)
-    got = []
-    async with asyncio.timeout(DEADLINE):
-        while not got or not got[-1]["complete"]:
-            answer = await ws.receive_json()
-            assert answer["id"] == frame["id"]
-            got.append(answer)
-    return got
-
-
-def rag_frame(rig: Rig, service: str, request: dict, **envelope) -> dict:
+def rag_frame(rig: RagStack, service: str, request: dict, **envelope) -> dict:
     return {"id": uuid.uuid4().hex, "service": service, "flow": rig.flow, **envelope,
             "request": request}
 
 
-# --- the websocket: exact PROTOCOL §2 frames -----------------------------------------
+# --- the websocket: exact PROTOCOL §2 frames (frames_of: conftest.py) ----------------
 
 @pytest.mark.parametrize("service", ["graph-rag", "document-rag"])
-async def test_streaming_frames_are_metadata_deltas_and_one_empty_final(rig, ws, service):
-    frames = await frames_of(ws, rag_frame(rig, service, {
+async def test_streaming_frames_are_metadata_deltas_and_one_empty_final(rig, frames_of, service):
+    frames = await frames_of(rag_frame(rig, service, {
         "query": "[tokens=40]", "streaming": True}))
     metadata, *deltas, final = frames
     assert metadata == {"id": metadata["id"], "complete": False, "response": {
-        "message_type": "metadata", "sources": sources(service), "optimized_query": None,
+        "message_type": "metadata", "sources": wire_sources(service), "optimized_query": None,
         "subqueries": [], "end_of_stream": False}}
     assert deltas and all(not frame["complete"] for frame in deltas)
     assert all(set(frame["response"]) == {"message_type", "chunk", "end_of_stream"}
@@ -96,50 +59,50 @@ async def test_streaming_frames_are_metadata_deltas_and_one_empty_final(rig, ws,
     assert "".join(frame["response"]["chunk"] for frame in deltas) == expected_text(40)
     assert final["complete"] and final["response"] == {
         "message_type": "chunk", "chunk": "", "end_of_stream": True, "end_of_session": True,
-        "sources": sources(service), "in_token": PROMPT_TOKENS, "out_token": 40,
+        "sources": wire_sources(service), "in_token": PROMPT_TOKENS, "out_token": 40,
         "model": MODEL}
 
 
-async def test_a_fast_long_stream_keeps_metadata_whole_and_first(rig, ws):
+async def test_a_fast_long_stream_keeps_metadata_whole_and_first(rig, frames_of):
     # 3000 deltas sent as fast as the service can: when the reader falls behind, the
     # waiting deltas are merged; the metadata record never is.
-    frames = await frames_of(ws, rag_frame(rig, "document-rag", {
+    frames = await frames_of(rag_frame(rig, "document-rag", {
         "query": "[tokens=3000]", "streaming": True}))
     assert frames[0]["response"]["message_type"] == "metadata"
-    assert frames[0]["response"]["sources"] == sources("document-rag")
+    assert frames[0]["response"]["sources"] == wire_sources("document-rag")
     assert "chunk" not in frames[0]["response"]
     text = "".join(frame["response"].get("chunk", "") for frame in frames[1:])
     assert text == expected_text(3000)
     assert [frame["complete"] for frame in frames].count(True) == 1
 
 
-async def test_rewritten_question_subqueries_limits_and_tenant_reach_the_service(rig, ws):
-    frames = await frames_of(ws, rag_frame(rig, "graph-rag", {
+async def test_rewritten_question_subqueries_limits_and_tenant_reach_the_service(rig, frames_of):
+    frames = await frames_of(rag_frame(rig, "graph-rag", {
         "query": "why?", "streaming": True, "optimize-query": True, "subqueries": True,
         "entity-limit": 7, "triple_limit": 9, "max-subgraph-size": 11,
         "max-path-length": 3, "collection": "papers"}, user="alice"))
     metadata = frames[0]["response"]
     assert metadata["optimized_query"] == "rewritten: why?"
     assert metadata["subqueries"] == ["why? (part 1)", "why? (part 2)"]
-    assert metadata["sources"] == sources("graph-rag", "alice", "papers")
+    assert metadata["sources"] == wire_sources("graph-rag", "alice", "papers")
     request = rig.rag.requests[-1]
     assert (request.entity_limit, request.triple_limit, request.max_subgraph_size,
             request.max_path_length) == (7, 9, 11, 3)
     assert (request.user, request.collection) == ("alice", "papers")
 
 
-async def test_non_streaming_is_one_frame_with_the_whole_answer(rig, ws):
-    [frame] = await frames_of(ws, rag_frame(rig, "document-rag", {
+async def test_non_streaming_is_one_frame_with_the_whole_answer(rig, frames_of):
+    [frame] = await frames_of(rag_frame(rig, "document-rag", {
         "query": "[tokens=6]", "doc-limit": 3}))
     assert frame["complete"] and frame["response"] == {
         "response": expected_text(6), "end_of_stream": True, "end_of_session": True,
-        "sources": sources("document-rag"), "subqueries": [], "in_token": PROMPT_TOKENS,
+        "sources": wire_sources("document-rag"), "subqueries": [], "in_token": PROMPT_TOKENS,
         "out_token": 6, "model": MODEL}
     assert rig.rag.requests[-1].doc_limit == 3
 
 
-async def test_a_final_record_repeating_the_answer_is_not_repeated_on_the_wire(rig, ws):
-    frames = await frames_of(ws, rag_frame(rig, "graph-rag", {
+async def test_a_final_record_repeating_the_answer_is_not_repeated_on_the_wire(rig, frames_of):
+    frames = await frames_of(rag_frame(rig, "graph-rag", {
         "query": "[tokens=5 repeat=1]", "streaming": True}))
     assert "response" not in frames[-1]["response"]
     joined = "".join(frame["response"].get("chunk", "") + frame["response"].get("response", "")
@@ -147,8 +110,8 @@ async def test_a_final_record_repeating_the_answer_is_not_repeated_on_the_wire(r
     assert joined == expected_text(5)
 
 
-async def test_service_error_mid_stream_is_the_last_frame(rig, ws):
-    frames = await frames_of(ws, rag_frame(rig, "graph-rag", {
+async def test_service_error_mid_stream_is_the_last_frame(rig, frames_of):
+    frames = await frames_of(rag_frame(rig, "graph-rag", {
         "query": "[tokens=10 fail_after=4]", "streaming": True}))
     assert "".join(frame["response"].get("chunk", "") for frame in frames[:-1]) == \
         expected_text(4)
@@ -156,18 +119,18 @@ async def test_service_error_mid_stream_is_the_last_frame(rig, ws):
         "type": "graph-rag-error", "message": "scripted failure"}
 
 
-async def test_bad_rag_requests_name_the_field(rig, ws):
-    [missing] = await frames_of(ws, rag_frame(rig, "graph-rag", {"streaming": True}))
+async def test_bad_rag_requests_name_the_field(rig, frames_of):
+    [missing] = await frames_of(rag_frame(rig, "graph-rag", {"streaming": True}))
     assert missing["error"]["type"] == "bad-request"
     assert missing["error"]["message"].startswith("request.query")
-    [too_big] = await frames_of(ws, rag_frame(rig, "document-rag", {
+    [too_big] = await frames_of(rag_frame(rig, "document-rag", {
         "query": "q", "doc-limit": 0}))
     assert too_big["error"]["message"].startswith("request.doc-limit")  # as it was sent
 
 
 # --- REST on the service path --------------------------------------------------------
 
-def service_url(rig: Rig, kind: str) -> str:
+def service_url(rig: RagStack, kind: str) -> str:
     return f"{rig.url}api/v1/flow/{rig.flow}/service/{kind}"
 
 
@@ -184,7 +147,7 @@ async def test_rest_json_ndjson_and_sse(rig, http):
     assert records[0]["message_type"] == "metadata" and records[0]["optimized_query"] is None
     assert "".join(record.get("chunk", "") for record in records) == expected_text(30)
     assert [record["end_of_stream"] for record in records].count(True) == 1
-    assert records[-1]["chunk"] == "" and records[-1]["sources"] == sources("graph-rag")
+    assert records[-1]["chunk"] == "" and records[-1]["sources"] == wire_sources("graph-rag")
 
     async with http.post(service_url(rig, "document-rag"), json={"query": "[tokens=8]"},
                          headers={"Accept": "text/event-stream"}) as response:
@@ -224,7 +187,8 @@ async def test_query_streams_metadata_content_and_done(rig, http, path):
         "query": "[tokens=25]", "stream": True, "flow": rig.flow, "collection": "papers",
         "user": "bob"})
     metadata, *content, done = lines
-    assert metadata == {"type": "metadata", "sources": sources("document-rag", "bob", "papers"),
+    assert metadata == {"type": "metadata",
+                        "sources": wire_sources("document-rag", "bob", "papers"),
                         "optimized_query": None, "subqueries": [],
                         "request_id": metadata["request_id"]}
     assert metadata["request_id"] == rig.rag.ids[-1]  # the id in the service's logs
@@ -239,7 +203,7 @@ async def test_query_graph_mode_with_rewriting_and_limits(rig, http):
     lines = await query_lines(http, rig.url + "api/v1/query", {
         "query": "who?", "stream": True, "mode": "graph", "flow": rig.flow,
         "optimize_query": True, "subqueries": True, "entity_limit": 4, "max-path-length": 1})
-    assert lines[0]["sources"] == sources("graph-rag")
+    assert lines[0]["sources"] == wire_sources("graph-rag")
     assert lines[0]["optimized_query"] == "rewritten: who?"
     assert lines[0]["subqueries"] == ["who? (part 1)", "who? (part 2)"]
     request = rig.rag.requests[-1]
@@ -252,7 +216,7 @@ async def test_query_without_stream_is_one_object(rig, http):
             "subqueries": True}) as response:
         assert response.status == 200 and response.content_type == "application/json"
         body = await response.json()
-    assert body == {"response": expected_text(9), "sources": sources("graph-rag"),
+    assert body == {"response": expected_text(9), "sources": wire_sources("graph-rag"),
                     "optimized_query": None,
                     "subqueries": ["[tokens=9] (part 1)", "[tokens=9] (part 2)"],
                     "request_id": rig.rag.ids[-1],

@@ -5,20 +5,27 @@ They answer with the record sequence of PROTOCOL §2 (the real runtime, ``Servic
 does correlation, end flags, errors and cancellation). As with the scripted LLMs, the
 question steers the answer with a directive: ``[tokens=N first=S delay=S
 fail_after=K repeat=1]``; tokens are ``tok0 tok1 ...`` (``expected_text``);
-``fail_after`` raises after K deltas (at once when not streaming); ``repeat`` makes the final record carry the
-whole ``response`` again, as a careless service might. The sources depend on the
-service, user and collection, so a test can see that its scope arrived.
+``fail_after`` raises after K deltas (at once when not streaming); ``repeat`` makes
+the final record carry the whole ``response`` again, as a careless service might.
+The sources depend on the service, user and collection, so a test can see that its
+scope arrived.
+
+``scripted_rag_stack`` puts both services behind a real gateway, on a flow of their
+own, for a test module's fixture.
 """
 import asyncio
 import re
 import uuid
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
 
 from tests.support.scripted_llm import PROMPT_TOKENS, expected_text, token  # noqa: F401
 from trustgraph.base import (Context, HandledError, Processor, ProcessorSettings,
                              ProcessorSpec, Requester, Service, ServiceError)
+from trustgraph.gateway.app import Gateway, GatewaySettings
 from trustgraph.pubsub import Bus
+from trustgraph.pubsub.embedded import free_port
 from trustgraph.schema import (DocumentRagRequest, GraphRagRequest, RagResponse, Source,
                                Term)
 
@@ -55,6 +62,13 @@ def sources_for(service: str, user: str, collection: str) -> list[Source]:
                               p=Term(t="i", i="http://ex/knows"),
                               o=Term(t="l", v="beta")))
     return sources
+
+
+def wire_sources(service: str, user: str = "trustgraph", collection: str = "default"
+                 ) -> list[dict]:
+    """``sources_for`` as the gateway and the client library give them: plain JSON."""
+    return [source.model_dump(exclude_none=True)
+            for source in sources_for(service, user, collection)]
 
 
 @dataclass
@@ -161,3 +175,33 @@ async def _answering(broker_url: str, service: str, flow: str, deadline: float =
                     pass
     finally:
         await bus.close()
+
+
+@dataclass
+class RagStack:
+    url: str  # the gateway, open
+    flow: str
+    rag: ScriptedRag
+    guarded_url: str | None = None  # the same services behind a gateway with a token
+
+
+@asynccontextmanager
+async def scripted_rag_stack(broker_url: str, token: str | None = None
+                             ) -> AsyncIterator[RagStack]:
+    """Both scripted services on a new flow behind an open gateway and, given a
+    ``token``, a second gateway that requires it."""
+    flow = f"rag-{uuid.uuid4().hex[:6]}"
+    rag = ScriptedRag()
+    processor = await start_scripted_rag(broker_url, flow, rag)
+    tokens = [""] if token is None else ["", token]
+    gateways = [Gateway(GatewaySettings(
+        pulsar_url=broker_url, tg_gateway_host="127.0.0.1", tg_gateway_port=free_port(),
+        tg_flows=[flow], tg_request_timeout=10, tg_gateway_token=required))
+        for required in tokens]
+    try:
+        url, *guarded = [await gateway.start() for gateway in gateways]
+        yield RagStack(url, flow, rag, *guarded)
+    finally:
+        for gateway in gateways:
+            await gateway.stop()
+        await processor.stop()

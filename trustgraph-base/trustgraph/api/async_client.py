@@ -1,10 +1,9 @@
 """``AsyncTrustGraph``: the client library, async-first.
 
 The transport (``GatewaySocket``) does requests in general; each service below is a
-few lines saying what its request holds and where its answer's text is.
+few lines saying what its request holds (built with ``wire``'s helpers) and where its
+answer's text is.
 """
-import base64
-import json
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterable
 from contextlib import aclosing
 from typing import Any, Literal, overload
@@ -15,7 +14,8 @@ from .http import GatewayHttp
 from .rag import (Answer, RagStream, answer_from, events_from_frames,
                   events_from_lines)
 from .socket import CONNECT_TIMEOUT, MAX_INFLIGHT, GatewaySocket
-from .streams import Completion, TextStream
+from .streams import Completion, PromptStream, TextStream
+from .wire import Term, b64, final_response, given, plain, scope, term
 
 DEFAULT_URL = "http://localhost:8888/"
 # Documents up to this size go in one load request (the librarian's default
@@ -23,30 +23,6 @@ DEFAULT_URL = "http://localhost:8888/"
 SINGLE_LOAD_BYTES = 3 * 1024 * 1024
 KNOWLEDGE_BATCH = 1000  # triples per knowledge-load request
 QUERY_PATH = "/api/v1/query"  # the answer-stream API (REST only)
-
-Term = dict[str, str]  # {"t": "i", "i": iri} or {"t": "l", "v": value}
-
-
-class PromptStream(TextStream):
-    """A prompt's answer as text deltas (iterate it once). A JSON template's answer is
-    no text but one parsed value: ``object``, set (and ``is_object`` true) once the
-    stream has ended."""
-
-    def __init__(self, responses: Callable[[], AsyncIterator[dict]]) -> None:
-        super().__init__(responses, self._text)
-        self.object: Any = None
-        self.is_object = False
-
-    def _text(self, response: dict[str, Any]) -> str:
-        if response.get("object") is not None:
-            self.object = json.loads(response["object"])
-            self.is_object = True
-        return response.get("text") or ""
-
-    async def answer(self) -> Any:
-        """The whole answer: the text (a ``Completion``) or the parsed value."""
-        text = await self.collect()
-        return self.object if self.is_object else text
 
 
 class AsyncTrustGraph:
@@ -102,8 +78,10 @@ class AsyncTrustGraph:
         """The LLM's answer. ``await`` it for the text (a ``str`` with ``.usage``); with
         ``streaming=True`` iterate it for text deltas as they arrive, then read
         ``.usage``."""
-        stream = TextStream(lambda: self.request("text-completion", {
-            "system": system, "prompt": prompt, "streaming": streaming}, flow), _response_text)
+        stream = TextStream(
+            lambda: self.request("text-completion", {
+                "system": system, "prompt": prompt, "streaming": streaming}, flow),
+            lambda response: response.get("response") or "")
         return stream if streaming else stream.collect()
 
     # prompt
@@ -146,11 +124,11 @@ class AsyncTrustGraph:
         ``str`` with ``.sources``, ``.usage``, ...); with ``streaming=True`` iterate it
         for ``Metadata`` (sources), ``Chunk`` (text deltas) and ``Final`` events.
         Limits left as ``None`` take the service's defaults."""
-        return self._rag("graph-rag", streaming, flow, _given(
+        return self._rag("graph-rag", streaming, flow, given(
             query=query, entity_limit=entity_limit, triple_limit=triple_limit,
             max_subgraph_size=max_subgraph_size, max_path_length=max_path_length,
             optimize_query=optimize_query, subqueries=subqueries,
-            **_scope(user, collection)))
+            **scope(user, collection)))
 
     def document_rag(self, query: str, *, user: str | None = None,
                      collection: str | None = None, doc_limit: int | None = None,
@@ -158,9 +136,9 @@ class AsyncTrustGraph:
                      streaming: bool = False, flow: str = "default"
                      ) -> Coroutine[Any, Any, Answer] | RagStream:
         """An answer from the nearest document chunks; as ``graph_rag``."""
-        return self._rag("document-rag", streaming, flow, _given(
+        return self._rag("document-rag", streaming, flow, given(
             query=query, doc_limit=doc_limit, optimize_query=optimize_query,
-            subqueries=subqueries, **_scope(user, collection)))
+            subqueries=subqueries, **scope(user, collection)))
 
     def _rag(self, service: str, streaming: bool, flow: str, request: dict[str, Any]
              ) -> Coroutine[Any, Any, Answer] | RagStream:
@@ -179,11 +157,11 @@ class AsyncTrustGraph:
         ``document`` or ``graph``. ``await`` it for the ``Answer``; with
         ``stream=True`` iterate it for the same events as ``graph_rag`` streams
         (``Metadata`` also has the ``request_id``)."""
-        body = _given(query=query, mode=mode, stream=stream, flow=flow,
+        body = given(query=query, mode=mode, stream=stream, flow=flow,
                       optimize_query=optimize_query, subqueries=subqueries,
                       entity_limit=entity_limit, triple_limit=triple_limit,
                       max_subgraph_size=max_subgraph_size, max_path_length=max_path_length,
-                      doc_limit=doc_limit, **_scope(user, collection))
+                      doc_limit=doc_limit, **scope(user, collection))
         if stream:
             return RagStream(lambda: events_from_lines(self._http.lines(QUERY_PATH, body)))
         return self._answer(body)
@@ -216,7 +194,7 @@ class AsyncTrustGraph:
         return (await self._config({"operation": "delete", "keys": items}))["version"]
 
     async def _config(self, request: dict[str, Any]) -> dict[str, Any]:
-        return await _final(self.request("config", request, flow=None))
+        return await final_response(self.request("config", request, flow=None))
 
     # loading (flow services; answered once the librarian holds the document durably,
     # while its processing continues on the flow's pipeline)
@@ -231,8 +209,8 @@ class AsyncTrustGraph:
             await self._upload_and_process(data, id, title=title, kind="", user=user,
                                            collection=collection, flow=flow)
             return
-        await _final(self.request("text-load", {
-            "id": id, "title": title, "text": text, **_scope(user, collection)}, flow))
+        await final_response(self.request("text-load", {
+            "id": id, "title": title, "text": text, **scope(user, collection)}, flow))
 
     async def load_document(self, data: bytes, id: str, *, title: str = "", kind: str = "",
                             user: str | None = None, collection: str | None = None,
@@ -244,9 +222,9 @@ class AsyncTrustGraph:
             await self._upload_and_process(data, id, title=title, kind=kind, user=user,
                                            collection=collection, flow=flow)
             return
-        await _final(self.request("document-load", {
-            "id": id, "title": title, "kind": kind, "data": _b64(data),
-            **_scope(user, collection)}, flow))
+        await final_response(self.request("document-load", {
+            "id": id, "title": title, "kind": kind, "data": b64(data),
+            **scope(user, collection)}, flow))
 
     async def _upload_and_process(self, data: bytes, id: str, *, title: str, kind: str,
                                   user: str | None, collection: str | None,
@@ -264,16 +242,16 @@ class AsyncTrustGraph:
         """Store a document without processing it; returns its metadata. A large
         one goes in parts (begin-upload, upload-part each, complete-upload)."""
         fields = {"document_id": id, "title": title, "kind": kind, "comments": comments,
-                  "tags": list(tags), **_scope(user, collection)}
+                  "tags": list(tags), **scope(user, collection)}
         if len(data) <= SINGLE_LOAD_BYTES:
-            return (await self._librarian("add-document", content=_b64(data),
+            return (await self._librarian("add-document", content=b64(data),
                                           **fields))["document"]
-        scope = _scope(user, collection)
+        owner = scope(user, collection)
         upload = (await self._librarian("begin-upload", size=len(data), **fields))["upload_id"]
         for part, start in enumerate(range(0, len(data), UPLOAD_PART_BYTES)):
             await self._librarian("upload-part", upload_id=upload, part=part,
-                                  content=_b64(data[start:start + UPLOAD_PART_BYTES]), **scope)
-        completed = await self._librarian("complete-upload", upload_id=upload, **scope)
+                                  content=b64(data[start:start + UPLOAD_PART_BYTES]), **owner)
+        completed = await self._librarian("complete-upload", upload_id=upload, **owner)
         return completed["document"]
 
     async def list_documents(self, user: str | None = None, collection: str | None = None
@@ -282,7 +260,7 @@ class AsyncTrustGraph:
         documents: list[dict[str, Any]] = []
         async with aclosing(self.request("librarian", {
                 "operation": "list-documents", "streaming": True,
-                **_scope(user, collection)}, flow=None)) as pages:
+                **scope(user, collection)}, flow=None)) as pages:
             async for page in pages:
                 documents += page.get("documents") or []
         return documents
@@ -290,23 +268,23 @@ class AsyncTrustGraph:
     async def get_document_metadata(self, id: str, user: str | None = None,
                                     collection: str | None = None) -> dict[str, Any]:
         return (await self._librarian("get-document-metadata", document_id=id,
-                                      **_scope(user, collection)))["document"]
+                                      **scope(user, collection)))["document"]
 
     async def remove_document(self, id: str, user: str | None = None,
                               collection: str | None = None) -> dict[str, Any]:
         """Remove a document and, from the stores, its chunks, vectors and triples
         (that removal runs on the pipeline after this returns); returns what it was."""
         return (await self._librarian("remove-document", document_id=id,
-                                      **_scope(user, collection)))["document"]
+                                      **scope(user, collection)))["document"]
 
     async def add_processing(self, id: str, flow: str = "default", user: str | None = None,
                              collection: str | None = None) -> dict[str, Any]:
         """Send a stored document down ``flow``'s pipeline; returns the processing record."""
         return (await self._librarian("add-processing", document_id=id, flow=flow,
-                                      **_scope(user, collection)))["processing"]
+                                      **scope(user, collection)))["processing"]
 
     async def _librarian(self, operation: str, **fields: Any) -> dict[str, Any]:
-        return await _final(self.request("librarian", {"operation": operation, **fields},
+        return await final_response(self.request("librarian", {"operation": operation, **fields},
                                          flow=None))
 
     # embeddings and the stores' query services (flow services)
@@ -314,7 +292,7 @@ class AsyncTrustGraph:
     async def embeddings(self, texts: Iterable[str], flow: str = "default"
                          ) -> list[list[float]]:
         """One vector per text, in order."""
-        response = await _final(self.request("embeddings", {"texts": list(texts)}, flow))
+        response = await final_response(self.request("embeddings", {"texts": list(texts)}, flow))
         return response["vectors"]
 
     async def triples(self, s: str | Term | None = None, p: str | Term | None = None,
@@ -323,18 +301,18 @@ class AsyncTrustGraph:
                       flow: str = "default") -> list[dict[str, Term]]:
         """Triples matching the bound positions (a ``str`` is an IRI; pass
         ``{"t": "l", "v": text}`` for a literal object), at most ``limit``."""
-        bound = {name: _term(value) for name, value in (("s", s), ("p", p), ("o", o))
+        bound = {name: term(value) for name, value in (("s", s), ("p", p), ("o", o))
                  if value is not None}
-        response = await _final(self.request("triples", {
-            **bound, "limit": limit, **_scope(user, collection)}, flow))
+        response = await final_response(self.request("triples", {
+            **bound, "limit": limit, **scope(user, collection)}, flow))
         return response["response"]
 
     async def graph_embeddings(self, vector: list[float], limit: int = 10, *,
                                user: str | None = None, collection: str | None = None,
                                flow: str = "default") -> list[dict[str, Any]]:
         """The entities nearest ``vector``, best first: ``{"entity", "score", "label"}``."""
-        response = await _final(self.request("graph-embeddings", {
-            "vector": vector, "limit": limit, **_scope(user, collection)}, flow))
+        response = await final_response(self.request("graph-embeddings", {
+            "vector": vector, "limit": limit, **scope(user, collection)}, flow))
         return response["entities"]
 
     async def document_embeddings(self, vector: list[float], limit: int = 10, *,
@@ -342,8 +320,8 @@ class AsyncTrustGraph:
                                   flow: str = "default") -> list[dict[str, Any]]:
         """The chunks nearest ``vector``, best first: ``{"chunk_id", "text", "score",
         "document_id", "title"}``."""
-        response = await _final(self.request("document-embeddings", {
-            "vector": vector, "limit": limit, **_scope(user, collection)}, flow))
+        response = await final_response(self.request("document-embeddings", {
+            "vector": vector, "limit": limit, **scope(user, collection)}, flow))
         return response["chunks"]
 
     async def knowledge_load(self, triples: Iterable[Any], source: str, *,
@@ -359,8 +337,8 @@ class AsyncTrustGraph:
         pending: list[Any] = []
 
         async def send() -> None:
-            response = await _final(self.request("knowledge-load", {
-                "source": source, "triples": pending, **_scope(user, collection)}, flow))
+            response = await final_response(self.request("knowledge-load", {
+                "source": source, "triples": pending, **scope(user, collection)}, flow))
             for key in totals:
                 totals[key] += response.get(key) or 0
             if progress is not None:
@@ -368,7 +346,7 @@ class AsyncTrustGraph:
             pending.clear()
 
         for triple in triples:
-            pending.append(_plain(triple))
+            pending.append(plain(triple))
             if len(pending) >= batch:
                 await send()
         if pending:
@@ -382,45 +360,6 @@ class AsyncTrustGraph:
         ``{"id", "state", "version", "chunks"?, "stored", "error"?}`` with ``state``
         unknown | decoding | embedding | done | failed (``chunks``: how many the
         document became; ``stored``: how many of them have their vector stored)."""
-        response = await _final(self.request("load-status", {
-            "documents": list(ids), **_scope(user, collection)}, flow))
+        response = await final_response(self.request("load-status", {
+            "documents": list(ids), **scope(user, collection)}, flow))
         return response["documents"]
-
-
-async def _final(responses: AsyncIterator[dict[str, Any]]) -> dict[str, Any]:
-    """The last (complete) response of a service that answers once."""
-    last: dict[str, Any] = {}
-    async with aclosing(responses):
-        async for last in responses:
-            pass
-    return last
-
-
-def _response_text(response: dict[str, Any]) -> str:
-    return response.get("response") or ""
-
-
-def _scope(user: str | None, collection: str | None) -> dict[str, str]:
-    """The request's ``user`` / ``collection``, leaving out those not given (the
-    gateway and services then use their defaults)."""
-    return {key: value for key, value in (("user", user), ("collection", collection))
-            if value is not None}
-
-
-def _given(**fields: Any) -> dict[str, Any]:
-    """The fields that were given: ``None`` leaves the service's default."""
-    return {key: value for key, value in fields.items() if value is not None}
-
-
-def _b64(data: bytes) -> str:
-    return base64.b64encode(data).decode("ascii")
-
-
-def _term(value: str | Term) -> Term:
-    return {"t": "i", "i": value} if isinstance(value, str) else value
-
-
-def _plain(value: Any) -> Any:
-    """A record (``Triple``) as the plain JSON value the wire carries."""
-    dump = getattr(value, "model_dump", None)
-    return dump(exclude_none=True) if dump is not None else value

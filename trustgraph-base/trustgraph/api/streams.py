@@ -3,11 +3,14 @@ the token usage gathered on the way, and the collected text.
 
 Every answer-producing service (text-completion, prompt, RAG, ...) streams frames
 that carry a piece of text and, somewhere, token counts; they differ only in which
-field holds the text, so one ``TextStream`` serves them all.
+field holds the text, so one ``TextStream`` serves them all (``PromptStream`` adds a
+JSON template's parsed answer).
 """
+import json
 from collections.abc import AsyncIterator, Callable
 from contextlib import aclosing
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass
@@ -72,3 +75,25 @@ class TextStream:
         """The whole answer, with its usage."""
         parts = [delta async for delta in self]
         return Completion("".join(parts), self.usage)
+
+
+class PromptStream(TextStream):
+    """A prompt's answer as text deltas (iterate it once). A JSON template's answer is
+    no text but one parsed value: ``object``, set (and ``is_object`` true) once the
+    stream has ended."""
+
+    def __init__(self, responses: Callable[[], AsyncIterator[dict]]) -> None:
+        super().__init__(responses, self._text)
+        self.object: Any = None
+        self.is_object = False
+
+    def _text(self, response: dict[str, Any]) -> str:
+        if response.get("object") is not None:
+            self.object = json.loads(response["object"])
+            self.is_object = True
+        return response.get("text") or ""
+
+    async def answer(self) -> Any:
+        """The whole answer: the text (a ``Completion``) or the parsed value."""
+        text = await self.collect()
+        return self.object if self.is_object else text

@@ -3,9 +3,10 @@ so that a failure is one line on stderr and a non-zero exit, never a traceback.
 
 A command is ``main(argv) -> int``: parse with ``parser(...)`` (which adds
 ``-u/--url``, ``-t/--token`` and, for flow services, ``-f/--flow-id``), then
-``return run(prog, coroutine)`` where the coroutine uses ``connect(args)``. The RAG
-commands share their options (``rag_parser``) and their output (``invoke_rag``): the
-sources, when asked, then the answer as it streams, then the usage on stderr.
+``return run(prog, coroutine)`` where the coroutine uses ``connect(args)``. Each RAG
+command is ``rag_main`` with its client method and its own limits; they share their
+options (``rag_parser``) and their output (``invoke_rag``): the sources, when asked,
+then the answer as it streams, then the usage on stderr.
 """
 import argparse
 import asyncio
@@ -141,20 +142,35 @@ def positive(text: str) -> int:
     return value
 
 
-RagAnswer = RagStream | Coroutine[Any, Any, Answer]  # a client's graph_rag / document_rag
-Ask = Callable[[AsyncTrustGraph, argparse.Namespace], RagAnswer]
+# AsyncTrustGraph.graph_rag or .document_rag: an answer to await, or a stream
+RagMethod = Callable[..., RagStream | Coroutine[Any, Any, Answer]]
 
 
-async def invoke_rag(args: argparse.Namespace, ask: Ask) -> None:
-    """Ask with ``ask(client, args)`` (a client's ``graph_rag``/``document_rag`` with
-    the command's options) and print the answer, streamed or whole."""
+def rag_main(argv: list[str] | None, prog: str, description: str, method: RagMethod,
+             limits: dict[tuple[str, ...], str]) -> int:
+    """A RAG command: ``rag_parser``'s options plus its own ``limits`` (flags → help),
+    each a whole number of at least 1 passed to ``method`` under its option's name
+    (``--doc-limit`` as ``doc_limit``)."""
+    arguments = rag_parser(prog, description)
+    names = [arguments.add_argument(*flags, type=positive, help=help).dest
+             for flags, help in limits.items()]
+    args = arguments.parse_args(argv)
+    return run(prog, invoke_rag(args, method, names))
+
+
+async def invoke_rag(args: argparse.Namespace, method: RagMethod, limits: list[str]) -> None:
+    """Ask with ``method`` (the client's ``graph_rag`` or ``document_rag``), the
+    options and the ``limits`` named, and print the answer, streamed or whole."""
     async with connect(args) as client:
+        reply = method(client, args.question, user=args.user, collection=args.collection,
+                       optimize_query=args.optimize_query, subqueries=args.subqueries,
+                       streaming=args.streaming, flow=args.flow_id,
+                       **{name: getattr(args, name) for name in limits})
         if args.streaming:
-            stream = ask(client, args)
-            await print_stream(_answer_text(stream, args.show_sources))
-            usage = stream.usage
+            await print_stream(_answer_text(reply, args.show_sources))
+            usage = reply.usage
         else:
-            answer = await ask(client, args)
+            answer = await reply
             if args.show_sources:
                 print_sources(Metadata(answer.sources, answer.optimized_query,
                                        answer.subqueries))

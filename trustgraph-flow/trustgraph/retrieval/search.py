@@ -4,19 +4,29 @@ from collections.abc import Callable, Hashable, Sequence
 from typing import TypeVar
 
 from trustgraph.base import Clients, HandledError
-from trustgraph.schema import EmbeddingsRequest, EmbeddingsResponse, Record, Response
+from trustgraph.schema import (DocumentEmbeddingsRequest, DocumentEmbeddingsResponse,
+                               DocumentRagRequest, EmbeddingsRequest, EmbeddingsResponse,
+                               GraphEmbeddingsRequest, GraphEmbeddingsResponse,
+                               GraphRagRequest, Record, Response)
 
 from .steps import concurrently, step
 
 T = TypeVar("T")
-R = TypeVar("R", bound=Response)
+
+# The vector stores searched, by service: what each is asked and answers. They take
+# the same query: a vector, a limit, a user and collection.
+STORES: dict[str, tuple[type[Record], type[Response]]] = {
+    "document-embeddings": (DocumentEmbeddingsRequest, DocumentEmbeddingsResponse),
+    "graph-embeddings": (GraphEmbeddingsRequest, GraphEmbeddingsResponse),
+}
 
 
 async def search_vectors(clients: Clients, texts: list[str], service: str,
-                         request_for: Callable[[list[float]], Record], model: type[R],
-                         error_type: str) -> list[R]:
-    """One ``service`` answer per text, in order: each text's vector searched with
-    ``request_for(vector)``."""
+                         scope: DocumentRagRequest | GraphRagRequest, limit: int,
+                         error_type: str) -> list[Response]:
+    """One ``service`` answer per text, in order: the ``limit`` nearest each text's
+    vector in the user's collection (``scope.user``, ``scope.collection``)."""
+    request_model, response_model = STORES[service]
     embeddings = await clients.get("embeddings")
     with step(error_type, "embedding the question"):
         vectors = (await embeddings.call(EmbeddingsRequest(texts=texts),
@@ -26,8 +36,10 @@ async def search_vectors(clients: Clients, texts: list[str], service: str,
                                        f"vectors for {len(texts)} texts")
     store = await clients.get(service)
     with step(error_type, f"searching {service}"):
-        return await concurrently(*(store.call(request_for(vector), model)
-                                    for vector in vectors))
+        return await concurrently(*(
+            store.call(request_model(vector=vector, limit=limit, user=scope.user,
+                                     collection=scope.collection), response_model)
+            for vector in vectors))
 
 
 def merge_rankings(rankings: Sequence[Sequence[T]], key: Callable[[T], Hashable],

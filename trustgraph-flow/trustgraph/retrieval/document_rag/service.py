@@ -7,8 +7,7 @@ is the second source: chunk id, document id, title, text and cosine distance.
 """
 from trustgraph.base import Clients, ProcessorSettings, ProcessorSpec, processor_main
 from trustgraph.base.prompt_client import document_variables
-from trustgraph.schema import (DocumentEmbeddingsRequest, DocumentEmbeddingsResponse,
-                               DocumentRagRequest, ScoredChunk, Source)
+from trustgraph.schema import DocumentRagRequest, ScoredChunk, Source
 
 from ..answer import Found, rag_service
 from ..search import merge_rankings, search_vectors
@@ -21,12 +20,8 @@ TEMPLATE = "document-prompt"
 async def retrieve_chunks(request: DocumentRagRequest, searches: list[str],
                           clients: Clients) -> Found:
     """At most ``doc-limit`` chunks, each search contributing its nearest."""
-    found = await search_vectors(
-        clients, searches, "document-embeddings",
-        lambda vector: DocumentEmbeddingsRequest(
-            vector=vector, limit=request.doc_limit, user=request.user,
-            collection=request.collection),
-        DocumentEmbeddingsResponse, ERROR)
+    found = await search_vectors(clients, searches, "document-embeddings", request,
+                                 request.doc_limit, ERROR)
     chunks = merge_rankings([answer.chunks or [] for answer in found],
                             key=lambda chunk: chunk.chunk_id,
                             score=lambda chunk: chunk.score, limit=request.doc_limit)

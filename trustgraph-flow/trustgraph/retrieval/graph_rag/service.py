@@ -9,9 +9,8 @@ document the triple was extracted from.
 """
 from trustgraph.base import Clients, ProcessorSettings, ProcessorSpec, processor_main
 from trustgraph.base.prompt_client import kg_variables
-from trustgraph.schema import (RDFS_LABEL, Evidence, GraphEmbeddingsRequest,
-                               GraphEmbeddingsResponse, GraphRagRequest, ScoredEntity,
-                               Source, SubgraphRequest, SubgraphResponse, Term)
+from trustgraph.schema import (RDFS_LABEL, Evidence, GraphRagRequest, ScoredEntity, Source,
+                               SubgraphRequest, SubgraphResponse, Term)
 
 from ..answer import Found, rag_service
 from ..search import merge_rankings, search_vectors
@@ -50,12 +49,8 @@ async def retrieve_triples(request: GraphRagRequest, searches: list[str],
 async def seed_entities(request: GraphRagRequest, searches: list[str],
                         clients: Clients) -> list[ScoredEntity]:
     """At most ``entity-limit`` entities, each search contributing its nearest."""
-    found = await search_vectors(
-        clients, searches, "graph-embeddings",
-        lambda vector: GraphEmbeddingsRequest(
-            vector=vector, limit=request.entity_limit, user=request.user,
-            collection=request.collection),
-        GraphEmbeddingsResponse, ERROR)
+    found = await search_vectors(clients, searches, "graph-embeddings", request,
+                                 request.entity_limit, ERROR)
     return merge_rankings([answer.entities or [] for answer in found],
                           key=lambda match: match.entity, score=lambda match: match.score,
                           limit=request.entity_limit)
