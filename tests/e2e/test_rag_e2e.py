@@ -1,7 +1,8 @@
-"""GraphRAG and DocumentRAG end to end: ``tg-start`` running the ingestion pipeline
-(librarian, decoder, the real all-MiniLM-L6-v2 embeddings, LLM-free extraction, both
-store owners), config, prompt, text-completion, graph-rag, document-rag and the
-gateway; the LLM is the local OpenAI-format server on a thread of its own.
+"""GraphRAG and DocumentRAG end to end: ``tg-start`` running its default stack, as
+``make run`` does: the ingestion pipeline (librarian, decoder, the real
+all-MiniLM-L6-v2 embeddings, LLM-free extraction, both store owners), config, prompt,
+text-completion, graph-rag, document-rag (in their process groups) and the gateway;
+the LLM is the local OpenAI-format server on a thread of its own.
 
 A small corpus is loaded through the pipeline into three scopes (two collections of
 one user, and another user). Then, through the gateway's websocket, its REST
@@ -40,9 +41,6 @@ from trustgraph.schema import ChunkTriples, ChunkVector, EntityVectors, Triple, 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 BIN = Path(sys.executable).parent
-PROCESSORS = ["config", "prompt", "text-completion", "librarian", "decoder", "embeddings",
-              "chunk-embeddings", "extract", "entity-embeddings", "triples-store",
-              "vector-store", "graph-rag", "document-rag", "gateway"]
 DEADLINE = 90.0  # for the pipeline to settle
 ANSWER_DEADLINE = 30.0
 MODEL = "fake-gpt"
@@ -150,7 +148,7 @@ def llm():
 async def stack(llm):
     async with Stack(env={"OPENAI_BASE_URL": llm.base_url, "OPENAI_API_KEY": "test",
                           "TG_REQUEST_TIMEOUT": "20"},
-                     processors=PROCESSORS, startup_timeout=120) as stack:
+                     startup_timeout=120) as stack:
         yield stack
 
 

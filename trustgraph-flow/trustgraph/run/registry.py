@@ -61,9 +61,21 @@ def members(entry: str) -> list[str]:
     return names
 
 
-# What ``tg-start`` runs unless TG_PROCESSORS says otherwise; entries whose module is
-# not installed are skipped with a line saying so. The gateway is started alongside
-# the processors and stopped before them. Prompt and text-completion share a process:
-# every prompt streams text-completion, and the bus hop between them cost ~1 ms of
-# time-to-first-token each way.
-DEFAULT_STACK = ["config", "prompt+text-completion", "gateway"]
+# What ``tg-start`` runs unless TG_PROCESSORS says otherwise: everything, from loading
+# documents to answering questions about them. Entries whose module is not installed
+# are skipped with a line saying so. The gateway is started alongside the processors
+# and stopped before them. Groups share a process where one member calls another on
+# every request: each bus hop between processes cost ~1 ms of time-to-first-token
+# (prompt, text-completion and the RAG services), or a vector's JSON round trip
+# (embeddings and the stages that embed chunks and entities).
+DEFAULT_STACK = [
+    "config",
+    "prompt+text-completion+graph-rag+document-rag",
+    "librarian",
+    "decoder",
+    "embeddings+chunk-embeddings+entity-embeddings",
+    "extract",
+    "triples-store",
+    "vector-store",
+    "gateway",
+]
