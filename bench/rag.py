@@ -39,8 +39,9 @@ from trustgraph.storage.vectors.store import ChunkVector, EntityVector
 USER, COLLECTION = "bench", "default"
 DIMENSION = 384
 CHUNKS_PER_DOCUMENT = 10
-PROCESSORS = ["config", "prompt", "text-completion", "embeddings", "triples-store",
-              "vector-store", "graph-rag", "document-rag", "gateway"]
+# The answering part of the default stack, in its process groups; no ingestion.
+PROCESSORS = ["config", "prompt+text-completion+graph-rag+document-rag", "embeddings",
+              "triples-store", "vector-store", "gateway"]
 WORDS = ("graph retrieval answer token stream broker chunk entity vector store query "
          "collection tenant latency document model prompt source relation label").split()
 
