@@ -29,6 +29,7 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.providers
 	$(BIN)/python -m bench.embeddings
 	$(BIN)/python -m bench.stores
+	$(BIN)/python -m bench.ingestion
 	$(BIN)/python -m bench.rag
 
 clean:

@@ -103,7 +103,8 @@ class Processor:
                 await clients.get(service)
             for part in services:
                 if isinstance(part, Stage):
-                    runner = StageRunner(self.bus, part, flow, clients, limit)
+                    runner = StageRunner(self.bus, part, flow, clients, limit,
+                                         self.settings.tg_max_deliveries)
                     self._stages.append(runner)
                 else:
                     runner = ServiceRunner(self.bus, part, flow, clients, self._inflight,

@@ -25,6 +25,8 @@ class ProcessorSettings(Settings):
     tg_flows: Annotated[list[str], NoDecode] = ["default"]
     tg_concurrency: int = 64  # requests handled at once
     tg_backlog: int = 1024  # requests held (handled or waiting); past it, "overloaded"
+    # Deliveries of a pipeline record before it goes to its stage's dead-letter topic.
+    tg_max_deliveries: int = 10
     tg_request_timeout: float = 120.0
     # Index of this replica among processes serving the same service (see Bus).
     tg_replica: int = 0

@@ -62,6 +62,7 @@ class DocumentMetadata(Record):
     size: int = 0  # bytes of content
     sha256: str = ""  # of the content, hex
     time: int = 0  # when stored, Unix seconds
+    version: int = 0  # 1 when first stored, counting up each time it is stored again
 
 
 class ProcessingMetadata(Record):

@@ -19,6 +19,15 @@ class DocumentRef(Record):
     user: str = DEFAULT_USER
     collection: str = DEFAULT_COLLECTION
     title: str = ""
+    # Which storing of the document this record comes from (the librarian counts up
+    # on each load): a store can tell a re-load's records from an earlier one's.
+    # 0: not known (a record from before versions existed, or not from a document).
+    version: int = 0
+
+
+def chunk_id(document: str, index: int) -> str:
+    """A chunk's id: stable across re-loads, so a re-load overwrites, never duplicates."""
+    return f"{document}/c{index}"
 
 
 class TextLoadRequest(Record):
@@ -57,6 +66,9 @@ class Chunk(Record):  # stage "chunks": to chunk embedding and to extraction
     index: int
     text: str
     page: int | None = None
+    # How many chunks this version of the document became: a store can drop the
+    # chunks an earlier, longer version left beyond them.
+    total: int | None = None
 
 
 class ChunkVector(Record):  # stage "chunk-vectors": to the vector store's owner

@@ -7,9 +7,11 @@ its file name; a file found in a folder is its path relative to that folder
 (``notes/a.md``). ``--prefix`` is put in front of every id.
 
 A load is answered once the librarian holds the document durably; decoding,
-embedding and extraction continue on the pipeline afterwards. The progress bar
-therefore counts files and bytes accepted: the gateway offers no count of the
-chunks a document became.
+embedding and extraction continue on the pipeline afterwards. By default the
+progress bar therefore counts files and bytes accepted. With ``--wait`` the command
+follows each document down the pipeline (load_wait.py) until all its chunks have
+their vectors stored: the bar then counts files done and chunks stored per second,
+and a document the pipeline could not read is reported as failed.
 """
 import argparse
 import asyncio
@@ -25,8 +27,10 @@ from tqdm import tqdm
 from trustgraph.api import AsyncTrustGraph, TrustGraphError
 
 from .common import EXIT_ERROR, connect, parser, run, scope_options
+from .load_wait import Waiter
 
 DEFAULT_CONCURRENCY = 4
+DEFAULT_WAIT_TIMEOUT = 300.0  # seconds without progress before --wait gives up
 TRANSIENT = {"no-service", "overloaded", "timeout"}  # errors worth another try
 RETRIES = 2
 RETRY_DELAY = 0.5  # seconds, doubled on each retry
@@ -44,6 +48,7 @@ class Outcome:
     loaded: int = 0
     bytes: int = 0
     failures: list[tuple[str, str]] = field(default_factory=list)  # (path, why)
+    chunks: int | None = None  # with --wait: chunks stored of the documents loaded
 
     def fail(self, path: object, why: str) -> None:
         self.failures.append((str(path), " ".join(why.split())))
@@ -63,6 +68,13 @@ def load_parser(prog: str, what: str, suffixes: tuple[str, ...]) -> argparse.Arg
                            help="put in front of every document id, e.g. 'papers/'")
     arguments.add_argument("--concurrency", type=int, default=DEFAULT_CONCURRENCY,
                            help="files loading at once (default %(default)s)")
+    arguments.add_argument("--wait", action="store_true", help=(
+        "wait until every document's chunks have their vectors stored (searchable), "
+        "showing chunks stored per second; documents the pipeline cannot read fail"))
+    arguments.add_argument("--wait-timeout", type=float, default=DEFAULT_WAIT_TIMEOUT,
+                           metavar="SECONDS", help=(
+                               "with --wait, give up on the documents still pending when "
+                               "none has progressed for this long (default %(default)g)"))
     return arguments
 
 
@@ -102,15 +114,78 @@ def _files_under(root: Path, suffixes: tuple[str, ...]) -> list[Path]:
     return sorted(found)
 
 
+class Progress:
+    """The bar on stderr and the outcome. Without ``--wait``: files and bytes
+    accepted by the librarian. With it: files done (every chunk vector stored) and
+    chunks stored per second, from ``waiter``."""
+
+    def __init__(self, prog: str, sources: list[Source], outcome: Outcome,
+                 wait: bool) -> None:
+        self.prog, self.outcome, self.files = prog, outcome, len(sources)
+        self.accepted = 0  # loads answered (with --wait, not yet "loaded")
+        self.waiter: Waiter | None = None
+        self._started = time.monotonic()
+        if wait:
+            outcome.chunks = 0
+            self.bar = tqdm(total=len(sources), unit="file", desc=prog, file=sys.stderr,
+                            disable=None, leave=False)
+        else:
+            self.bar = tqdm(total=sum(s.size for s in sources), unit="B", unit_scale=True,
+                            unit_divisor=1024, desc=prog, file=sys.stderr, disable=None,
+                            leave=False)
+        self.wait = wait
+
+    def loaded(self, source: Source) -> None:
+        """The librarian holds it (and, with --wait, the pipeline has it)."""
+        self.accepted += 1
+        if self.wait:
+            self.waiter.add(source)
+        else:
+            self._count(source, 0)
+            self.bar.update(source.size)
+        self.show()
+
+    def failed(self, source: Source, why: str) -> None:
+        _failed(self.bar, self.prog, self.outcome, source.path, why)
+        self.bar.update(1 if self.wait else source.size)
+        self.show()
+
+    def finished(self, source: Source, chunks: int, why: str | None) -> None:
+        """With --wait: every chunk of it is stored, or the pipeline failed it."""
+        if why is None:
+            self._count(source, chunks)
+            self.bar.update(1)
+            self.show()
+        else:
+            self.failed(source, why)
+
+    def _count(self, source: Source, chunks: int) -> None:
+        self.outcome.loaded += 1
+        self.outcome.bytes += source.size
+        if self.outcome.chunks is not None:
+            self.outcome.chunks += chunks
+
+    def show(self) -> None:
+        if self.waiter is None:
+            self.bar.set_postfix_str(_files(self.outcome, self.files))
+            return
+        rate = self.waiter.stored / max(time.monotonic() - self._started, 1e-9)
+        self.bar.set_postfix_str(
+            f"accepted {self.accepted}/{self.files}, chunks {self.waiter.stored}/"
+            f"{self.waiter.known_chunks} ({rate:.1f}/s), failed {len(self.outcome.failures)}")
+
+    def close(self) -> None:
+        self.bar.close()
+
+
 async def load_all(args: argparse.Namespace, prog: str, sources: list[Source], load: Load,
                    outcome: Outcome) -> None:
-    """Load every source, ``args.concurrency`` at a time; a failure is reported and
-    the rest carry on. The gateway unreachable, or the load service missing before
-    anything loaded, stops the whole run."""
+    """Load every source, ``args.concurrency`` at a time (and, with ``--wait``,
+    follow them down the pipeline); a failure is reported and the rest carry on.
+    The gateway unreachable, or the load service missing before anything loaded,
+    stops the whole run."""
     slots = asyncio.Semaphore(max(1, args.concurrency))
-    bar = tqdm(total=sum(s.size for s in sources), unit="B", unit_scale=True,
-               unit_divisor=1024, desc=prog, file=sys.stderr, disable=None, leave=False)
-    bar.set_postfix_str(_files(outcome, len(sources)))
+    progress = Progress(prog, sources, outcome, args.wait)
 
     async def one(client: AsyncTrustGraph, source: Source) -> None:
         async with slots:
@@ -119,27 +194,30 @@ async def load_all(args: argparse.Namespace, prog: str, sources: list[Source], l
                 await _with_retries(lambda: load(client, source, data, args))
             except TrustGraphError as error:
                 if error.type == "connection" or (error.type == "no-service"
-                                                  and not outcome.loaded):
+                                                  and not progress.accepted):
                     raise  # nothing else will load either: stop here
-                _failed(bar, prog, outcome, source.path, f"{error.type}: {error.message}")
+                progress.failed(source, f"{error.type}: {error.message}")
             except (OSError, ValueError) as error:
-                _failed(bar, prog, outcome, source.path, _reason(error))
+                progress.failed(source, _reason(error))
             else:
-                outcome.loaded += 1
-                outcome.bytes += source.size
-            bar.update(source.size)
-            bar.set_postfix_str(_files(outcome, len(sources)))
+                progress.loaded(source)
 
     try:
         async with connect(args) as client:
             await client.connect()
+            if args.wait:
+                progress.waiter = Waiter(client, args.user, args.collection, args.flow_id,
+                                         args.wait_timeout, progress.finished, progress.show)
+            progress.show()
             async with asyncio.TaskGroup() as group:
-                for source in sources:
-                    group.create_task(one(client, source))
+                loads = [group.create_task(one(client, source)) for source in sources]
+                if progress.waiter is not None:
+                    group.create_task(progress.waiter.follow(
+                        lambda: not all(task.done() for task in loads)))
     except* Exception as stopped:  # the first failure that stopped the run, as itself
         raise stopped.exceptions[0] from None
     finally:
-        bar.close()
+        progress.close()
 
 
 async def _with_retries(load: Callable[[], Awaitable[None]]) -> None:
@@ -174,10 +252,14 @@ def _files(outcome: Outcome, total: int) -> str:
 
 
 def summary(outcome: Outcome, seconds: float) -> str:
+    files = f"loaded {outcome.loaded} file{'s' * (outcome.loaded != 1)} ({size(outcome.bytes)})"
+    failed = f"{len(outcome.failures)} failed"
+    if outcome.chunks is not None:  # --wait: the chunks are what took the time
+        rate = outcome.chunks / seconds if seconds > 0 else 0.0
+        return (f"{files}, {outcome.chunks} chunk{'s' * (outcome.chunks != 1)} stored, "
+                f"in {seconds:.1f} s ({rate:.1f} chunks/s); {failed}")
     rate = outcome.bytes / seconds if seconds > 0 else 0.0
-    return (f"loaded {outcome.loaded} file{'s' * (outcome.loaded != 1)} "
-            f"({size(outcome.bytes)}) in {seconds:.1f} s ({size(rate)}/s); "
-            f"{len(outcome.failures)} failed")
+    return f"{files} in {seconds:.1f} s ({size(rate)}/s); {failed}"
 
 
 def size(count: float) -> str:

@@ -5,13 +5,16 @@ store in the shared data dir: metadata and content that belong together), decode
 it by its kind (plain text, Markdown, PDF), splits the text into token-bounded
 chunks (``TG_CHUNK_SIZE`` tokens at most, consecutive chunks sharing up to
 ``TG_CHUNK_OVERLAP``) and sends each chunk as its own small record, whatever the
-size of the document. The work is acknowledged once every chunk is stored by the
-broker; a crash before that redelivers it and the same chunks (ids
-``<document id>/c<index>``) are sent again, which every later stage absorbs.
+size of the document. Each chunk carries the version of the document it was cut
+from. Once every chunk is stored by the broker, the number of chunks is recorded in
+the library (what ``load-status`` reports), and the work is acknowledged; a crash
+before that redelivers it and the same chunks (ids ``<document id>/c<index>``) are
+sent again, which every later stage absorbs.
 
 A document that can never become chunks (removed from the library since it was
 loaded, an unsupported kind, a PDF with no readable text) is rejected: logged with
-the document, tenant and reason, and acknowledged.
+the document, tenant and reason, recorded in the library as failed, and
+acknowledged.
 """
 import asyncio
 import logging
@@ -27,6 +30,7 @@ from trustgraph.chunking import (DEFAULT_MAX_TOKENS, DEFAULT_OVERLAP, MODEL_LIMI
 from trustgraph.decoding import DecodeError, decode
 from trustgraph.librarian.store import ContentMissing, LibraryStore, NotFound
 from trustgraph.schema import Chunk, DecodeWork, DocumentMetadata, DocumentRef
+from trustgraph.schema.pipeline import chunk_id
 
 log = logging.getLogger(__name__)
 
@@ -61,20 +65,32 @@ def token_counter(name: str) -> TokenCounter:
         return WordTokens()
 
 
+def chunks_ref(document: DocumentMetadata) -> DocumentRef:
+    """Whose chunks, and cut from which version of the document."""
+    return DocumentRef(id=document.id, user=document.user, collection=document.collection,
+                       title=document.title, version=document.version)
+
+
 def chunk_records(document: DocumentMetadata, content: bytes, kind: str, size: int,
                   overlap: int, counter: TokenCounter) -> list[Chunk]:
     """The document's chunk records (blocking, CPU-bound); ``DecodeError`` when it
     cannot be read as ``kind``."""
-    ref = DocumentRef(id=document.id, user=document.user, collection=document.collection,
-                      title=document.title)
-    return [Chunk(document=ref, id=f"{document.id}/c{c.index}", index=c.index, text=c.text,
-                  page=c.page)
-            for c in chunk_document(decode(content, kind), size, overlap, counter)]
+    ref = chunks_ref(document)
+    chunks = chunk_document(decode(content, kind), size, overlap, counter)
+    return [Chunk(document=ref, id=chunk_id(document.id, c.index), index=c.index,
+                  text=c.text, page=c.page, total=len(chunks)) for c in chunks]
 
 
 def decoder_stage(settings: DecoderSettings, store: LibraryStore) -> Stage:
     counter = token_counter(settings.tg_chunk_tokenizer)
     size, overlap = settings.tg_chunk_size, settings.tg_chunk_overlap
+
+    async def record(ref: DocumentRef, flow: str, chunks: int | None = None,
+                     error: str | None = None) -> None:
+        """What became of this version, for ``load-status`` (after the chunks are
+        durable: "decoded" must never be reported for chunks a crash could lose)."""
+        await asyncio.to_thread(store.record_chunks, ref.user, ref.collection, ref.id,
+                                flow, ref.version, chunks, error)
 
     async def handle(work: DecodeWork, ctx: StageContext) -> None:
         ref, started = work.document, time.perf_counter()
@@ -86,6 +102,8 @@ def decoder_stage(settings: DecoderSettings, store: LibraryStore) -> Stage:
             raise Rejected(f"{name} is not in the library (removed since it was loaded?)"
                            ) from None
         except ContentMissing as error:
+            document = await asyncio.to_thread(store.get, ref.user, ref.collection, ref.id)
+            await record(chunks_ref(document), ctx.flow, error=str(error))
             raise Rejected(f"{name}: {error}") from None
         # The kind stored with the content: the document may have been re-loaded as
         # another kind since this work was sent.
@@ -94,9 +112,11 @@ def decoder_stage(settings: DecoderSettings, store: LibraryStore) -> Stage:
             chunks = await asyncio.to_thread(chunk_records, document, content, kind, size,
                                              overlap, counter)
         except DecodeError as error:
+            await record(chunks_ref(document), ctx.flow, error=f"{kind}: {error}")
             raise Rejected(f"{name} ({kind}) cannot be decoded: {error}") from None
         for i in range(0, len(chunks), EMIT_WINDOW):
             await asyncio.gather(*(ctx.emit("chunks", c) for c in chunks[i:i + EMIT_WINDOW]))
+        await record(chunks_ref(document), ctx.flow, chunks=len(chunks))
         log.info("%s (%s, %d bytes) -> %d chunks on chunks:%s in %.0f ms", name, kind,
                  len(content), len(chunks), ctx.flow, (time.perf_counter() - started) * 1000)
 
@@ -108,4 +128,5 @@ async def decoder_parts(settings: DecoderSettings) -> list[Stage]:
     return [decoder_stage(settings, store)]
 
 
-main = processor_main(ProcessorSpec(NAME, DecoderSettings, decoder_parts))
+SPEC = ProcessorSpec(NAME, DecoderSettings, decoder_parts)
+main = processor_main(SPEC)

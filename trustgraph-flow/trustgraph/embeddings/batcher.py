@@ -5,7 +5,10 @@ of CPU, which on the event loop would stall every other request of the process.
 One thread, not a pool: onnxruntime already spreads a run over the cores, and
 two runs at once would only fight over them.
 
-Requests are cut into pieces of at most ``batch`` texts. Pieces of short texts
+Requests are cut into pieces of at most ``batch`` texts, a request's texts in order
+of length first (a run is padded to its longest text, so a piece of alike lengths
+wastes less; a request of many chunks would otherwise cost ~15 % more CPU per
+chunk than the same chunks sent one per request). Pieces of short texts
 (a user's query, an entity label) go before pieces of long ones (document
 chunks) and run apart from them: a query then waits for at most the run already
 under way, and is not padded to a chunk's length. Each run takes waiting pieces
@@ -45,9 +48,16 @@ class _Request:
 @dataclass(eq=False)
 class _Piece:
     request: _Request
-    start: int
-    end: int
+    indexes: list[int]  # of its texts in the request
     length: int  # of its longest text, as ``Batcher.length`` measures
+
+    @property
+    def size(self) -> int:
+        return len(self.indexes)
+
+    @property
+    def texts(self) -> list[str]:
+        return [self.request.texts[i] for i in self.indexes]
 
 
 class Batcher:
@@ -68,13 +78,17 @@ class Batcher:
         if not texts:
             return np.empty((0, 0), dtype=np.float32)
         request = _Request(texts, asyncio.get_running_loop().create_future())
-        for start in range(0, len(texts), self._batch):
-            end = min(start + self._batch, len(texts))
-            if max(len(t) for t in texts[start:end]) <= SHORT_TEXT:
-                self._short.append(_Piece(request, start, end, 0))
+        # Short texts first, then long ones by what the model pays for them.
+        lengths = [(1, self._length(t)) if len(t) > SHORT_TEXT else (0, len(t))
+                   for t in texts]
+        order = sorted(range(len(texts)), key=lengths.__getitem__)
+        for start in range(0, len(order), self._batch):
+            piece = _Piece(request, order[start:start + self._batch], 0)
+            if max(lengths[i][0] for i in piece.indexes) == 0:
+                self._short.append(piece)
             else:
-                length = max(self._length(t) for t in texts[start:end])
-                self._long.append(_Piece(request, start, end, length))
+                piece.length = max(lengths[i][1] for i in piece.indexes)
+                self._long.append(piece)
             request.pieces_left += 1
         if self._worker is None or self._worker.done():
             self._worker = asyncio.create_task(self._work())
@@ -92,7 +106,7 @@ class Batcher:
     async def _run_pieces(self, pieces: list[_Piece]) -> None:
         """One run; if it fails, each piece again on its own, so that a text the
         model cannot take fails only its own request."""
-        texts = [t for p in pieces for t in p.request.texts[p.start:p.end]]
+        texts = [t for p in pieces for t in p.texts]
         try:
             vectors = await asyncio.get_running_loop().run_in_executor(
                 self._executor, self._run, texts)
@@ -110,11 +124,11 @@ class Batcher:
         """The next run: up to ``limit`` texts, skipping pieces of requests that
         were cancelled or have failed."""
         pieces, count = [], 0
-        while queue and count + queue[0].end - queue[0].start <= limit:
+        while queue and count + queue[0].size <= limit:
             piece = queue.popleft()
             if not piece.request.future.done():
                 pieces.append(piece)
-                count += piece.end - piece.start
+                count += piece.size
         return pieces
 
     @staticmethod
@@ -123,14 +137,14 @@ class Batcher:
         the pieces nearest it in length. A run is padded to its longest text, so
         runs of alike lengths waste less; the oldest always goes, so none waits
         for ever."""
-        pieces = Batcher._take(queue, min(limit, queue[0].end - queue[0].start))
+        pieces = Batcher._take(queue, min(limit, queue[0].size))
         if not pieces:
             return pieces
-        count = pieces[0].end - pieces[0].start
+        count = pieces[0].size
         nearby = sorted(itertools.islice(queue, LOOKAHEAD),
                         key=lambda p: abs(p.length - pieces[0].length))
         for piece in nearby:
-            size = piece.end - piece.start
+            size = piece.size
             if count + size <= limit:
                 queue.remove(piece)
                 if not piece.request.future.done():
@@ -142,10 +156,10 @@ class Batcher:
     def _deliver(pieces: list[_Piece], vectors: np.ndarray) -> None:
         row = 0
         for piece in pieces:
-            request, n = piece.request, piece.end - piece.start
+            request, n = piece.request, piece.size
             if request.vectors is None:
                 request.vectors = np.empty((len(request.texts), vectors.shape[1]), vectors.dtype)
-            request.vectors[piece.start:piece.end] = vectors[row:row + n]
+            request.vectors[piece.indexes] = vectors[row:row + n]
             row += n
             request.pieces_left -= 1
             if request.pieces_left == 0 and not request.future.done():

@@ -2,7 +2,8 @@
 processor that calls the ``embeddings`` service:
 
 * ``chunk-embeddings`` — stage ``chunks`` (its own subscription, beside extraction's):
-  one ``Chunk`` → its vector → ``ChunkVector`` to ``chunk-vectors``;
+  one ``Chunk`` → its vector → ``ChunkVector`` to ``chunk-vectors``; the texts of the
+  chunks in hand at once go to the service together (collector.py);
 * ``entity-embeddings`` — stage ``entities``: a ``ChunkEntities`` → the vectors of
   ``"label: definition"`` for all its entities, in one request (or a few, for a very
   long list) → ``EntityVectors`` to ``entity-vectors``.
@@ -23,6 +24,8 @@ from trustgraph.base import (ProcessorSettings, ProcessorSpec, Rejected, Request
 from trustgraph.base.stage import MAX_RECORD_BYTES
 from trustgraph.schema import (Chunk, ChunkEntities, ChunkVector, EmbeddingsRequest,
                                EmbeddingsResponse, EntityVector, EntityVectors, encode)
+
+from .collector import Collector
 
 log = logging.getLogger(__name__)
 
@@ -61,13 +64,23 @@ async def embed(embeddings: Requester, texts: list[str], per_request: int,
 
 
 def chunk_stage(settings: EmbeddingStageSettings):
+    per_request = settings.tg_embeddings_request_texts
+    collectors: dict[str, Collector] = {}  # per flow: each has its embeddings service
+
+    def collector(ctx) -> Collector:
+        if ctx.flow not in collectors:
+            async def send(texts: list[str]) -> list[list[float]]:
+                return await embed(await ctx.clients.get("embeddings"), texts, per_request,
+                                   f"{len(texts)} chunk(s) on flow {ctx.flow}")
+            collectors[ctx.flow] = Collector(send, per_request)
+        return collectors[ctx.flow]
+
     async def embed_chunk(chunk: Chunk, ctx) -> None:
         if not chunk.id:
             raise Rejected(f"a chunk of document {chunk.document.id!r} has no id")
         if not chunk.text.strip():
             raise Rejected(f"chunk {chunk.id!r} has no text to embed")
-        embeddings = await ctx.clients.get("embeddings")
-        [vector] = await embed(embeddings, [chunk.text], 1, f"chunk {chunk.id!r}")
+        vector = await collector(ctx).vector(chunk.text)
         await ctx.emit("chunk-vectors", ChunkVector(chunk=chunk, vector=vector))
     return embed_chunk
 

@@ -1,12 +1,14 @@
 """The librarian processor: a user's documents, and the front door of ingestion.
 
-It serves three request/response services:
+It serves four request/response services:
 
 * ``librarian`` (outside flows, asked on ``LIBRARIAN_FLOW``): add, list, read and
   remove documents, upload large ones in parts, and send a stored one down a flow's
   pipeline (operations in ``trustgraph.schema.librarian``);
 * ``text-load`` and ``document-load`` (per flow): store the document, then send a
-  ``DecodeWork`` to the flow's ``decode`` stage, then answer ``{}``.
+  ``DecodeWork`` to the flow's ``decode`` stage, then answer ``{}``;
+* ``load-status`` (per flow): how far the pipeline has got with loaded documents
+  (status.py).
 
 Durability: a load is answered only after the content file is fsynced, its metadata
 committed, and the ``DecodeWork`` stored by the broker. A crash anywhere before the
@@ -34,9 +36,11 @@ from trustgraph.base.stage import Emitters
 from trustgraph.decoding import MARKDOWN, PDF, PLAIN, guess_kind
 from trustgraph.schema import (DecodeWork, DocumentLoadRequest, DocumentMetadata, DocumentRef,
                                DocumentRemoved, LibrarianRequest, LibrarianResponse,
-                               LoadResponse, Record, TextLoadRequest)
+                               LoadResponse, LoadStatusRequest, LoadStatusResponse, Record,
+                               TextLoadRequest)
 from trustgraph.schema.librarian import LIST_PAGE
 
+from .status import status_handler
 from .store import LibraryStore
 
 log = logging.getLogger(__name__)
@@ -303,6 +307,8 @@ def library_services(library: Library) -> list[Service]:
                 error_type="load-error"),
         Service("document-load", DocumentLoadRequest, LoadResponse, library.document_load,
                 error_type="load-error"),
+        Service("load-status", LoadStatusRequest, LoadStatusResponse,
+                status_handler(library.store), error_type="load-status-error"),
     ]
 
 

@@ -2,7 +2,8 @@
 
 Layout under ``TG_DATA_DIR/library``::
 
-    library.db              metadata (WAL; synchronous=FULL, so a commit survives power loss)
+    library.db              metadata (WAL; synchronous=FULL, so a commit survives power loss),
+                            and what the decoder made of each document sent down a flow
     content/ab/abcdef…      one file per document
     uploads/<upload id>/    the parts of a document being uploaded in parts
 
@@ -27,6 +28,7 @@ import time
 import uuid
 from collections.abc import Iterable, Iterator
 from contextlib import closing, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from trustgraph.base import HandledError
@@ -68,7 +70,16 @@ CREATE TABLE IF NOT EXISTS processing (
 );
 """
 
-_COLUMNS = "user, collection, id, title, kind, comments, tags, size, sha256, time"
+# Columns added after the first release, added to a library made before them (under
+# the write lock, so processes opening one library at once add each only once).
+# processing.chunks is NULL until the decoder has cut that version into chunks.
+ADDED_COLUMNS = (("document", "version", "INTEGER NOT NULL DEFAULT 0"),
+                 ("processing", "version", "INTEGER NOT NULL DEFAULT 0"),
+                 ("processing", "chunks", "INTEGER"),
+                 ("processing", "error", "TEXT"))
+
+_COLUMNS = ("user, collection, id, title, kind, comments, tags, size, sha256, time, "
+            "version")
 STALE_TEMPORARY_SECONDS = 3600  # a write aside older than this was left by a crash
 STALE_UPLOAD_SECONDS = 24 * 3600  # an upload not completed within this is abandoned
 _UPLOAD_ID = re.compile(r"[0-9a-f]{32}")
@@ -100,6 +111,15 @@ def content_key(user: str, collection: str, id: str) -> str:
     return hashlib.sha256(json.dumps([user, collection, id]).encode()).hexdigest()
 
 
+@dataclass(frozen=True)
+class DecoderRecord:
+    """What the decoder recorded of one version of a document on one flow."""
+
+    version: int
+    chunks: int | None  # None: not decoded yet
+    error: str | None  # why it could not be decoded
+
+
 class LibraryStore:
     def __init__(self, data_dir: str | Path) -> None:
         self.root = Path(data_dir) / "library"
@@ -111,6 +131,8 @@ class LibraryStore:
         with closing(sqlite3.connect(self.path, timeout=30)) as db:
             db.execute("PRAGMA journal_mode=WAL")
             db.executescript(SCHEMA)
+        with self._transaction(write=True) as db:
+            _add_missing_columns(db)
 
     # --- paths -------------------------------------------------------------------
 
@@ -167,15 +189,18 @@ class LibraryStore:
                 flow: str | None, upload_id: str = "") -> DocumentMetadata:
         """Moves the fsynced file ``aside`` to ``path`` and stores the metadata, as one
         write transaction (which ends the upload ``upload_id``, if any)."""
-        stored = document.model_copy(update={"time": int(time.time())})
         with self._transaction(write=True) as db:
+            before = db.execute("SELECT version FROM document WHERE user = ? AND "
+                                "collection = ? AND id = ?",
+                                (document.user, document.collection, document.id)).fetchone()
+            stored = document.model_copy(update={"time": int(time.time()),
+                                                 "version": (before[0] if before else 0) + 1})
             os.replace(aside, path)
             _fsync_dir(path.parent)
             db.execute(f"INSERT OR REPLACE INTO document ({_COLUMNS}) "
-                       "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", _row(stored))
+                       "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", _row(stored))
             if flow is not None:
-                _record_processing(db, stored.user, stored.collection, stored.id, flow,
-                                   stored.time)
+                _record_processing(db, stored, flow)
             if upload_id:
                 db.execute("DELETE FROM upload WHERE id = ?", (upload_id,))
         return stored
@@ -319,8 +344,7 @@ class LibraryStore:
                        flow: str) -> tuple[DocumentMetadata, ProcessingMetadata]:
         with self._transaction(write=True) as db:
             document = _get(db, user, collection, id)
-            now = int(time.time())
-            _record_processing(db, user, collection, id, flow, now)
+            now = _record_processing(db, document, flow)
         return document, ProcessingMetadata(document_id=id, flow=flow, user=user,
                                             collection=collection, time=now)
 
@@ -332,6 +356,31 @@ class LibraryStore:
                 "AND document_id = ? ORDER BY time, flow", (user, collection, id))
             return [ProcessingMetadata(document_id=id, flow=flow, user=user,
                                        collection=collection, time=t) for flow, t in rows]
+
+    def record_chunks(self, user: str, collection: str, id: str, flow: str, version: int,
+                      chunks: int | None = None, error: str | None = None) -> bool:
+        """The decoder's record of version ``version`` on ``flow``: cut into ``chunks``
+        chunks, or not readable (``error``). Ignored (False) when a later version
+        was sent down the flow meanwhile, or the document is no longer processed."""
+        with self._transaction(write=True) as db:
+            changed = db.execute(
+                "UPDATE processing SET version = ?, chunks = ?, error = ? WHERE user = ? "
+                "AND collection = ? AND document_id = ? AND flow = ? AND version <= ?",
+                (version, chunks, error, user, collection, id, flow, version)).rowcount
+        return changed > 0
+
+    def load_status(self, user: str, collection: str, ids: list[str],
+                    flow: str) -> dict[str, DecoderRecord]:
+        """What the decoder recorded for each of ``ids`` sent down ``flow`` (ids never
+        sent down it are left out)."""
+        with self._transaction() as db:
+            rows = db.execute(
+                "SELECT document_id, version, chunks, error FROM processing WHERE user = ? "
+                "AND collection = ? AND flow = ? AND document_id IN "
+                "(SELECT value FROM json_each(?))",
+                (user, collection, flow, json.dumps(ids)))
+            return {id: DecoderRecord(version, chunks, error)
+                    for id, version, chunks, error in rows}
 
 
 def _get(db: sqlite3.Connection, user: str, collection: str, id: str) -> DocumentMetadata:
@@ -363,22 +412,35 @@ def _read_parts(parts: list[Path], digest) -> Iterator[bytes]:
                 yield block
 
 
-def _record_processing(db: sqlite3.Connection, user: str, collection: str, id: str,
-                       flow: str, now: int) -> None:
+def _record_processing(db: sqlite3.Connection, document: DocumentMetadata,
+                       flow: str) -> int:
+    """Records that the document's current version is going down ``flow`` (not yet
+    decoded); returns the time recorded."""
+    now = int(time.time())
     db.execute("INSERT OR REPLACE INTO processing (user, collection, document_id, flow, "
-               "time) VALUES (?, ?, ?, ?, ?)", (user, collection, id, flow, now))
+               "time, version, chunks, error) VALUES (?, ?, ?, ?, ?, ?, NULL, NULL)",
+               (document.user, document.collection, document.id, flow, now,
+                document.version))
+    return now
+
+
+def _add_missing_columns(db: sqlite3.Connection) -> None:
+    for table, column, declaration in ADDED_COLUMNS:
+        present = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
+        if column not in present:
+            db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")
 
 
 def _row(d: DocumentMetadata) -> tuple:
     return (d.user, d.collection, d.id, d.title, d.kind, d.comments, json.dumps(d.tags),
-            d.size, d.sha256, d.time)
+            d.size, d.sha256, d.time, d.version)
 
 
 def _metadata(row: tuple) -> DocumentMetadata:
-    user, collection, id, title, kind, comments, tags, size, sha256, t = row
+    user, collection, id, title, kind, comments, tags, size, sha256, t, version = row
     return DocumentMetadata(id=id, user=user, collection=collection, title=title, kind=kind,
                             comments=comments, tags=json.loads(tags), size=size,
-                            sha256=sha256, time=t)
+                            sha256=sha256, time=t, version=version)
 
 
 def _write_aside(path: Path, blocks: Iterable[bytes]) -> Path:

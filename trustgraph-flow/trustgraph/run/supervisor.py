@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from trustgraph.pubsub.embedded import BrokerUnavailable, EmbeddedBroker
 
+from .broker_watch import WedgeWatch
 from .rundir import RunDir
 
 log = logging.getLogger(__name__)
@@ -154,14 +155,23 @@ class BrokerKeeper:
         self._shutdown = shutdown
         self._stop = asyncio.Event()
         self._task: asyncio.Task | None = None
+        self._watch: asyncio.Task | None = None
 
     async def start(self) -> None:
         await asyncio.to_thread(self.broker.start)
         self._started(again=False)
         self._task = asyncio.create_task(self._keep_running(), name="keep broker")
+        self._watch = asyncio.create_task(WedgeWatch(
+            self.broker.dir / "broker.log", self._restart_wedged).run(), name="watch broker")
+
+    def _restart_wedged(self) -> None:
+        if self.broker.process is not None and self.broker.process.poll() is None:
+            self.broker.process.terminate()  # _keep_running starts it again
 
     async def stop(self) -> None:
         self._stop.set()
+        if self._watch is not None:
+            self._watch.cancel()
         if self._task is not None:
             await self._task
         await asyncio.to_thread(self.broker.stop)

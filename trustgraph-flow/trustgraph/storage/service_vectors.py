@@ -5,12 +5,16 @@ one processor serves every use of them (DESIGN §1); with a Qdrant server it is 
 as valid, and may be replicated:
 
 * stage ``chunk-vectors`` — a chunk's vector, text and title (document vectors);
+  with a re-loaded document's first chunk, the chunks an earlier, longer version
+  left beyond the new last one are dropped;
 * stage ``entity-vectors`` — entity vectors, each listing the documents that
   mention it;
 * stage ``document-removed`` — deletes the document's chunk vectors and the entity
   vectors no other document supports;
 * services ``document-embeddings`` (chunks nearest a vector) and
-  ``graph-embeddings`` (entities nearest a vector), scoped by user and collection.
+  ``graph-embeddings`` (entities nearest a vector), scoped by user and collection;
+* service ``chunk-count`` (bus only): how many chunk vectors of a version of a
+  document are stored, which the librarian's ``load-status`` reports.
 
 Points are keyed by chunk id or entity, so a redelivered record overwrites itself.
 """
@@ -19,7 +23,8 @@ import math
 
 from trustgraph.base import (Context, HandledError, ProcessorSettings, ProcessorSpec,
                              Rejected, Service, Stage, processor_main)
-from trustgraph.schema import (ChunkVector, DocumentEmbeddingsRequest,
+from trustgraph.schema import (ChunkCountRequest, ChunkCountResponse, ChunkVector,
+                               DocumentEmbeddingsRequest,
                                DocumentEmbeddingsResponse, DocumentRemoved, EntityVectors,
                                GraphEmbeddingsRequest, GraphEmbeddingsResponse, ScoredChunk,
                                ScoredEntity)
@@ -62,13 +67,21 @@ def chunk_vectors_stage(store: VectorStore):
         try:
             await store.upsert_chunks(user, collection, [stored.ChunkVector(
                 chunk_id=record.chunk.id, document=document.id, vector=record.vector,
-                text=record.chunk.text, title=document.title)])
+                text=record.chunk.text, title=document.title, version=document.version,
+                index=record.chunk.index)])
         except Exception as error:
             if is_dimension_error(error):
                 raise Rejected(f"chunk {record.chunk.id!r} not stored in {user}/"
                                f"{collection}: {error} (vectors of another model? delete "
                                f"the collection to change models)") from None
             raise
+        if record.chunk.index == 0 and record.chunk.total is not None and document.version:
+            # Once per version: its first chunk is always there.
+            if dropped := await store.remove_stale_chunks(user, collection, document.id,
+                                                          document.version,
+                                                          record.chunk.total):
+                log.info("dropped %d chunks of %r that earlier versions left beyond its "
+                         "%d chunks", dropped, document.id, record.chunk.total)
     return store_chunk
 
 
@@ -123,6 +136,13 @@ def graph_handler(store: VectorStore):
     return search
 
 
+def count_handler(store: VectorStore):
+    async def count(request: ChunkCountRequest, ctx: Context) -> ChunkCountResponse:
+        return ChunkCountResponse(stored=await store.stored_chunks(
+            request.user, request.collection, [(d.id, d.version) for d in request.documents]))
+    return count
+
+
 def services(settings: VectorStoreSettings) -> list[Service | Stage]:
     store = open_vector_store(settings)
     return [
@@ -133,6 +153,8 @@ def services(settings: VectorStoreSettings) -> list[Service | Stage]:
               subscription=NAME),
         Service("document-embeddings", DocumentEmbeddingsRequest, DocumentEmbeddingsResponse,
                 document_handler(store), error_type="document-embeddings-error"),
+        Service("chunk-count", ChunkCountRequest, ChunkCountResponse, count_handler(store),
+                error_type="chunk-count-error"),
         Service("graph-embeddings", GraphEmbeddingsRequest, GraphEmbeddingsResponse,
                 graph_handler(store), error_type="graph-embeddings-error",
                 close=store.close),

@@ -133,6 +133,14 @@ def count(name: str) -> int:
     return shard.count(CountRequest(exact=True)) if shard else 0
 
 
+def count_matching(name: str, matches: list[dict]) -> list[int]:
+    if not (shard := _shard(name)):
+        return [0] * len(matches)
+    return [shard.count(CountRequest(exact=True, filter=Filter(must=[
+        FieldCondition(key, match=MatchValue(value)) for key, value in match.items()])))
+        for match in matches]
+
+
 def drop(name: str) -> None:
     if shard := _open.pop(name, None):
         shard.close()
@@ -196,7 +204,8 @@ def build(path: str) -> None:
 
 
 REQUESTS = {f.__name__: f for f in (upsert, delete, payloads, search, referencing, count,
-                                    drop, indexing, begin_build, finish_build)}
+                                    count_matching, drop, indexing, begin_build,
+                                    finish_build)}
 
 
 def serve(root: str, index_after: int) -> None:

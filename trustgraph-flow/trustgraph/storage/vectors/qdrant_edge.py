@@ -101,6 +101,10 @@ class EdgeBackend:
     async def count(self, space: Space) -> int:
         return await self._call(edge_shards.count, space.name)
 
+    async def count_matching(self, space: Space,
+                             matches: list[dict[str, str | int]]) -> list[int]:
+        return await self._call(edge_shards.count_matching, space.name, matches)
+
     async def indexing(self, space: Space) -> tuple[int, int]:
         """(points, indexed points)."""
         return await self._call(edge_shards.indexing, space.name)

@@ -84,5 +84,13 @@ class QdrantServerBackend:
             return 0
         return (await self._client.count(space.name, exact=True)).count
 
+    async def count_matching(self, space: Space,
+                             matches: list[dict[str, str | int]]) -> list[int]:
+        if not await self._exists(space.name):
+            return [0] * len(matches)
+        return [(await self._client.count(space.name, exact=True, count_filter=models.Filter(
+            must=[models.FieldCondition(key=key, match=models.MatchValue(value=value))
+                  for key, value in match.items()]))).count for match in matches]
+
     async def close(self) -> None:
         await self._client.close()

@@ -58,6 +58,10 @@ class PointBackend(Protocol):
     async def delete(self, space: Space, ids: list[str]) -> None: ...
     async def drop(self, space: Space) -> None: ...
     async def count(self, space: Space) -> int: ...
+    async def count_matching(self, space: Space,
+                             matches: list[dict[str, str | int]]) -> list[int]:
+        """For each of ``matches``, how many points have each of its payload values
+        (a list-valued field matches when it holds the value)."""
     async def close(self) -> None: ...
 
 
@@ -68,6 +72,8 @@ class ChunkVector:
     vector: list[float]
     text: str = ""
     title: str = ""
+    version: int = 0  # of the document, as the chunk's DocumentRef says
+    index: int | None = None  # of the chunk in its document
 
 
 @dataclass(frozen=True)
@@ -117,7 +123,29 @@ class VectorStore:
             await self.backend.upsert(Space(CHUNKS, user, collection), [Point(
                 point_id(c.chunk_id), list(c.vector),
                 {"chunk_id": c.chunk_id, "title": c.title, "text": c.text,
-                 "documents": [c.document]}) for c in chunks])
+                 "documents": [c.document], "version": c.version, "index": c.index})
+                for c in chunks])
+
+    async def remove_stale_chunks(self, user: str, collection: str, document: str,
+                                  version: int, total: int) -> int:
+        """Drops the chunks that earlier versions of ``document`` had beyond the
+        ``total`` chunks of ``version`` (the chunks below are overwritten by that
+        version's own); returns how many."""
+        space = Space(CHUNKS, user, collection)
+        stale = [p.id for p in await self.backend.referencing(space, document)
+                 if p.payload.get("version", 0) < version
+                 and p.payload.get("index") is not None and p.payload["index"] >= total]
+        if stale:
+            await self.backend.delete(space, stale)
+        return len(stale)
+
+    async def stored_chunks(self, user: str, collection: str,
+                            documents: Sequence[tuple[str, int]]) -> list[int]:
+        """How many chunk vectors each (document, version) has stored."""
+        if not documents:
+            return []
+        return await self.backend.count_matching(Space(CHUNKS, user, collection), [
+            {"documents": document, "version": version} for document, version in documents])
 
     async def upsert_entities(self, user: str, collection: str,
                               entities: Sequence[EntityVector]) -> None:

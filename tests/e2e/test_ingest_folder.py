@@ -1,0 +1,147 @@
+"""A 50-document folder loaded through the CLI, as a user loads one, into ``tg-start``
+running the whole ingestion pipeline (librarian, decoder, the real all-MiniLM-L6-v2
+embeddings, chunk and entity embedding, LLM-free extraction, both store owners).
+
+``tg-load-text --wait`` and ``tg-load-pdf --wait`` load the folder's text, Markdown
+and PDF files and return once every chunk vector is stored; their end summaries
+must count the files, bytes and chunks. Then the stores must hold exactly what the
+pipeline's own parts make of those 50 documents (tests/support/ingest.py works it
+out here): every chunk with its text, every triple with its (document, chunk)
+provenance, and a vector for every entity, each once. A folder with a PDF that has
+no text shows how ``--wait`` reports a document the pipeline cannot read.
+"""
+import asyncio
+import re
+import sys
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+
+from tests.support.ingest import expected, prose, stored_provenance, until
+from tests.support.pdf import minimal_pdf
+from tests.support.stack import Stack
+from trustgraph.api import AsyncTrustGraph
+from trustgraph.cli.loading import size
+from trustgraph.decoding import MARKDOWN, PDF, PLAIN
+from trustgraph.schema import DocumentMetadata, Triple
+
+pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.timeout(300)]
+
+BIN = Path(sys.executable).parent
+PROCESSORS = ["librarian", "decoder", "embeddings", "chunk-embeddings", "extract",
+              "entity-embeddings", "triples-store", "vector-store", "gateway"]
+DEADLINE = 120.0  # for a CLI command, and for extraction to settle after it
+USER, COLLECTION = "dora", "shelf"
+SCOPE = {"user": USER, "collection": COLLECTION}
+SCOPE_ARGS = ["-U", USER, "-C", COLLECTION]
+TEXTS, MARKDOWNS, PDFS = 34, 10, 6  # 50 documents
+
+
+def pdf_of(text: str) -> bytes:
+    """``text`` as a PDF's text layer, 40 lines of at most ~90 characters a page."""
+    lines, line = [], ""
+    for word in text.split():
+        if line and len(line) + len(word) > 90:
+            lines.append(line)
+            line = ""
+        line = f"{line} {word}".strip()
+    lines.append(line)
+    return minimal_pdf([lines[i:i + 40] for i in range(0, len(lines), 40)])
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory) -> tuple[Path, list[tuple[DocumentMetadata, bytes]]]:
+    """The folder (files in sub-folders too), and each document as the librarian
+    stores it: id (the path in the folder), title (the file name), kind, content."""
+    folder = tmp_path_factory.mktemp("fifty")
+    documents = []
+    for n, text in enumerate(prose(TEXTS + MARKDOWNS + PDFS)):
+        if n < TEXTS:
+            name, kind, content = f"notes/{n // 10}/note-{n:02}.txt", PLAIN, text.encode()
+        elif n < TEXTS + MARKDOWNS:
+            name, kind = f"guides/guide-{n:02}.md", MARKDOWN
+            content = f"# Guide {n}\n\n{text}".encode()
+        else:
+            name, kind, content = f"papers/paper-{n:02}.pdf", PDF, pdf_of(text)
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_bytes(content)
+        documents.append((DocumentMetadata(id=name, title=Path(name).name, kind=kind,
+                                           **SCOPE), content))
+    return folder, documents
+
+
+async def tg(stack: Stack, command: str, *args: str) -> tuple[int, str, str]:
+    process = await asyncio.create_subprocess_exec(
+        str(BIN / command), "-u", stack.gateway_url, *args, stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    stdout, stderr = await asyncio.wait_for(process.communicate(), DEADLINE)
+    return process.returncode, stdout.decode(), stderr.decode()
+
+
+def summary_pattern(files: int, total_bytes: int, chunks: int, failed: int = 0) -> str:
+    return (rf"loaded {files} files \({re.escape(size(total_bytes))}\), {chunks} chunks "
+            rf"stored, in [\d.]+ s \([\d.]+ chunks/s\); {failed} failed\n")
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def stack():
+    async with Stack(processors=PROCESSORS, startup_timeout=120) as stack:
+        yield stack
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def client(stack):
+    async with AsyncTrustGraph(stack.gateway_url) as client:
+        yield client
+
+
+async def test_a_folder_of_50_documents_is_stored_whole(stack, client, corpus):
+    folder, documents = corpus
+    want = await asyncio.to_thread(expected, documents)
+    by_kind = {kind: [(d, c) for d, c in documents if (d.kind == PDF) == (kind == PDF)]
+               for kind in (PLAIN, PDF)}
+
+    for command, kind in (("tg-load-text", PLAIN), ("tg-load-pdf", PDF)):
+        loaded = by_kind[kind]
+        code, out, err = await tg(stack, command, str(folder), *SCOPE_ARGS, "--wait")
+        assert (code, err) == (0, ""), err
+        chunks = sum(want.per_document[d.id] for d, _ in loaded)
+        assert re.fullmatch(summary_pattern(len(loaded), sum(len(c) for _, c in loaded),
+                                            chunks), out), out
+
+    # --wait returned, so every chunk vector is stored: no waiting here.
+    [probe] = await client.embeddings(["anything"])
+    found = await client.document_embeddings(probe, limit=1000, **SCOPE)
+    assert len(found) == len(want.chunks) == sum(want.per_document.values())
+    assert {c["chunk_id"]: c["text"] for c in found} == {
+        id: chunk.text for id, chunk in want.chunks.items()}
+    listed = await client.list_documents(**SCOPE)
+    assert sorted(d["id"] for d in listed) == sorted(d.id for d, _ in documents)
+
+    # Extraction runs beside chunk embedding: wait for it to settle, then compare.
+    await until(lambda: set(stored_provenance(stack.data_dir, USER, COLLECTION))
+                == want.provenance, "the triples of the 50 documents", DEADLINE)
+    rows = stored_provenance(stack.data_dir, USER, COLLECTION)
+    assert len(rows) == len(set(rows))
+    triples = [Triple.model_validate(t) for t in await client.triples(limit=100_000, **SCOPE)]
+    assert len(triples) == len(set(triples)) and set(triples) == want.triples
+
+    async def entities():
+        found = await client.graph_embeddings(probe, limit=1000, **SCOPE)
+        return found if {e["entity"]["i"] for e in found} == want.entities else None
+    found = await until(entities, "a vector for every entity", DEADLINE)
+    assert len(found) == len(want.entities)
+
+
+async def test_wait_reports_a_document_the_pipeline_cannot_read(stack, tmp_path):
+    good = "Tides rise and fall twice a day, pulled by the moon and the sun."
+    (tmp_path / "good.pdf").write_bytes(pdf_of(good))
+    (tmp_path / "scan.pdf").write_bytes(minimal_pdf([[]]))  # no text layer
+    code, out, err = await tg(stack, "tg-load-pdf", str(tmp_path), "-C", "scans", "--wait")
+    assert code == 1
+    assert re.fullmatch(summary_pattern(1, (tmp_path / "good.pdf").stat().st_size, 1, 1)
+                        .replace("1 files", "1 file").replace("1 chunks", "1 chunk"),
+                        out), out
+    assert err.startswith(f"tg-load-pdf: {tmp_path / 'scan.pdf'}: not processed: "
+                          "application/pdf: the PDF has no text layer"), err

@@ -1,0 +1,129 @@
+"""Killing the pipeline mid-ingest loses nothing and doubles nothing.
+
+``tg-start`` runs the whole ingestion pipeline (librarian, decoder, the real
+all-MiniLM-L6-v2 embeddings, chunk and entity embedding, LLM-free extraction, both
+store owners). While a corpus flows through it, the stage processors are SIGKILLed
+in three waves, each at a point the test sees on the stage topics, and tg-start
+restarts them:
+
+1. the decoder, as soon as the first chunks appear (the rest of the corpus is
+   loaded while it is down, so its restart finds a backlog);
+2. chunk-embeddings and extract, a quarter of the way through the chunk vectors;
+3. the vector store's owner, the triples store's owner and entity-embeddings,
+   past half way.
+
+Each kill must land while work remains (asserted), so unacknowledged records are
+redelivered to the restarted processes. Afterwards the stores must hold exactly
+what the pipeline's own parts make of the corpus (tests/support/ingest.py): every
+chunk vector once with its text, every (triple, document, chunk) provenance row
+once, a vector for every entity, and load-status "done" with every chunk counted.
+"""
+import asyncio
+
+import pytest
+import pytest_asyncio
+
+from tests.support.ingest import StageWatch, expected, prose, stored_provenance, until
+from tests.support.stack import Stack
+from trustgraph.api import AsyncTrustGraph
+from trustgraph.decoding import PLAIN
+from trustgraph.schema import DocumentMetadata, Triple
+
+pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.timeout(300)]
+
+PROCESSORS = ["librarian", "decoder", "embeddings", "chunk-embeddings", "extract",
+              "entity-embeddings", "triples-store", "vector-store", "gateway"]
+DEADLINE = 120.0
+USER, COLLECTION = "erin", "survivors"
+SCOPE = {"user": USER, "collection": COLLECTION}
+DOCUMENTS = 30
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def stack():
+    # A few chunks per embeddings request (64 by default): chunk vectors then arrive
+    # in small steps, so each wave lands at its point rather than after a burst
+    # that finished everything.
+    async with Stack(processors=PROCESSORS, startup_timeout=120,
+                     env={"TG_EMBEDDINGS_REQUEST_TEXTS": "4"}) as stack:
+        yield stack
+
+
+def kill(stack: Stack, *names: str) -> dict[str, int]:
+    """SIGKILL each; returns their pids, for ``restarted``."""
+    return {name: stack.kill(name) for name in names}
+
+
+async def restarted(stack: Stack, killed: dict[str, int]) -> None:
+    """Wait until tg-start has replaced every one and it serves again."""
+    for name, pid in killed.items():
+        await asyncio.to_thread(stack.wait_restarted, name, pid, 60.0)
+
+
+async def test_killing_stage_processors_mid_ingest_loses_and_doubles_nothing(stack):
+    texts = prose(DOCUMENTS, sizes=(2600, 3400, 1800))
+    documents = [(DocumentMetadata(id=f"doc-{n:02}.txt", title=f"doc-{n:02}.txt", kind=PLAIN,
+                                   **SCOPE), text.encode()) for n, text in enumerate(texts)]
+    want = await asyncio.to_thread(expected, documents)
+    chunks = len(want.chunks)
+    watch = await StageWatch(stack.broker_url).start()
+    async with AsyncTrustGraph(stack.gateway_url) as client:
+        async def load(part):
+            await asyncio.gather(*(client.load_text(content.decode(), d.id, title=d.title,
+                                                    **SCOPE) for d, content in part))
+
+        def vectors_past(fraction: float) -> bool:
+            return watch.count("chunk-vectors") >= fraction * chunks
+
+        def mid_ingest() -> None:
+            seen = {id for r in watch.seen["chunk-vectors"] for id in [r.chunk.id]}
+            assert len(seen) < chunks, "the pipeline finished before the kill"
+
+        half = DOCUMENTS // 2
+        await load(documents[:half])
+        await until(lambda: watch.count("chunks") > 0, "the first chunks", DEADLINE)
+        mid_ingest()
+        decoder = kill(stack, "decoder")
+        await asyncio.gather(load(documents[half:]), restarted(stack, decoder))
+
+        await until(lambda: vectors_past(0.25), "a quarter of the chunk vectors", DEADLINE)
+        mid_ingest()
+        second = kill(stack, "chunk-embeddings", "extract")
+        # Chunk vectors flow again once chunk-embeddings is back; extract may take
+        # longer to start, and the next wave need not wait for it.
+        await restarted(stack, {"chunk-embeddings": second.pop("chunk-embeddings")})
+
+        await until(lambda: vectors_past(0.55), "over half of the chunk vectors", DEADLINE)
+        mid_ingest()
+        third = kill(stack, "vector-store", "triples-store", "entity-embeddings")
+        await restarted(stack, second | third)
+
+        # Nothing lost: every document done, each chunk's vector stored.
+        async def all_done():
+            statuses = await client.load_status([d.id for d, _ in documents], **SCOPE)
+            return statuses if all(s["state"] == "done" for s in statuses) else None
+        statuses = await until(all_done, "every document to be done", DEADLINE)
+        assert {s["id"]: s["stored"] for s in statuses} == dict(want.per_document)
+
+        # Exactly once: one point per chunk, nothing else in the collection.
+        [probe] = await client.embeddings(["anything"])
+        found = await client.document_embeddings(probe, limit=1000, **SCOPE)
+        assert len(found) == chunks
+        assert {c["chunk_id"]: c["text"] for c in found} == {
+            id: chunk.text for id, chunk in want.chunks.items()}
+
+        # Triples: every (triple, document, chunk) row once, nothing else.
+        await until(lambda: set(stored_provenance(stack.data_dir, USER, COLLECTION))
+                    == want.provenance, "every triple with its provenance", DEADLINE)
+        rows = stored_provenance(stack.data_dir, USER, COLLECTION)
+        assert len(rows) == len(want.provenance)
+        triples = [Triple.model_validate(t)
+                   for t in await client.triples(limit=100_000, **SCOPE)]
+        assert len(triples) == len(set(triples)) and set(triples) == want.triples
+
+        async def entities():
+            found = await client.graph_embeddings(probe, limit=1000, **SCOPE)
+            return found if {e["entity"]["i"] for e in found} == want.entities else None
+        found = await until(entities, "a vector for every entity", DEADLINE)
+        assert len(found) == len(want.entities)
+    await watch.close()

@@ -1,0 +1,130 @@
+"""``--wait`` for tg-load-text and tg-load-pdf: follow each loaded document down the
+flow's pipeline until all its chunks have their vectors stored.
+
+A load is answered before the document is even decoded, so only the pipeline can
+say how many chunks a document became. The ``load-status`` service says it: the
+decoder's count of each document's chunks, and how many of them the vector store
+holds. Polling it for the documents still on their way gives an honest chunk
+counter (chunks stored, not chunks sent) and tells which documents could not be
+read at all.
+"""
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from trustgraph.api import AsyncTrustGraph, TrustGraphError
+
+if TYPE_CHECKING:
+    from .loading import Source
+
+POLL_INTERVAL = 0.5  # seconds between status requests while documents are pending
+STATUS_BATCH = 500  # ids per load-status request (the service takes up to 1000)
+
+
+@dataclass
+class Pending:
+    """A loaded document on its way down the pipeline, as last reported."""
+
+    source: "Source"
+    state: str = "decoding"
+    chunks: int | None = None
+    stored: int = 0
+
+
+# finished(source, chunks, error): the document is done (``chunks`` stored) or failed.
+Finished = Callable[["Source", int, str | None], None]
+
+
+class Waiter:
+    def __init__(self, client: AsyncTrustGraph, user: str, collection: str, flow: str,
+                 timeout: float, finished: Finished,
+                 progressed: Callable[[], None] = lambda: None) -> None:
+        """``timeout``: seconds without any progress before the documents still
+        pending are given up as failed."""
+        self._client = client
+        self._scope = {"user": user, "collection": collection, "flow": flow}
+        self._timeout = timeout
+        self._finished = finished
+        self._progressed = progressed
+        self._pending: dict[str, Pending] = {}
+        self._last_progress = time.monotonic()
+        self._last_error = ""
+        self.stored_done = 0  # chunks of the documents done
+
+    @property
+    def stored(self) -> int:
+        """Chunks stored so far, of documents done and still pending."""
+        return self.stored_done + sum(p.stored for p in self._pending.values())
+
+    @property
+    def known_chunks(self) -> int:
+        """Chunks the documents loaded so far became, as far as decoded."""
+        return self.stored_done + sum(p.chunks or 0 for p in self._pending.values())
+
+    def add(self, source: "Source") -> None:
+        self._pending[source.id] = Pending(source)
+        self._last_progress = time.monotonic()  # its own wait starts now
+
+    async def follow(self, loading: Callable[[], bool]) -> None:
+        """Poll until no document is pending and ``loading()`` says no more will come."""
+        while self._pending or loading():
+            if self._pending:
+                if await self._poll():
+                    self._last_progress = time.monotonic()
+                    self._progressed()
+                elif time.monotonic() - self._last_progress > self._timeout:
+                    self._give_up()
+                    continue
+            await asyncio.sleep(POLL_INTERVAL)
+
+    async def _poll(self) -> bool:
+        """One round of status requests; whether anything moved."""
+        ids = list(self._pending)
+        moved = False
+        for start in range(0, len(ids), STATUS_BATCH):
+            try:
+                statuses = await self._client.load_status(ids[start:start + STATUS_BATCH],
+                                                          **self._scope)
+            except TrustGraphError as error:
+                if error.type == "connection":
+                    raise
+                self._last_error = f"{error.type}: {error.message}"  # reported if it lasts
+                return moved
+            for status in statuses:
+                moved |= self._update(status)
+        return moved
+
+    def _update(self, status: dict[str, Any]) -> bool:
+        pending = self._pending.get(status["id"])
+        if pending is None:
+            return False
+        state, stored = status["state"], status.get("stored") or 0
+        if state == "done":
+            del self._pending[status["id"]]
+            self.stored_done += status["chunks"]
+            self._finished(pending.source, status["chunks"], None)
+        elif state == "failed":
+            del self._pending[status["id"]]
+            self._finished(pending.source, 0, f"not processed: {status.get('error')}")
+        elif state == "unknown":
+            del self._pending[status["id"]]
+            self._finished(pending.source, 0, "no longer in the library (removed while "
+                                              "it was being processed?)")
+        else:
+            moved = (state, status.get("chunks"), stored) != (pending.state, pending.chunks,
+                                                               pending.stored)
+            pending.state, pending.chunks, pending.stored = state, status.get("chunks"), stored
+            return moved
+        return True
+
+    def _give_up(self) -> None:
+        for pending in self._pending.values():
+            where = (f"{pending.stored} of {pending.chunks} chunks stored"
+                     if pending.chunks is not None else "not decoded yet")
+            why = f"no progress for {self._timeout:g} s ({where})"
+            if self._last_error:
+                why += f"; last status error: {self._last_error}"
+            self._finished(pending.source, 0, why)
+        self._pending.clear()
