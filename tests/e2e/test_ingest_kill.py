@@ -13,7 +13,9 @@ restarts them:
    past half way.
 
 Each kill must land while work remains (asserted), so unacknowledged records are
-redelivered to the restarted processes. Afterwards the stores must hold exactly
+redelivered to the restarted processes. (A kill sometimes leaves pulsar-lite 0.2.0
+holding the dead process's consumer; tg-start then restarts the broker, and that
+must lose nothing either: docs/ingestion.md.) Afterwards the stores must hold exactly
 what the pipeline's own parts make of the corpus (tests/support/ingest.py): every
 chunk vector once with its text, every (triple, document, chunk) provenance row
 once, a vector for every entity, and load-status "done" with every chunk counted.
