@@ -26,7 +26,7 @@ import shutil
 import sqlite3
 import time
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,49 +34,8 @@ from pathlib import Path
 from trustgraph.base import HandledError
 from trustgraph.schema import DocumentMetadata, ProcessingMetadata
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS document (
-    user       TEXT NOT NULL,
-    collection TEXT NOT NULL,
-    id         TEXT NOT NULL,
-    title      TEXT NOT NULL,
-    kind       TEXT NOT NULL,
-    comments   TEXT NOT NULL,
-    tags       TEXT NOT NULL,   -- JSON list
-    size       INTEGER NOT NULL,
-    sha256     TEXT NOT NULL,
-    time       INTEGER NOT NULL,
-    PRIMARY KEY (user, collection, id)
-);
-CREATE TABLE IF NOT EXISTS upload (
-    id          TEXT PRIMARY KEY,  -- random hex, made here
-    user        TEXT NOT NULL,
-    collection  TEXT NOT NULL,
-    document_id TEXT NOT NULL,
-    title       TEXT NOT NULL,
-    kind        TEXT NOT NULL,
-    comments    TEXT NOT NULL,
-    tags        TEXT NOT NULL,
-    size        INTEGER NOT NULL,
-    time        INTEGER NOT NULL
-);
-CREATE TABLE IF NOT EXISTS processing (
-    user        TEXT NOT NULL,
-    collection  TEXT NOT NULL,
-    document_id TEXT NOT NULL,
-    flow        TEXT NOT NULL,
-    time        INTEGER NOT NULL,
-    PRIMARY KEY (user, collection, document_id, flow)
-);
-"""
-
-# Columns added after the first release, added to a library made before them (under
-# the write lock, so processes opening one library at once add each only once).
-# processing.chunks is NULL until the decoder has cut that version into chunks.
-ADDED_COLUMNS = (("document", "version", "INTEGER NOT NULL DEFAULT 0"),
-                 ("processing", "version", "INTEGER NOT NULL DEFAULT 0"),
-                 ("processing", "chunks", "INTEGER"),
-                 ("processing", "error", "TEXT"))
+from .files import ensure_dir, fsync_dir, read_parts, write_aside
+from .tables import SCHEMA, add_missing_columns
 
 _COLUMNS = ("user, collection, id, title, kind, comments, tags, size, sha256, time, "
             "version")
@@ -126,13 +85,13 @@ class LibraryStore:
         self.path = self.root / "library.db"
         self.content_dir = self.root / "content"
         self.uploads_dir = self.root / "uploads"
-        _ensure_dir(self.content_dir)
-        _ensure_dir(self.uploads_dir)
+        ensure_dir(self.content_dir)
+        ensure_dir(self.uploads_dir)
         with closing(sqlite3.connect(self.path, timeout=30)) as db:
             db.execute("PRAGMA journal_mode=WAL")
             db.executescript(SCHEMA)
         with self._transaction(write=True) as db:
-            _add_missing_columns(db)
+            add_missing_columns(db)
 
     # --- paths -------------------------------------------------------------------
 
@@ -176,8 +135,8 @@ class LibraryStore:
         it is being processed on that flow. Returns the metadata as stored (size,
         digest and time filled in)."""
         path = self.content_path(document.user, document.collection, document.id)
-        _ensure_dir(path.parent)
-        aside = _write_aside(path, [content])
+        ensure_dir(path.parent)
+        aside = write_aside(path, [content])
         try:
             stored = document.model_copy(update={
                 "size": len(content), "sha256": hashlib.sha256(content).hexdigest()})
@@ -196,7 +155,7 @@ class LibraryStore:
             stored = document.model_copy(update={"time": int(time.time()),
                                                  "version": (before[0] if before else 0) + 1})
             os.replace(aside, path)
-            _fsync_dir(path.parent)
+            fsync_dir(path.parent)
             db.execute(f"INSERT OR REPLACE INTO document ({_COLUMNS}) "
                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", _row(stored))
             if flow is not None:
@@ -247,7 +206,7 @@ class LibraryStore:
             db.execute("DELETE FROM processing WHERE user = ? AND collection = ? "
                        "AND document_id = ?", (user, collection, id))
             path.unlink(missing_ok=True)
-        _fsync_dir(path.parent)
+        fsync_dir(path.parent)
         return document
 
     # --- uploads in parts ------------------------------------------------------------
@@ -276,12 +235,12 @@ class LibraryStore:
         if not 0 <= part <= MAX_PARTS:
             raise UploadIncomplete(f"part must be from 0 to {MAX_PARTS}, not {part}")
         directory = self.uploads_dir / upload_id
-        _ensure_dir(directory)
+        ensure_dir(directory)
         path = directory / f"{part:06d}"
-        aside = _write_aside(path, [content])
+        aside = write_aside(path, [content])
         try:
             os.replace(aside, path)
-            _fsync_dir(directory)
+            fsync_dir(directory)
         finally:
             aside.unlink(missing_ok=True)
 
@@ -313,9 +272,9 @@ class LibraryStore:
             raise UploadIncomplete(f"upload {upload_id} has {received} bytes in "
                                    f"{len(parts)} part(s), not the {size} announced")
         path = self.content_path(user, collection, document.id)
-        _ensure_dir(path.parent)
+        ensure_dir(path.parent)
         digest = hashlib.sha256()
-        aside = _write_aside(path, _read_parts(parts, digest))
+        aside = write_aside(path, read_parts(parts, digest))
         try:
             stored = document.model_copy(update={"kind": kind or document.kind,
                                                  "size": size, "sha256": digest.hexdigest()})
@@ -404,14 +363,6 @@ def _upload(db: sqlite3.Connection, user: str, collection: str,
                             comments=comments, tags=json.loads(tags)), size
 
 
-def _read_parts(parts: list[Path], digest) -> Iterator[bytes]:
-    for part in parts:
-        with open(part, "rb") as file:
-            while block := file.read(1024 * 1024):
-                digest.update(block)
-                yield block
-
-
 def _record_processing(db: sqlite3.Connection, document: DocumentMetadata,
                        flow: str) -> int:
     """Records that the document's current version is going down ``flow`` (not yet
@@ -424,13 +375,6 @@ def _record_processing(db: sqlite3.Connection, document: DocumentMetadata,
     return now
 
 
-def _add_missing_columns(db: sqlite3.Connection) -> None:
-    for table, column, declaration in ADDED_COLUMNS:
-        present = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
-        if column not in present:
-            db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")
-
-
 def _row(d: DocumentMetadata) -> tuple:
     return (d.user, d.collection, d.id, d.title, d.kind, d.comments, json.dumps(d.tags),
             d.size, d.sha256, d.time, d.version)
@@ -441,37 +385,3 @@ def _metadata(row: tuple) -> DocumentMetadata:
     return DocumentMetadata(id=id, user=user, collection=collection, title=title, kind=kind,
                             comments=comments, tags=json.loads(tags), size=size,
                             sha256=sha256, time=t, version=version)
-
-
-def _write_aside(path: Path, blocks: Iterable[bytes]) -> Path:
-    """A new file next to ``path`` holding ``blocks``, fsynced."""
-    aside = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
-    try:
-        with open(aside, "wb") as file:
-            for block in blocks:
-                file.write(block)
-            file.flush()
-            os.fsync(file.fileno())
-    except BaseException:
-        aside.unlink(missing_ok=True)
-        raise
-    return aside
-
-
-def _ensure_dir(path: Path) -> None:
-    """Creates ``path`` (and parents) so that the new entries survive a power loss."""
-    missing = []
-    while not path.exists():
-        missing.append(path)
-        path = path.parent
-    for directory in reversed(missing):
-        directory.mkdir(exist_ok=True)
-        _fsync_dir(directory.parent)
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
