@@ -18,13 +18,13 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
-from tests.support.ingest import expected, prose, stored_provenance, until
+from tests.support.ingest import check_graph_stored, expected, prose
 from tests.support.pdf import minimal_pdf
 from tests.support.stack import Stack
 from trustgraph.api import AsyncTrustGraph
 from trustgraph.cli.loading import size
 from trustgraph.decoding import MARKDOWN, PDF, PLAIN
-from trustgraph.schema import DocumentMetadata, Triple
+from trustgraph.schema import DocumentMetadata
 
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.timeout(300)]
 
@@ -119,19 +119,8 @@ async def test_a_folder_of_50_documents_is_stored_whole(stack, client, corpus):
     listed = await client.list_documents(**SCOPE)
     assert sorted(d["id"] for d in listed) == sorted(d.id for d, _ in documents)
 
-    # Extraction runs beside chunk embedding: wait for it to settle, then compare.
-    await until(lambda: set(stored_provenance(stack.data_dir, USER, COLLECTION))
-                == want.provenance, "the triples of the 50 documents", DEADLINE)
-    rows = stored_provenance(stack.data_dir, USER, COLLECTION)
-    assert len(rows) == len(set(rows))
-    triples = [Triple.model_validate(t) for t in await client.triples(limit=100_000, **SCOPE)]
-    assert len(triples) == len(set(triples)) and set(triples) == want.triples
-
-    async def entities():
-        found = await client.graph_embeddings(probe, limit=1000, **SCOPE)
-        return found if {e["entity"]["i"] for e in found} == want.entities else None
-    found = await until(entities, "a vector for every entity", DEADLINE)
-    assert len(found) == len(want.entities)
+    await check_graph_stored(client, want, stack.data_dir, USER, COLLECTION, probe,
+                             DEADLINE)
 
 
 async def test_wait_reports_a_document_the_pipeline_cannot_read(stack, tmp_path):

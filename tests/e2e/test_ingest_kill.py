@@ -25,11 +25,11 @@ import asyncio
 import pytest
 import pytest_asyncio
 
-from tests.support.ingest import StageWatch, expected, prose, stored_provenance, until
+from tests.support.ingest import StageWatch, check_graph_stored, expected, prose, until
 from tests.support.stack import Stack
 from trustgraph.api import AsyncTrustGraph
 from trustgraph.decoding import PLAIN
-from trustgraph.schema import DocumentMetadata, Triple
+from trustgraph.schema import DocumentMetadata
 
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.timeout(300)]
 
@@ -115,17 +115,6 @@ async def test_killing_stage_processors_mid_ingest_loses_and_doubles_nothing(sta
             id: chunk.text for id, chunk in want.chunks.items()}
 
         # Triples: every (triple, document, chunk) row once, nothing else.
-        await until(lambda: set(stored_provenance(stack.data_dir, USER, COLLECTION))
-                    == want.provenance, "every triple with its provenance", DEADLINE)
-        rows = stored_provenance(stack.data_dir, USER, COLLECTION)
-        assert len(rows) == len(want.provenance)
-        triples = [Triple.model_validate(t)
-                   for t in await client.triples(limit=100_000, **SCOPE)]
-        assert len(triples) == len(set(triples)) and set(triples) == want.triples
-
-        async def entities():
-            found = await client.graph_embeddings(probe, limit=1000, **SCOPE)
-            return found if {e["entity"]["i"] for e in found} == want.entities else None
-        found = await until(entities, "a vector for every entity", DEADLINE)
-        assert len(found) == len(want.entities)
+        await check_graph_stored(client, want, stack.data_dir, USER, COLLECTION, probe,
+                                 DEADLINE)
     await watch.close()

@@ -134,3 +134,23 @@ def stored_provenance(data_dir: Path, user: str, collection: str) -> list[Proven
             "WHERE s.user = ? AND s.collection = ?", (user, collection)).fetchall()
     return [(make_triple(s, p, o, bool(o_iri)), document, chunk)
             for s, p, o, o_iri, document, chunk in rows]
+
+
+async def check_graph_stored(client, want: Expected, data_dir: Path, user: str,
+                             collection: str, probe: list[float], deadline: float) -> None:
+    """Extraction runs beside chunk embedding: wait until the triples store holds every
+    (triple, document, chunk) row of ``want``, then check each is there once, the
+    triples query repeats nothing, and every entity has its vector."""
+    await until(lambda: set(stored_provenance(data_dir, user, collection))
+                == want.provenance, "every triple with its provenance", deadline)
+    rows = stored_provenance(data_dir, user, collection)
+    assert len(rows) == len(set(rows)) == len(want.provenance)
+    scope = {"user": user, "collection": collection}
+    triples = [Triple.model_validate(t) for t in await client.triples(limit=100_000, **scope)]
+    assert len(triples) == len(set(triples)) and set(triples) == want.triples
+
+    async def entities():
+        found = await client.graph_embeddings(probe, limit=1000, **scope)
+        return found if {e["entity"]["i"] for e in found} == want.entities else None
+    found = await until(entities, "a vector for every entity", deadline)
+    assert len(found) == len(want.entities)
