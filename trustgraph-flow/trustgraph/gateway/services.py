@@ -9,13 +9,12 @@ from trustgraph.schema import (CONFIG_FLOW, LIBRARIAN_FLOW, ConfigRequest, Confi
                                EmbeddingsResponse, GraphEmbeddingsRequest,
                                GraphEmbeddingsResponse, GraphRagRequest,
                                KnowledgeLoadRequest, KnowledgeLoadResponse, LibrarianRequest,
-                               LibrarianResponse, LoadResponse, PromptRequest, PromptResponse,
-                               RagResponse, Record, Response, TextCompletionRequest,
+                               LibrarianResponse, LoadResponse, LoadStatusRequest,
+                               LoadStatusResponse, PromptRequest, PromptResponse,
+                               RagResponse, Record, Response, SubgraphRequest,
+                               SubgraphResponse, TextCompletionRequest,
                                TextCompletionResponse, TextLoadRequest, TriplesQueryRequest,
                                TriplesQueryResponse)
-
-from trustgraph.schema import SubgraphRequest, SubgraphResponse
-from trustgraph.schema import LoadStatusRequest, LoadStatusResponse
 
 from .framing import Frame, coalesce
 
