@@ -17,7 +17,7 @@ from trustgraph.gateway.app import Gateway, GatewaySettings
 from trustgraph.pubsub.embedded import free_port
 from trustgraph.schema import (RDFS_LABEL, ChunkTriples, DocumentRef, SubgraphRequest,
                                SubgraphResponse, Term, Triple, encode)
-from trustgraph.storage import service_triples
+from trustgraph.storage.triples import service as service_triples
 from trustgraph.storage.triples.sqlite import SqliteTriplesStore
 
 I, L = Term.iri, Term.literal
