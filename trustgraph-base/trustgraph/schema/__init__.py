@@ -27,12 +27,14 @@ __all__ = [
 
 from .queries import (DocumentEmbeddingsRequest, DocumentEmbeddingsResponse,
                       Evidence, GraphEmbeddingsRequest, GraphEmbeddingsResponse,
+                      LexicalSearchRequest,
                       ScoredChunk, ScoredEntity, SubgraphRequest, SubgraphResponse,
                       TriplesQueryRequest, TriplesQueryResponse)
 
 __all__ += [
     "DocumentEmbeddingsRequest", "DocumentEmbeddingsResponse", "Evidence",
-    "GraphEmbeddingsRequest", "GraphEmbeddingsResponse", "ScoredChunk", "ScoredEntity",
+    "GraphEmbeddingsRequest", "GraphEmbeddingsResponse", "LexicalSearchRequest",
+    "ScoredChunk", "ScoredEntity",
     "SubgraphRequest", "SubgraphResponse", "TriplesQueryRequest", "TriplesQueryResponse",
 ]
 

@@ -69,6 +69,14 @@ class Chunk(Record):  # stage "chunks": to chunk embedding and to extraction
     # How many chunks this version of the document became: a store can drop the
     # chunks an earlier, longer version left beyond them.
     total: int | None = None
+    # Where the chunk is, for citations (absent from older decoders): its last page
+    # (PDF), the heading path above it (Markdown headings, PDF outline), its
+    # character offsets in the decoded text, and the document's author when known.
+    page_end: int | None = None
+    headings: list[str] | None = None
+    char_start: int | None = None
+    char_end: int | None = None
+    author: str | None = None
 
 
 class ChunkVector(Record):  # stage "chunk-vectors": to the vector store's owner

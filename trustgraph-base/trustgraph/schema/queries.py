@@ -73,11 +73,27 @@ class ScoredChunk(Record):
     # Beyond PROTOCOL §2's minimum, for RAG sources (PROTOCOL: Source.document_id, title).
     document_id: str = ""
     title: str = ""
+    # Citation details, when the chunk was stored with them (see ``Chunk``).
+    order: int | None = None  # the chunk's index in its document
+    page_range: list[int] | None = None  # [first, last] page (PDF)
+    header_titles: list[str] | None = None  # heading path
+    char_range: list[int] | None = None  # [start, end) in the decoded text
+    author: str | None = None
 
 
 class DocumentEmbeddingsResponse(Response):
     chunks: list[ScoredChunk] | None = None  # best first; absent only on an error
     end_of_stream: bool = True
+
+
+class LexicalSearchRequest(_Scoped):
+    """Service ``lexical-search``: the chunks whose words best match ``query`` (BM25
+    over the chunk text, its document title and heading path), in one scope.
+    Answered with a ``DocumentEmbeddingsResponse`` whose scores are BM25 scores
+    (higher is better; not comparable with cosine similarities)."""
+
+    query: str = Field(min_length=1, max_length=20_000)
+    limit: int = Field(10, ge=1, le=MAX_MATCHES_LIMIT)
 
 
 class SubgraphRequest(_Scoped):

@@ -33,8 +33,14 @@ class GraphRagRequest(_RagRequest):
     max_path_length: int = Field(2, ge=1, le=5)
 
 
+# How chunks are found: nearest vectors, best BM25 word matches, or both fused by
+# reciprocal rank (``trustgraph.retrieval.search``). Absent: the service's default.
+Retrieval = Literal["vector", "lexical", "hybrid"]
+
+
 class DocumentRagRequest(_RagRequest):
     doc_limit: int = Field(20, ge=1, le=500)
+    retrieval: Retrieval | None = None
 
 
 class Source(Record):
@@ -51,6 +57,17 @@ class Source(Record):
     s: Term | None = None
     p: Term | None = None
     o: Term | None = None
+    # Citation details (seed 001's source schema), each present only when known, so
+    # older readers see the fields above unchanged.
+    author: str | None = None
+    order: int | None = None  # the chunk's index in its document
+    page_range: list[int] | None = None  # [first, last] page (PDF)
+    header_titles: list[str] | None = None  # heading path above the chunk
+    char_range: list[int] | None = None  # [start, end) in the decoded text
+    # What each retriever that found it scored: "vector" (cosine similarity),
+    # "lexical" (BM25), "fused" (reciprocal-rank fusion); graph sources: "seed"
+    # (the seed entity's similarity), "hops", "pagerank".
+    scores: dict[str, float] | None = None
 
 
 class RagResponse(Response):

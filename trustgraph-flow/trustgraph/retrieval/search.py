@@ -1,14 +1,26 @@
-"""Vector search for retrieval: every search text embedded in one ``embeddings``
-request, one store search per vector, all at once; the rankings merged."""
-from collections.abc import Callable, Hashable, Sequence
-from typing import TypeVar
+"""Search for retrieval, shared by every RAG service.
 
-from trustgraph.base import Clients, HandledError
+* ``search_vectors``: every search text embedded in one ``embeddings`` request, one
+  store search per vector, all at once; ``merge_rankings`` interleaves the answers.
+* ``search_chunks``: chunks by vector, by words (``lexical-search``, BM25) or both
+  (hybrid), the rankings of every search text and retriever fused by reciprocal rank
+  (fusion.py); each chunk keeps what each retriever scored it.
+"""
+import asyncio
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass, field
+from typing import Literal, TypeVar
+
+from pydantic import BaseModel, Field
+
+from trustgraph.base import Clients, HandledError, ProcessorSettings
 from trustgraph.schema import (DocumentEmbeddingsRequest, DocumentEmbeddingsResponse,
                                DocumentRagRequest, EmbeddingsRequest, EmbeddingsResponse,
                                GraphEmbeddingsRequest, GraphEmbeddingsResponse,
-                               GraphRagRequest, Record, Response)
+                               GraphRagRequest, LexicalSearchRequest, Record, Response,
+                               ScoredChunk)
 
+from .fusion import Fused, Ranking, fuse
 from .steps import concurrently, step
 
 T = TypeVar("T")
@@ -57,3 +69,114 @@ def merge_rankings(rankings: Sequence[Sequence[T]], key: Callable[[T], Hashable]
                 if score(item) > score(kept):
                     best[key(item)] = item
     return list(best.values())[:limit]
+
+
+# -- chunks: vector, lexical or hybrid ---------------------------------------------
+
+RetrievalMode = Literal["vector", "lexical", "hybrid"]
+Scope = DocumentRagRequest | GraphRagRequest
+
+
+class RetrievalSettings(ProcessorSettings):
+    """How the RAG services find chunks; each an environment variable and a flag."""
+
+    tg_retrieval: RetrievalMode = Field("hybrid", description=(
+        "how chunks are found unless a request says: nearest vectors, BM25 word "
+        "matches, or both fused by reciprocal rank"))
+    tg_rrf_k: float = Field(60.0, gt=0, description=(
+        "reciprocal-rank fusion's k: higher flattens the difference between ranks"))
+    tg_rrf_vector_weight: float = Field(1.0, ge=0, description="weight of vector ranks")
+    tg_rrf_lexical_weight: float = Field(1.0, ge=0, description="weight of BM25 ranks")
+    tg_retrieval_depth: int = Field(50, ge=1, le=1000, description=(
+        "candidates each retriever returns per search text before fusion"))
+
+
+@dataclass(frozen=True)
+class Fusion:
+    """The fusion part of ``RetrievalSettings``, as ``search_chunks`` takes it."""
+
+    mode: RetrievalMode = "hybrid"
+    k: float = 60.0
+    weights: dict[str, float] = field(
+        default_factory=lambda: {"vector": 1.0, "lexical": 1.0})
+    depth: int = 50
+
+    @classmethod
+    def of(cls, settings: BaseModel) -> "Fusion":
+        """From a processor's settings; fields it lacks take RetrievalSettings' defaults
+        (a processor started with plain ProcessorSettings)."""
+        values = RetrievalSettings.model_construct(**settings.model_dump())
+        return cls(values.tg_retrieval, values.tg_rrf_k,
+                   {"vector": values.tg_rrf_vector_weight,
+                    "lexical": values.tg_rrf_lexical_weight}, values.tg_retrieval_depth)
+
+
+@dataclass
+class FoundChunk:
+    """A chunk found, with each retriever's score ("vector": cosine similarity,
+    "lexical": BM25) and the fused score ("fused", when fused)."""
+
+    chunk: ScoredChunk
+    scores: dict[str, float]
+
+
+async def search_chunks(clients: Clients, texts: list[str], scope: Scope, limit: int,
+                        error_type: str, fusion: Fusion = Fusion(),
+                        mode: RetrievalMode | None = None) -> list[FoundChunk]:
+    """At most ``limit`` chunks of ``scope``'s collection for the search ``texts``
+    (the question, its rewrite, sub-questions), best first. ``mode`` (default
+    ``fusion.mode``): "vector" keeps the vector order (each text contributing its
+    nearest in turn), "lexical" and "hybrid" fuse every ranking by reciprocal rank."""
+    mode = mode or fusion.mode
+    depth = max(limit, fusion.depth) if mode == "hybrid" else limit
+    vector, lexical = await asyncio.gather(
+        _vector_rankings(clients, texts, scope, depth, error_type, mode),
+        _lexical_rankings(clients, texts, scope, depth, error_type, mode))
+    if mode == "vector":
+        merged = merge_rankings([r.items for r in vector], key=_chunk_id,
+                                score=_score, limit=limit)
+        return [FoundChunk(c, {"vector": c.score}) for c in merged]
+    # Fused per search text, then interleaved as in vector mode: each sub-question
+    # is its own need, and contributes its best rather than losing to the chunks
+    # that are middling for all of them.
+    per_text = [fuse([r for r in (*vector, *lexical) if r.text == n], key=_chunk_id,
+                     score=_score, k=fusion.k, weights=fusion.weights)
+                for n in range(len(texts))]
+    merged = merge_rankings(per_text, key=lambda entry: entry.item.chunk_id,
+                            score=lambda entry: entry.fused, limit=limit)
+    return [_found(entry) for entry in merged]
+
+
+async def _vector_rankings(clients: Clients, texts: list[str], scope: Scope, limit: int,
+                           error_type: str, mode: RetrievalMode) -> list[Ranking]:
+    if mode == "lexical":
+        return []
+    found = await search_vectors(clients, texts, "document-embeddings", scope, limit,
+                                 error_type)
+    return [Ranking("vector", answer.chunks or [], n) for n, answer in enumerate(found)]
+
+
+async def _lexical_rankings(clients: Clients, texts: list[str], scope: Scope, limit: int,
+                            error_type: str, mode: RetrievalMode) -> list[Ranking]:
+    if mode == "vector":
+        return []
+    index = await clients.get("lexical-search")
+    with step(error_type, "searching lexical-search"):
+        found = await concurrently(*(
+            index.call(LexicalSearchRequest(query=text, limit=limit, user=scope.user,
+                                            collection=scope.collection),
+                       DocumentEmbeddingsResponse)
+            for text in texts))
+    return [Ranking("lexical", answer.chunks or [], n) for n, answer in enumerate(found)]
+
+
+def _chunk_id(chunk: ScoredChunk) -> str:
+    return chunk.chunk_id
+
+
+def _score(chunk: ScoredChunk) -> float:
+    return chunk.score
+
+
+def _found(entry: Fused[ScoredChunk]) -> FoundChunk:
+    return FoundChunk(entry.item, {**entry.scores, "fused": round(entry.fused, 6)})

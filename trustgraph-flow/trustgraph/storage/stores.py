@@ -20,7 +20,10 @@ def open_vector_store(settings: StoreSettings) -> VectorStore:
     """In embedded mode exactly one process may open it: that process owns the shards."""
     if settings.qdrant_url:
         from .vectors.qdrant_server import QdrantServerBackend
-        return VectorStore(QdrantServerBackend.connect(settings.qdrant_url,
-                                                       settings.qdrant_api_key))
+        from .vectors.qdrant_sparse import QdrantSparseIndex
+        backend = QdrantServerBackend.connect(settings.qdrant_url, settings.qdrant_api_key)
+        return VectorStore(backend, QdrantSparseIndex(backend.client))
+    from .vectors.lexical import Fts5Index
     from .vectors.qdrant_edge import EdgeBackend
-    return VectorStore(EdgeBackend(Path(settings.tg_data_dir) / "vectors"))
+    data = Path(settings.tg_data_dir)
+    return VectorStore(EdgeBackend(data / "vectors"), Fts5Index(data / "lexical.sqlite"))

@@ -1,34 +1,35 @@
-"""Processor ``document-rag`` (docs/retrieval.md): the chunks nearest the question
-(and its rewrite and sub-questions) in the user's collection, answered from with
-``document-prompt``.
+"""Processor ``document-rag`` (docs/retrieval.md): the chunks that best match the
+question (and its rewrite and sub-questions) in the user's collection — nearest
+vectors, best BM25 word matches, or both fused (``retrieval``, default
+``TG_RETRIEVAL``) — answered from with ``document-prompt``.
 
 Sources are the chunks in the order the prompt numbers them, so an answer's "[2]"
-is the second source: chunk id, document id, title, text and cosine distance.
+is the second source: chunk id, document id, title, text, cosine distance (when the
+vector search found it) and the citation details the chunk was stored with.
 """
 from typing import Any
 
-from trustgraph.base import Clients, ProcessorSettings, ProcessorSpec
+from trustgraph.base import Clients, ProcessorSpec, Runtime
 from trustgraph.schema import DocumentRagRequest, ScoredChunk, Source
 
 from ..answer import Found, rag_service
-from ..search import merge_rankings, search_vectors
+from ..search import FoundChunk, Fusion, RetrievalSettings, search_chunks
 
 NAME = "document-rag"
 ERROR = f"{NAME}-error"
 TEMPLATE = "document-prompt"
 
 
-async def retrieve_chunks(request: DocumentRagRequest, searches: list[str],
-                          clients: Clients) -> Found:
-    """At most ``doc-limit`` chunks, each search contributing its nearest."""
-    found = await search_vectors(clients, searches, "document-embeddings", request,
-                                 request.doc_limit, ERROR)
-    chunks = merge_rankings([answer.chunks or [] for answer in found],
-                            key=lambda chunk: chunk.chunk_id,
-                            score=lambda chunk: chunk.score, limit=request.doc_limit)
-    return Found(sources=[source(chunk) for chunk in chunks], template=TEMPLATE,
-                 variables=document_variables(request.query,
-                                              [chunk.text for chunk in chunks]))
+def chunk_retriever(fusion: Fusion):
+    async def retrieve_chunks(request: DocumentRagRequest, searches: list[str],
+                              clients: Clients) -> Found:
+        """At most ``doc-limit`` chunks, each search contributing its best."""
+        found = await search_chunks(clients, searches, request, request.doc_limit, ERROR,
+                                    fusion, request.retrieval)
+        return Found(sources=[cited(f) for f in found], template=TEMPLATE,
+                     variables=document_variables(request.query,
+                                                  [f.chunk.text for f in found]))
+    return retrieve_chunks
 
 
 def document_variables(query: str, documents: list[str]) -> dict[str, Any]:
@@ -41,7 +42,22 @@ def source(chunk: ScoredChunk) -> Source:
                   text=chunk.text, distance=1.0 - chunk.score)
 
 
-SPEC = ProcessorSpec(NAME, ProcessorSettings,
-                     lambda runtime: [rag_service(NAME, ERROR, DocumentRagRequest,
-                                                   retrieve_chunks)],
-                     uses=("prompt", "embeddings", "document-embeddings"))
+def cited(found: FoundChunk) -> Source:
+    """The chunk as a source a reader can check: where it is, and what each
+    retriever that found it scored."""
+    chunk, scores = found.chunk, found.scores
+    vector = scores.get("vector")
+    return Source(id=chunk.chunk_id, document_id=chunk.document_id, title=chunk.title,
+                  text=chunk.text, distance=None if vector is None else 1.0 - vector,
+                  author=chunk.author, order=chunk.order, page_range=chunk.page_range,
+                  header_titles=chunk.header_titles, char_range=chunk.char_range,
+                  scores=scores)
+
+
+def services(runtime: Runtime):
+    return [rag_service(NAME, ERROR, DocumentRagRequest,
+                        chunk_retriever(Fusion.of(runtime.settings)))]
+
+
+SPEC = ProcessorSpec(NAME, RetrievalSettings, services,
+                     uses=("prompt", "embeddings", "document-embeddings", "lexical-search"))

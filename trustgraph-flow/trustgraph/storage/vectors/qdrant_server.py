@@ -13,6 +13,11 @@ class QdrantServerBackend:
         self._client = client
         self._known: set[str] = set()  # collections seen to exist
 
+    @property
+    def client(self) -> AsyncQdrantClient:
+        """Shared with the sparse lexical index (qdrant_sparse.py)."""
+        return self._client
+
     @classmethod
     def connect(cls, url: str, api_key: str | None = None) -> "QdrantServerBackend":
         return cls(AsyncQdrantClient(url=url, api_key=api_key))

@@ -11,8 +11,10 @@ as valid, and may be replicated:
   mention it;
 * stage ``document-removed`` — deletes the document's chunk vectors and the entity
   vectors no other document supports;
-* services ``document-embeddings`` (chunks nearest a vector) and
-  ``graph-embeddings`` (entities nearest a vector), scoped by user and collection;
+* services ``document-embeddings`` (chunks nearest a vector), ``lexical-search``
+  (chunks best matching a question's words: BM25 over the lexical index kept beside
+  the chunk vectors, lexical.py) and ``graph-embeddings`` (entities nearest a
+  vector), scoped by user and collection;
 * service ``chunk-count`` (bus only): how many chunk vectors of a version of a
   document are stored, which the librarian's ``load-status`` reports.
 
@@ -26,8 +28,8 @@ from trustgraph.base import (BadRequest, Context, ProcessorSettings, ProcessorSp
 from trustgraph.schema import (ChunkCountRequest, ChunkCountResponse, ChunkVector,
                                DocumentEmbeddingsRequest,
                                DocumentEmbeddingsResponse, DocumentRemoved, EntityVectors,
-                               GraphEmbeddingsRequest, GraphEmbeddingsResponse, ScoredChunk,
-                               ScoredEntity)
+                               GraphEmbeddingsRequest, GraphEmbeddingsResponse,
+                               LexicalSearchRequest, ScoredChunk, ScoredEntity)
 
 from ..owner import fits_one_message, removal_stage, scope_of
 from ..settings import StoreSettings
@@ -65,10 +67,7 @@ def chunk_vectors_stage(store: VectorStore):
             raise Rejected(f"a chunk of document {document.id!r} has no id")
         check_vector(record.vector, f"chunk {record.chunk.id!r}")
         try:
-            await store.upsert_chunks(user, collection, [stored.ChunkVector(
-                chunk_id=record.chunk.id, document=document.id, vector=record.vector,
-                text=record.chunk.text, title=document.title, version=document.version,
-                index=record.chunk.index)])
+            await store.upsert_chunks(user, collection, [stored_chunk(record)])
         except Exception as error:
             if is_dimension_error(error):
                 raise Rejected(f"chunk {record.chunk.id!r} not stored in {user}/"
@@ -83,6 +82,31 @@ def chunk_vectors_stage(store: VectorStore):
                 log.info("dropped %d chunks of %r that earlier versions left beyond its "
                          "%d chunks", dropped, document.id, record.chunk.total)
     return store_chunk
+
+
+def stored_chunk(record: ChunkVector) -> stored.ChunkVector:
+    """The chunk as stored: its text, title and heading path (both indexed), and
+    what a citation of it shows (``citation``)."""
+    chunk, document = record.chunk, record.chunk.document
+    return stored.ChunkVector(
+        chunk_id=chunk.id, document=document.id, vector=record.vector, text=chunk.text,
+        title=document.title, version=document.version, index=chunk.index,
+        headings=" > ".join(chunk.headings or []), meta=citation(chunk))
+
+
+def citation(chunk) -> dict:
+    """Where the chunk is, in ``ScoredChunk``'s names; only what is known."""
+    meta = {"order": chunk.index, "header_titles": chunk.headings, "author": chunk.author}
+    if chunk.page is not None:
+        meta["page_range"] = [chunk.page, chunk.page_end or chunk.page]
+    if chunk.char_start is not None and chunk.char_end is not None:
+        meta["char_range"] = [chunk.char_start, chunk.char_end]
+    return {key: value for key, value in meta.items() if value is not None and value != []}
+
+
+def scored_chunk(match: stored.ChunkMatch) -> ScoredChunk:
+    return ScoredChunk(chunk_id=match.chunk_id, text=match.text, score=match.score,
+                       document_id=match.document, title=match.title, **match.meta)
 
 
 def entity_vectors_stage(store: VectorStore):
@@ -118,10 +142,19 @@ def document_handler(store: VectorStore):
                      ) -> DocumentEmbeddingsResponse:
         found = await _searching(store.search_chunks, request.user, request.collection,
                                  request.vector, request.limit)
-        response = DocumentEmbeddingsResponse(chunks=[ScoredChunk(
-            chunk_id=m.chunk_id, text=m.text, score=m.score, document_id=m.document,
-            title=m.title) for m in found])
+        response = DocumentEmbeddingsResponse(chunks=[scored_chunk(m) for m in found])
         fits_one_message(response, len(found), "document-embeddings")
+        return response
+    return search
+
+
+def lexical_handler(store: VectorStore):
+    async def search(request: LexicalSearchRequest, ctx: Context
+                     ) -> DocumentEmbeddingsResponse:
+        found = await store.search_lexical(request.user, request.collection, request.query,
+                                           request.limit)
+        response = DocumentEmbeddingsResponse(chunks=[scored_chunk(m) for m in found])
+        fits_one_message(response, len(found), "lexical-search")
         return response
     return search
 
@@ -153,6 +186,8 @@ def services(runtime: Runtime) -> list[Service | Stage]:
               subscription=NAME),
         Service("document-embeddings", DocumentEmbeddingsRequest, DocumentEmbeddingsResponse,
                 document_handler(store), error_type="document-embeddings-error"),
+        Service("lexical-search", LexicalSearchRequest, DocumentEmbeddingsResponse,
+                lexical_handler(store), error_type="lexical-search-error"),
         Service("chunk-count", ChunkCountRequest, ChunkCountResponse, count_handler(store),
                 error_type="chunk-count-error"),
         Service("graph-embeddings", GraphEmbeddingsRequest, GraphEmbeddingsResponse,

@@ -11,8 +11,6 @@ shared by every document that mentions the entity, so removing a document delete
 the points it alone supported and takes itself off the others' lists.
 """
 import asyncio
-import hashlib
-import json
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -20,22 +18,11 @@ from typing import Any, Protocol
 
 from trustgraph.schema import Term
 
+from .lexical import LexicalChunk, LexicalIndex
+from .spaces import Space
+
 CHUNKS, ENTITIES = "chunks", "entities"
 _IDS = uuid.UUID("5c0f3d52-5d0e-4d0b-9a52-7d3c0ae7c1b1")
-
-
-@dataclass(frozen=True)
-class Space:
-    kind: str
-    user: str
-    collection: str
-
-    @property
-    def name(self) -> str:
-        """A name safe for a directory or collection, whatever the user and collection
-        names contain (they never reach a path or a query as text)."""
-        scope = hashlib.sha256(json.dumps([self.user, self.collection]).encode()).hexdigest()
-        return f"{self.kind}-{scope[:40]}"
 
 
 @dataclass
@@ -74,6 +61,12 @@ class ChunkVector:
     title: str = ""
     version: int = 0  # of the document, as the chunk's DocumentRef says
     index: int | None = None  # of the chunk in its document
+    headings: str = ""  # the heading path above it, as text (indexed with the words)
+    meta: dict[str, Any] = field(default_factory=dict)  # citation details, as given
+
+    def lexical(self) -> LexicalChunk:
+        return LexicalChunk(self.chunk_id, self.document, self.text, self.title,
+                            self.headings, self.version, self.index, self.meta)
 
 
 @dataclass(frozen=True)
@@ -90,7 +83,8 @@ class ChunkMatch:
     document: str
     title: str
     text: str
-    score: float
+    score: float  # cosine similarity, or BM25 from ``search_lexical``
+    meta: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -109,8 +103,11 @@ def entity_key(entity: Term) -> str:
 
 
 class VectorStore:
-    def __init__(self, backend: PointBackend):
+    def __init__(self, backend: PointBackend, lexical: LexicalIndex | None = None):
+        """``lexical``: the BM25 index kept beside the chunk vectors (written, searched
+        and emptied with them); None: lexical search finds nothing."""
         self.backend = backend
+        self.lexical = lexical
         # Entity upserts and document removal read, merge and write back the
         # documents lists: one at a time in this process, or one would undo another.
         # (Writers in different processes can still race: see docs/storage.md.)
@@ -123,8 +120,13 @@ class VectorStore:
             await self.backend.upsert(Space(CHUNKS, user, collection), [Point(
                 point_id(c.chunk_id), list(c.vector),
                 {"chunk_id": c.chunk_id, "title": c.title, "text": c.text,
-                 "documents": [c.document], "version": c.version, "index": c.index})
+                 "documents": [c.document], "version": c.version, "index": c.index,
+                 "meta": c.meta})
                 for c in chunks])
+            # After the vectors: a crash between the two leaves the chunk's record
+            # unacknowledged, and its redelivery writes both again.
+            if self.lexical:
+                await self.lexical.upsert(user, collection, [c.lexical() for c in chunks])
 
     async def remove_stale_chunks(self, user: str, collection: str, document: str,
                                   version: int, total: int) -> int:
@@ -137,6 +139,8 @@ class VectorStore:
                  and p.payload.get("index") is not None and p.payload["index"] >= total]
         if stale:
             await self.backend.delete(space, stale)
+        if self.lexical:
+            await self.lexical.remove_stale(user, collection, document, version, total)
         return len(stale)
 
     async def stored_chunks(self, user: str, collection: str,
@@ -165,8 +169,19 @@ class VectorStore:
     async def search_chunks(self, user: str, collection: str, vector: Sequence[float],
                             limit: int = 10) -> list[ChunkMatch]:
         found = await self.backend.search(Space(CHUNKS, user, collection), list(vector), limit)
-        return [ChunkMatch(p["chunk_id"], p["documents"][0], p["title"], p["text"], score)
-                for p, score in found]
+        return [ChunkMatch(p["chunk_id"], p["documents"][0], p["title"], p["text"], score,
+                           p.get("meta") or {}) for p, score in found]
+
+    async def search_lexical(self, user: str, collection: str, query: str,
+                             limit: int = 10) -> list[ChunkMatch]:
+        """The chunks whose words best match ``query`` (BM25, best first)."""
+        if not self.lexical:
+            return []
+        return [ChunkMatch(m.chunk_id, m.document, m.title, m.text, m.score, m.meta)
+                for m in await self.lexical.search(user, collection, query, limit)]
+
+    async def lexical_count(self, user: str, collection: str) -> int:
+        return await self.lexical.count(user, collection) if self.lexical else 0
 
     async def search_entities(self, user: str, collection: str, vector: Sequence[float],
                               limit: int = 10) -> list[EntityMatch]:
@@ -179,6 +194,8 @@ class VectorStore:
         async with self._merging:
             for kind in (CHUNKS, ENTITIES):
                 await self._remove_document(Space(kind, user, collection), document)
+            if self.lexical:
+                await self.lexical.remove_document(user, collection, document)
 
     async def _remove_document(self, space: Space, document: str) -> None:
         points = await self.backend.referencing(space, document)
@@ -194,12 +211,16 @@ class VectorStore:
     async def delete_collection(self, user: str, collection: str) -> None:
         for kind in (CHUNKS, ENTITIES):
             await self.backend.drop(Space(kind, user, collection))
+        if self.lexical:
+            await self.lexical.delete_collection(user, collection)
 
     async def count(self, user: str, collection: str) -> dict[str, int]:
         return {kind: await self.backend.count(Space(kind, user, collection))
                 for kind in (CHUNKS, ENTITIES)}
 
     async def close(self) -> None:
+        if self.lexical:
+            await self.lexical.close()
         await self.backend.close()
 
 
