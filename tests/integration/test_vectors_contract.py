@@ -15,8 +15,10 @@ from qdrant_client import AsyncQdrantClient
 
 from trustgraph.schema import Term
 from trustgraph.storage.vectors import edge_shards
+from trustgraph.storage.vectors.lexical import Fts5Index
 from trustgraph.storage.vectors.qdrant_edge import EdgeBackend
 from trustgraph.storage.vectors.qdrant_server import QdrantServerBackend
+from trustgraph.storage.vectors.qdrant_sparse import QdrantSparseIndex
 from trustgraph.storage.vectors.store import (ChunkVector, EntityVector, Point, Space,
                                               VectorStore)
 
@@ -46,16 +48,20 @@ def shard_dir(tmp_path):
 
 @pytest.fixture(params=["qdrant-edge", "qdrant-local", "qdrant-server"])
 async def store(request):
+    """Each backend with its lexical index: FTS5 beside Edge, sparse vectors in Qdrant."""
     if request.param == "qdrant-edge":
-        backend = EdgeBackend(request.getfixturevalue("shard_dir"))
+        shards = request.getfixturevalue("shard_dir")
+        backend, lexical = EdgeBackend(shards), Fts5Index(shards / "lexical.sqlite")
     elif request.param == "qdrant-local":
         backend = QdrantServerBackend(AsyncQdrantClient(location=":memory:"))
+        lexical = QdrantSparseIndex(backend.client)
     elif os.environ.get("QDRANT_URL"):
         backend = QdrantServerBackend.connect(os.environ["QDRANT_URL"],
                                               os.environ.get("QDRANT_API_KEY"))
+        lexical = QdrantSparseIndex(backend.client)
     else:
         pytest.skip("set QDRANT_URL to run against a Qdrant server")
-    store = VectorStore(backend)
+    store = VectorStore(backend, lexical)
     yield store
     await store.close()
 
@@ -197,6 +203,86 @@ async def test_no_query_returns_another_users_or_collections_data(store):
         assert await store.count(*scope) == {"chunks": 0, "entities": 0}
     for scope in scopes[2:]:
         assert await store.count(*scope) == {"chunks": 2, "entities": 1}
+
+
+# -- the lexical index beside the chunk vectors ----------------------------------------
+
+WORDS = ["The Roadrunner engine burns liquid oxygen and kerosene.",
+         "Acme Rockets was founded in 1952 by Ada Quill in Tucson.",
+         "The catalogue lists anvils, giant magnets and portable holes.",
+         "A xylophagous beetle bored through the launch tower."]
+
+
+def worded(n: int, document: str = "doc", **changes) -> ChunkVector:
+    return chunk(n, document, **{"text": WORDS[n % len(WORDS)], **changes})
+
+
+async def test_lexical_search_finds_an_exact_rare_term_the_vectors_do_not(store, scope):
+    """The vectors here are random (they say nothing of the words): only the lexical
+    index can find the chunk with "xylophagous"."""
+    await store.upsert_chunks(*scope, [worded(n) for n in range(4)])
+    [best, *_] = await store.search_lexical(*scope, "which beetle is xylophagous?", 10)
+    assert (best.chunk_id, best.document, best.text, best.title) == \
+        ("doc#c3", "doc", WORDS[3], "title of doc")
+    assert best.score > 0
+    found = await store.search_lexical(*scope, "liquid oxygen engine", 10)
+    assert found[0].chunk_id == "doc#c0"
+    assert [m.score for m in found] == sorted((m.score for m in found), reverse=True)
+    assert await store.search_lexical(*scope, "the and of", 10) == []  # stop words only
+
+
+async def test_lexical_index_matches_titles_and_heading_paths_and_keeps_citations(
+        store, scope):
+    meta = {"order": 0, "page_range": [3, 4], "header_titles": ["Engines", "Fuel"]}
+    await store.upsert_chunks(*scope, [
+        worded(0, title="Propulsion handbook", headings="Engines > Fuel", meta=meta),
+        worded(1, "other")])
+    [match] = await store.search_lexical(*scope, "handbook", 10)
+    assert (match.chunk_id, match.meta) == ("doc#c0", meta)
+    assert [m.chunk_id for m in await store.search_lexical(*scope, "fuel", 10)] == ["doc#c0"]
+    [nearest] = await store.search_chunks(*scope, vec("c0"), 1)  # the vectors keep it too
+    assert nearest.meta == meta
+
+
+async def test_lexical_index_is_idempotent_and_forgets_removed_documents(store, scope):
+    await store.upsert_chunks(*scope, [worded(n) for n in range(3)])
+    await store.upsert_chunks(*scope, [worded(n) for n in range(3)])  # redelivered
+    await store.upsert_chunks(*scope, [worded(n, "second") for n in range(2)])
+    assert await store.lexical_count(*scope) == 5
+    await store.upsert_chunks(*scope, [worded(1, text="replaced wording")])
+    assert [m.chunk_id for m in await store.search_lexical(*scope, "replaced", 5)] == \
+        ["doc#c1"]
+    assert await store.lexical_count(*scope) == 5
+    await store.remove_document(*scope, "doc")
+    assert {m.document for m in await store.search_lexical(*scope, "engine acme", 10)} \
+        == {"second"}
+    assert await store.lexical_count(*scope) == 2
+    await store.delete_collection(*scope)
+    assert await store.lexical_count(*scope) == 0
+    assert await store.search_lexical(*scope, "engine", 10) == []
+
+
+async def test_lexical_index_drops_chunks_an_earlier_longer_version_left(store, scope):
+    await store.upsert_chunks(*scope, [worded(n, version=1, index=n) for n in range(4)])
+    await store.upsert_chunks(*scope, [worded(n, version=2, index=n) for n in range(2)])
+    assert await store.remove_stale_chunks(*scope, "doc", 2, 2) == 2
+    assert await store.lexical_count(*scope) == 2
+    assert await store.search_lexical(*scope, "xylophagous", 5) == []
+
+
+async def test_no_lexical_query_returns_another_users_or_collections_chunks(store):
+    run = f"{random.getrandbits(30):x}"
+    scopes = [(f"alice{run}", "c1"), (f"alice{run}", "c2"), (f"bob{run}", "c1"),
+              (f"x{run}", "y\0z"), (f"x{run}\0y", "z")]
+    for n, scope in enumerate(scopes):
+        await store.upsert_chunks(*scope, [worded(0, text=f"shared word mine{n}")])
+    for n, scope in enumerate(scopes):
+        found = await store.search_lexical(*scope, "shared word", 10)
+        assert [m.text for m in found] == [f"shared word mine{n}"]
+        assert await store.search_lexical(*scope, f"mine{(n + 1) % len(scopes)}", 10) == []
+    await store.remove_document(*scopes[0], "doc")
+    await store.delete_collection(*scopes[1])
+    assert [await store.lexical_count(*s) for s in scopes] == [0, 0, 1, 1, 1]
 
 
 # -- Qdrant Edge: indexing aside -----------------------------------------------------
