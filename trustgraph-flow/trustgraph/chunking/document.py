@@ -16,6 +16,8 @@ class DocumentChunk:
     tokens: int
     page: int | None = None
     section: str = ""
+    page_end: int | None = None  # the page of its last character
+    headings: tuple[str, ...] = ()  # the section's heading path, heading by heading
 
 
 def chunk_document(document: Decoded, max_tokens: int = DEFAULT_MAX_TOKENS,
@@ -26,7 +28,10 @@ def chunk_document(document: Decoded, max_tokens: int = DEFAULT_MAX_TOKENS,
         # The section of the chunk's first new character: an overlapping start may
         # lie in the section before.
         section = document.section_at(chunk.start)
-        chunks.append(DocumentChunk(chunk.index, chunk.start, chunk.end, chunk.text,
-                                    chunk.tokens, section.page if section else None,
-                                    section.title if section else ""))
+        last = document.section_at(max(chunk.start, chunk.end - 1))
+        page = section.page if section else None
+        chunks.append(DocumentChunk(
+            chunk.index, chunk.start, chunk.end, chunk.text, chunk.tokens, page,
+            section.title if section else "", last.page if last and last.page else page,
+            section.headings if section else ()))
     return chunks

@@ -14,12 +14,15 @@ class Section:
     end: int
     page: int | None = None  # 1-based page number (PDF)
     title: str = ""  # heading path (Markdown), e.g. "Install > From source"
+    # The same path, heading by heading (Markdown headings; a PDF's outline).
+    headings: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
 class Decoded:
     text: str
     sections: tuple[Section, ...] = ()
+    author: str = ""  # when the document says (a PDF's metadata)
 
     def section_at(self, offset: int) -> Section | None:
         """The section holding character ``offset`` (None outside every section)."""

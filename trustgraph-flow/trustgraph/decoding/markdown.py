@@ -127,13 +127,15 @@ class _Output:
 
     def _close_section(self) -> None:
         if self.length > self.section_start:
-            title = " > ".join(t for _, t in self.path if t)
-            self.sections.append(Section(self.section_start, self.length, title=title))
+            headings = tuple(t for _, t in self.path if t)
+            self.sections.append(Section(self.section_start, self.length,
+                                         title=" > ".join(headings), headings=headings))
 
     def decoded(self) -> Decoded:
         self._close_section()
         text = "".join(self.parts)
         stripped = text.rstrip()
-        sections = tuple(Section(s.start, min(s.end, len(stripped)), s.page, s.title)
+        sections = tuple(Section(s.start, min(s.end, len(stripped)), s.page, s.title,
+                                 s.headings)
                          for s in self.sections if s.start < len(stripped))
         return Decoded(stripped, sections)

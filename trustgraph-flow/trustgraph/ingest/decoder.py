@@ -76,9 +76,13 @@ def chunk_records(document: DocumentMetadata, content: bytes, kind: str, size: i
     """The document's chunk records (blocking, CPU-bound); ``DecodeError`` when it
     cannot be read as ``kind``."""
     ref = chunks_ref(document)
-    chunks = chunk_document(decode(content, kind), size, overlap, counter)
+    decoded = decode(content, kind)
+    chunks = chunk_document(decoded, size, overlap, counter)
     return [Chunk(document=ref, id=chunk_id(document.id, c.index), index=c.index,
-                  text=c.text, page=c.page, total=len(chunks)) for c in chunks]
+                  text=c.text, page=c.page, total=len(chunks), page_end=c.page_end,
+                  headings=list(c.headings) or None, char_start=c.start, char_end=c.end,
+                  author=decoded.author or None)
+            for c in chunks]
 
 
 def decoder_stage(settings: DecoderSettings, store: LibraryStore) -> Stage:

@@ -2,8 +2,9 @@
 processor that calls the ``embeddings`` service:
 
 * ``chunk-embeddings`` — stage ``chunks`` (its own subscription, beside extraction's):
-  one ``Chunk`` → its vector → ``ChunkVector`` to ``chunk-vectors``; the texts of the
-  chunks in hand at once go to the service together (collector.py);
+  one ``Chunk`` → its vector (of the chunk under its heading path, and title when
+  ``TG_EMBED_TITLE``: chunking/context.py) → ``ChunkVector`` to ``chunk-vectors``;
+  the texts of the chunks in hand at once go to the service together (collector.py);
 * ``entity-embeddings`` — stage ``entities``: a ``ChunkEntities`` → the vectors of
   ``"label: definition"`` for all its entities, in one request (or a few, for a very
   long list) → ``EntityVectors`` to ``entity-vectors``.
@@ -25,6 +26,7 @@ from trustgraph.base.stage import MAX_RECORD_BYTES
 from trustgraph.schema import (Chunk, ChunkEntities, ChunkVector, EmbeddingsRequest,
                                EmbeddingsResponse, EntityVector, EntityVectors, encode)
 
+from ..chunking.context import embedded_text
 from .collector import Collector
 
 log = logging.getLogger(__name__)
@@ -36,6 +38,9 @@ PERMANENT_ERRORS = {"bad-request", "too-many-texts"}
 class EmbeddingStageSettings(ProcessorSettings):
     tg_embeddings_request_texts: int = Field(64, ge=1, description=(
         "texts per embeddings request (at most the service's TG_EMBEDDINGS_MAX_TEXTS)"))
+    tg_embed_title: bool = Field(False, description=(
+        "embed each chunk with its document title before its heading path (the "
+        "heading path is always embedded; the lexical index always has the title)"))
 
 
 async def embed(embeddings: Requester, texts: list[str], per_request: int,
@@ -80,7 +85,8 @@ def chunk_stage(settings: EmbeddingStageSettings):
             raise Rejected(f"a chunk of document {chunk.document.id!r} has no id")
         if not chunk.text.strip():
             raise Rejected(f"chunk {chunk.id!r} has no text to embed")
-        vector = await collector(ctx).vector(chunk.text)
+        title = chunk.document.title if settings.tg_embed_title else ""
+        vector = await collector(ctx).vector(embedded_text(chunk.text, chunk.headings, title))
         await ctx.emit("chunk-vectors", ChunkVector(chunk=chunk, vector=vector))
     return embed_chunk
 
