@@ -89,3 +89,16 @@ def test_the_vector_store_keeps_a_chunks_citation_and_answers_with_it():
         chunk.index, [chunk.page, chunk.page_end], ["Methods", "Sampling"], "Ada Quill")
     old = scored_chunk(ChunkMatch("x/c0", "x", "", "text", 0.5))  # stored before citations
     assert (old.order, old.page_range, old.header_titles) == (None, None, None)
+
+
+def test_show_sources_prints_each_citation_detail_the_source_carries():
+    from trustgraph.cli.rag import source_line
+    source = {"id": "paper/c3", "document_id": "paper", "title": "A paper", "text": "words",
+              "distance": 0.25, "author": "Ada Quill", "page_range": [2, 3],
+              "header_titles": ["Methods", "Sampling"], "order": 3,
+              "scores": {"vector": 0.75, "lexical": 7.25, "fused": 0.0325}}
+    assert source_line(1, source) == (
+        "[1] A paper (paper) 0.250 [by Ada Quill; p. 2-3; § Methods > Sampling; chunk 3; "
+        "vector 0.75 lexical 7.25 fused 0.0325]: words")
+    plain = {"id": "d/c0", "document_id": "d", "title": "D", "text": "t", "distance": 0.5}
+    assert source_line(2, plain) == "[2] D (d) 0.500: t"

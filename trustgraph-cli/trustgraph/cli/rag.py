@@ -105,13 +105,33 @@ def print_sources(metadata: Metadata) -> None:
 
 
 def source_line(number: int, source: dict[str, Any]) -> str:
-    """``[n] title (document) distance: text``, the text on one line and shortened."""
+    """``[n] title (document) distance [citation]: text``, the text on one line and
+    shortened; the citation (author, page range, heading path, chunk number, each
+    retriever's score) only as far as the source carries it."""
     where = source.get("title") or source.get("document_id") or source.get("id") or "?"
     if source.get("title") and source.get("document_id"):
         where += f" ({source['document_id']})"
     if source.get("distance") is not None:
         where += f" {source['distance']:.3f}"
+    if details := citation(source):
+        where += f" [{details}]"
     text = " ".join(str(source.get("text") or "").split())
     if len(text) > SOURCE_TEXT:
         text = text[:SOURCE_TEXT - 1] + "…"
     return f"[{number}] {where}: {text}"
+
+
+def citation(source: dict[str, Any]) -> str:
+    """``by Ada Quill; p. 3-4; § Methods > Sampling; chunk 7; vector 0.812 lexical 7.2``"""
+    parts = []
+    if source.get("author"):
+        parts.append(f"by {source['author']}")
+    if pages := source.get("page_range"):
+        parts.append(f"p. {pages[0]}" if pages[0] == pages[-1] else f"p. {pages[0]}-{pages[-1]}")
+    if source.get("header_titles"):
+        parts.append("§ " + " > ".join(source["header_titles"]))
+    if source.get("order") is not None:
+        parts.append(f"chunk {source['order']}")
+    if scores := source.get("scores"):
+        parts.append(" ".join(f"{name} {value:.4g}" for name, value in scores.items()))
+    return "; ".join(parts)
