@@ -309,3 +309,26 @@ async def test_provenance_never_comes_from_another_user_or_collection(store):
     await store.remove_document(*scopes[0], "doc0")
     assert await store.provenance(*scopes[0], [shared]) == {}
     assert await store.provenance(*scopes[1], [shared]) == {shared: ("doc1", "doc1/c0")}
+
+
+async def test_chunk_entities_are_the_iris_extracted_from_each_chunk(store, scope):
+    await store.add(*scope, GRAPH[:2], document="doc-b", chunk="b/c1")
+    await store.add(*scope, GRAPH[6:], document="doc-a", chunk="a/c0")  # literal objects
+    await store.add(*scope, GRAPH[:1], document="doc-a", chunk="a/c2")
+    assert await store.chunk_entities(*scope, ["b/c1", "a/c0", "a/c2", "none", "b/c1"]) == {
+        "b/c1": [I("a"), I("b"), I("c")], "a/c0": [I("c"), I("d")], "a/c2": [I("a"), I("b")]}
+    assert await store.chunk_entities(*scope, []) == {}
+    await store.remove_document(*scope, "doc-a")
+    assert await store.chunk_entities(*scope, ["a/c0", "a/c2"]) == {}
+
+
+async def test_chunk_entities_never_come_from_another_user_or_collection(store):
+    run = uuid.uuid4().hex[:8]
+    scopes = [(f"alice-{run}", "c1"), (f"alice-{run}", "c2"), (f"bob-{run}", "c1")]
+    for n, scope in enumerate(scopes):  # the same chunk id in every scope
+        await store.add(*scope, [t("a", "knows", f"only{n}")], document="doc",
+                        chunk="doc/c0")
+    for n, scope in enumerate(scopes):
+        assert await store.chunk_entities(*scope, ["doc/c0"]) == {
+            "doc/c0": [I("a"), I(f"only{n}")]}
+    assert await store.chunk_entities(f"nobody-{run}", "c1", ["doc/c0"]) == {}

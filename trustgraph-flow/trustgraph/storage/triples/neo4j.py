@@ -34,6 +34,7 @@ SCHEMA = [
     "CREATE INDEX tg_term_scope IF NOT EXISTS FOR (n:Term) ON (n.user, n.collection)",
     "CREATE INDEX tg_rel_document IF NOT EXISTS FOR ()-[r:Rel]-()"
     " ON (r.user, r.collection, r.document)",
+    "CREATE INDEX tg_rel_chunk IF NOT EXISTS FOR ()-[r:Rel]-() ON (r.chunk)",
 ]
 
 ADD = """
@@ -69,6 +70,15 @@ WITH row.n AS n, r.document AS document, r.chunk AS chunk
 ORDER BY n, document, chunk
 WITH n, collect([document, chunk])[0] AS first
 RETURN n, first[0] AS document, first[1] AS chunk
+"""
+
+CHUNK_ENTITIES = """
+UNWIND $chunks AS chunk
+MATCH (s:Term)-[r:Rel {chunk: chunk}]->(o:Term)
+WHERE r.user = $user AND r.collection = $collection
+WITH chunk, collect(DISTINCT s.v) + [x IN collect(DISTINCT o) WHERE x.t = 'i' | x.v] AS found
+UNWIND found AS e
+RETURN DISTINCT chunk, e ORDER BY chunk, e
 """
 
 COUNT = """
@@ -215,6 +225,15 @@ class Neo4jTriplesStore:
                  "ok": term_key(user, collection, t.o)} for n, t in enumerate(triples)]
         records = await self._read(PROVENANCE, rows=rows)
         return {triples[r["n"]]: (r["document"], r["chunk"]) for r in records}
+
+    async def chunk_entities(self, user: str, collection: str,
+                             chunks: Iterable[str]) -> dict[str, list[Term]]:
+        records = await self._read(CHUNK_ENTITIES, chunks=list(dict.fromkeys(chunks)),
+                                   user=user, collection=collection)
+        found: dict[str, list[Term]] = {}
+        for record in records:
+            found.setdefault(record["chunk"], []).append(Term.iri(record["e"]))
+        return found
 
     async def count(self, user: str, collection: str) -> int:
         [record] = await self._read(COUNT, user=user, collection=collection)

@@ -43,6 +43,7 @@ CREATE TABLE IF NOT EXISTS provenance (
     triple INTEGER NOT NULL, document TEXT NOT NULL, chunk TEXT NOT NULL,
     PRIMARY KEY (triple, document, chunk)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS provenance_by_document ON provenance (document);
+CREATE INDEX IF NOT EXISTS provenance_by_chunk ON provenance (chunk);
 """
 
 SCOPE = "(SELECT id FROM scopes WHERE user = ? AND collection = ?)"
@@ -84,6 +85,17 @@ WITH wanted(n, s, p, o, o_iri) AS (
                       AND t.o_iri = w.o_iri
         JOIN provenance pr ON pr.triple = t.id)
 SELECT n, document, chunk FROM ranked WHERE rank = 1
+"""
+
+CHUNK_ENTITIES = f"""
+WITH wanted(chunk) AS (SELECT DISTINCT value FROM json_each(?)),
+     found(chunk, e) AS (
+        SELECT pr.chunk, t.s FROM wanted JOIN provenance pr ON pr.chunk = wanted.chunk
+            JOIN triples t ON t.id = pr.triple AND t.scope = {SCOPE}
+        UNION
+        SELECT pr.chunk, t.o FROM wanted JOIN provenance pr ON pr.chunk = wanted.chunk
+            JOIN triples t ON t.id = pr.triple AND t.scope = {SCOPE} AND t.o_iri = 1)
+SELECT chunk, e FROM found ORDER BY chunk, e
 """
 
 ADD_TRIPLE = """
@@ -232,6 +244,16 @@ class SqliteTriplesStore:
         found = await self._read(lambda db: db.execute(
             PROVENANCE, (rows, user, collection)).fetchall())
         return {triples[n]: (document, chunk) for n, document, chunk in found}
+
+    async def chunk_entities(self, user: str, collection: str,
+                             chunks: Iterable[str]) -> dict[str, list[Term]]:
+        keys = json.dumps(list(dict.fromkeys(chunks)))
+        rows = await self._read(lambda db: db.execute(
+            CHUNK_ENTITIES, (keys, user, collection, user, collection)).fetchall())
+        found: dict[str, list[Term]] = {}
+        for chunk, entity in rows:
+            found.setdefault(chunk, []).append(Term.iri(entity))
+        return found
 
     async def count(self, user: str, collection: str) -> int:
         return await self._read(lambda db: db.execute(
