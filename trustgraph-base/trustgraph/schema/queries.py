@@ -104,6 +104,10 @@ class SubgraphRequest(_Scoped):
     max_entities: int = Field(50, ge=1, le=MAX_MATCHES_LIMIT)  # entities followed
     max_subgraph_size: int = Field(150, ge=1, le=MAX_TRIPLES_LIMIT)  # triples kept
     triple_limit: int = Field(30, ge=1, le=MAX_MATCHES_LIMIT)  # per entity per hop
+    # Also seed from the entities of the triples extracted from these chunks (those
+    # that best match the question: "mix" retrieval), best first; they take at most
+    # half of ``max_entities``.
+    seed_chunks: list[str] | None = Field(None, max_length=MAX_MATCHES_LIMIT)
 
     @field_validator("seeds")
     @classmethod

@@ -102,13 +102,16 @@ class Fusion:
     depth: int = 50
 
     @classmethod
-    def of(cls, settings: BaseModel) -> "Fusion":
-        """From a processor's settings; fields it lacks take RetrievalSettings' defaults
-        (a processor started with plain ProcessorSettings)."""
-        values = RetrievalSettings.model_construct(**settings.model_dump())
-        return cls(values.tg_retrieval, values.tg_rrf_k,
-                   {"vector": values.tg_rrf_vector_weight,
-                    "lexical": values.tg_rrf_lexical_weight}, values.tg_retrieval_depth)
+    def of(cls, settings: BaseModel | None) -> "Fusion":
+        """From a processor's settings. A processor built with plain
+        ``ProcessorSettings`` (no retrieval settings) keeps vector search, as before
+        lexical search existed; ``RetrievalSettings`` (what ``tg-run``/``tg-start``
+        load) default to hybrid."""
+        if not isinstance(settings, RetrievalSettings):
+            return cls(mode="vector")
+        return cls(settings.tg_retrieval, settings.tg_rrf_k,
+                   {"vector": settings.tg_rrf_vector_weight,
+                    "lexical": settings.tg_rrf_lexical_weight}, settings.tg_retrieval_depth)
 
 
 @dataclass

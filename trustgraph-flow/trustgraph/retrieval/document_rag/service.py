@@ -32,6 +32,10 @@ def chunk_retriever(fusion: Fusion):
     return retrieve_chunks
 
 
+# Vector retrieval with the old signature, for callers outside this service (the agent).
+retrieve_chunks = chunk_retriever(Fusion(mode="vector"))
+
+
 def document_variables(query: str, documents: list[str]) -> dict[str, Any]:
     """The variables of ``document-prompt``."""
     return {"query": query, "documents": documents}
@@ -55,9 +59,11 @@ def cited(found: FoundChunk) -> Source:
 
 
 def services(runtime: Runtime):
-    return [rag_service(NAME, ERROR, DocumentRagRequest,
-                        chunk_retriever(Fusion.of(runtime.settings)))]
+    # Tests build the service without a runtime (and so without retrieval settings).
+    fusion = Fusion.of(getattr(runtime, "settings", None))
+    return [rag_service(NAME, ERROR, DocumentRagRequest, chunk_retriever(fusion))]
 
 
+# ``lexical-search`` is not started up front: a processor in vector mode never asks it.
 SPEC = ProcessorSpec(NAME, RetrievalSettings, services,
-                     uses=("prompt", "embeddings", "document-embeddings", "lexical-search"))
+                     uses=("prompt", "embeddings", "document-embeddings"))

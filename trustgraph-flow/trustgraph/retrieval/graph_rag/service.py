@@ -6,45 +6,95 @@ become labelled statements, answered from with ``kg-prompt``.
 Sources are the triples given to the LLM, one each: ``s``/``p``/``o`` as stored,
 ``text`` the statement as the LLM saw it, ``id``/``document_id`` the chunk and
 document the triple was extracted from.
+
+With ``TG_GRAPH_MIX`` (the default under ``tg-run``/``tg-start``; a service built
+without retrieval settings keeps the plain behaviour above) retrieval is "mixed":
+the chunks that best match the question (hybrid search) also seed the subgraph with
+the entities extracted from them, and the triples found are ranked by relevance
+(ranking.py: seed nearness, personalised PageRank, the rank of their chunk), the
+best ``max-subgraph-size`` kept, in that order, each source carrying those scores
+and its chunk's document title.
 """
 from typing import Any
 
-from trustgraph.base import Clients, ProcessorSettings, ProcessorSpec
+from pydantic import Field
+
+from trustgraph.base import Clients, ProcessorSpec, Runtime
 from trustgraph.schema import (RDFS_LABEL, Evidence, GraphRagRequest, ScoredEntity, Source,
                                SubgraphRequest, SubgraphResponse, Term)
 
 from ..answer import Found, rag_service
-from ..search import merge_rankings, search_vectors
-from ..steps import step
+from ..search import (Fusion, RetrievalSettings, merge_rankings, search_chunks,
+                      search_vectors)
+from ..steps import concurrently, step
+from .ranking import rank_triples
 
 NAME = "graph-rag"
 ERROR = f"{NAME}-error"
 TEMPLATE = "kg-prompt"
 
 
-async def retrieve_triples(request: GraphRagRequest, searches: list[str],
-                           clients: Clients) -> Found:
-    seeds = await seed_entities(request, searches, clients)
-    if not seeds:  # nothing in the collection: answered from no statements
-        return Found(sources=[], template=TEMPLATE, variables=kg_variables(request.query, []))
+CHUNK_SEEDS = 10  # chunks whose entities seed the subgraph, in mixed retrieval
+
+
+class GraphRagSettings(RetrievalSettings):
+    tg_graph_mix: bool = Field(True, description=(
+        "seed from the chunks that best match the question too, and rank the triples "
+        "found by relevance (seed nearness, personalised PageRank, chunk rank)"))
+
+
+def triple_retriever(fusion: Fusion | None):
+    """Plain (``fusion`` None) or mixed retrieval."""
+    async def retrieve_triples(request: GraphRagRequest, searches: list[str],
+                               clients: Clients) -> Found:
+        if fusion is None:
+            seeds, chunks = await seed_entities(request, searches, clients), []
+        else:
+            seeds, chunks = await concurrently(
+                seed_entities(request, searches, clients),
+                search_chunks(clients, searches, request, CHUNK_SEEDS, ERROR, fusion))
+        if not seeds:  # nothing in the collection: answered from no statements
+            return Found(sources=[], template=TEMPLATE,
+                         variables=kg_variables(request.query, []))
+        chunk_ranks = {f.chunk.chunk_id: n for n, f in enumerate(chunks, 1)}
+        graph = await expand(request, seeds, list(chunk_ranks), clients, fusion is not None)
+        # The store's labels, else the label the entity was embedded with.
+        labels = {seed.entity.value: seed.label for seed in seeds if seed.label}
+        labels.update(graph.labels or {})
+        # A label triple's object is already how its subject reads in every statement.
+        used = [e for e in graph.triples or [] if e.triple.p.value != RDFS_LABEL]
+        scores: list[dict[str, float] | None] = [None] * len(used)
+        if fusion is not None:
+            ranked = rank_triples(used, seeds, chunk_ranks, fusion.k)
+            ranked = ranked[:request.max_subgraph_size]
+            used, scores = [r.evidence for r in ranked], [r.scores for r in ranked]
+        titles = {f.chunk.chunk_id: f.chunk.title for f in chunks}
+        statements = [statement(e, labels) for e in used]
+        sources = [Source(id=e.chunk_id, document_id=e.document_id, text=" | ".join(words),
+                          s=e.triple.s, p=e.triple.p, o=e.triple.o, scores=score,
+                          title=titles.get(e.chunk_id, ""))
+                   for e, words, score in zip(used, statements, scores)]
+        return Found(sources=sources, template=TEMPLATE,
+                     variables=kg_variables(request.query, statements))
+    return retrieve_triples
+
+
+# Plain retrieval with the old signature, for callers outside this service (the agent).
+retrieve_triples = triple_retriever(None)
+
+
+async def expand(request: GraphRagRequest, seeds: list[ScoredEntity], chunks: list[str],
+                 clients: Clients, mixed: bool) -> SubgraphResponse:
+    """One subgraph request; mixed, it asks for twice the triples, so that ranking
+    keeps the best ``max-subgraph-size`` of more."""
+    size = request.max_subgraph_size * (2 if mixed else 1)
     subgraph = await clients.get("subgraph")
     with step(ERROR, "expanding the subgraph"):
-        graph = await subgraph.call(SubgraphRequest(
+        return await subgraph.call(SubgraphRequest(
             user=request.user, collection=request.collection,
             seeds=[seed.entity for seed in seeds], max_path_length=request.max_path_length,
-            max_entities=request.entity_limit, max_subgraph_size=request.max_subgraph_size,
-            triple_limit=request.triple_limit), SubgraphResponse)
-    # The store's labels, else the label the entity was embedded with.
-    labels = {seed.entity.value: seed.label for seed in seeds if seed.label}
-    labels.update(graph.labels or {})
-    # A label triple's object is already how its subject reads in every statement.
-    used = [e for e in graph.triples or [] if e.triple.p.value != RDFS_LABEL]
-    statements = [statement(e, labels) for e in used]
-    sources = [Source(id=e.chunk_id, document_id=e.document_id, text=" | ".join(words),
-                      s=e.triple.s, p=e.triple.p, o=e.triple.o)
-               for e, words in zip(used, statements)]
-    return Found(sources=sources, template=TEMPLATE,
-                 variables=kg_variables(request.query, statements))
+            max_entities=request.entity_limit, max_subgraph_size=size,
+            triple_limit=request.triple_limit, seed_chunks=chunks or None), SubgraphResponse)
 
 
 async def seed_entities(request: GraphRagRequest, searches: list[str],
@@ -72,7 +122,14 @@ def name(term: Term, labels: dict[str, str]) -> str:
     return labels.get(term.i, term.i) if term.is_iri else term.v
 
 
-SPEC = ProcessorSpec(NAME, ProcessorSettings,
-                     lambda runtime: [rag_service(NAME, ERROR, GraphRagRequest,
-                                                   retrieve_triples)],
+def services(runtime: Runtime):
+    # Tests build the service without a runtime (and so without retrieval settings).
+    settings = getattr(runtime, "settings", None)
+    mixed = isinstance(settings, GraphRagSettings) and settings.tg_graph_mix
+    return [rag_service(NAME, ERROR, GraphRagRequest,
+                        triple_retriever(Fusion.of(settings) if mixed else None))]
+
+
+# Mixed retrieval also asks document-embeddings and lexical-search, when first used.
+SPEC = ProcessorSpec(NAME, GraphRagSettings, services,
                      uses=("prompt", "embeddings", "graph-embeddings", "subgraph"))

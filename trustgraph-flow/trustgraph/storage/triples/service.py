@@ -89,11 +89,12 @@ def query_handler(store: TriplesStore):
 def subgraph_handler(store: TriplesStore):
     async def subgraph(request: SubgraphRequest, ctx: Context) -> SubgraphResponse:
         scope = request.user, request.collection
-        graph = await expand(store, *scope, request.seeds, max_hops=request.max_path_length,
+        seeds = await mixed_seeds(store, request)
+        graph = await expand(store, *scope, seeds, max_hops=request.max_path_length,
                              max_entities=request.max_entities,
                              max_triples=request.max_subgraph_size,
                              triples_per_entity=request.triple_limit)
-        named = iris([*request.seeds, *(x for t in graph.triples for x in (t.s, t.p, t.o))])
+        named = iris([*seeds, *(x for t in graph.triples for x in (t.s, t.p, t.o))])
         # Two independent lookups: concurrent, so the request costs hops + 1 round trips
         # of waiting (SQLite serves them on two reader threads).
         labels, found = await asyncio.gather(
@@ -104,8 +105,24 @@ def subgraph_handler(store: TriplesStore):
             document, chunk = found.get(triple, ("", ""))  # "": removed meanwhile
             evidence.append(Evidence(triple=triple, document_id=document, chunk_id=chunk))
         return one_message(evidence, {e.i: label for e, label in labels.items()},
-                           iris(request.seeds), ctx)
+                           iris(seeds), ctx)
     return subgraph
+
+
+async def mixed_seeds(store: TriplesStore, request: SubgraphRequest) -> list[Term]:
+    """The request's seeds, and the entities of its ``seed_chunks`` (each chunk's
+    first, then each one's second, …) in up to half of ``max_entities``, placed
+    before the seeds that budget leaves out."""
+    if not request.seed_chunks:
+        return request.seeds
+    found = await store.chunk_entities(request.user, request.collection, request.seed_chunks)
+    per_chunk = [found.get(chunk, []) for chunk in request.seed_chunks]
+    from_chunks = [entities[n] for n in range(max(map(len, per_chunk), default=0))
+                   for entities in per_chunk if n < len(entities)]
+    share = min(len(from_chunks), request.max_entities // 2)
+    kept = request.max_entities - share
+    mixed = [*request.seeds[:kept], *from_chunks[:share], *request.seeds[kept:]]
+    return list(dict.fromkeys(mixed))
 
 
 # Bytes of one message kept for the record's envelope (end flag, braces, field names).
