@@ -6,21 +6,28 @@ the order the expansion reached them (HippoRAG's personalised PageRank, LightRAG
 * ``seed``: how near the triple is to a seed entity, weighted by how near that seed
   is to the question (its similarity halved per hop);
 * ``pagerank``: the personalised PageRank mass of its two ends, restarting at the
-  seeds in proportion to their similarity (networkx);
+  seeds in proportion to their similarity (power iteration: a subgraph is a few
+  hundred triples at most, so plain Python is quick and needs no graph library);
 * ``chunk``: the rank, among the chunks that best match the question (hybrid
   search), of the chunk the triple was extracted from; triples from other chunks
   are not in this ranking.
 """
+from collections import defaultdict, deque
 from collections.abc import Sequence
 from dataclasses import dataclass
-
-import networkx as nx
 
 from trustgraph.schema import Evidence, ScoredEntity, Term
 
 from ..fusion import Ranking, fuse
 
 HOP_DECAY = 0.5  # a seed's weight per hop away
+DAMPING, ITERATIONS = 0.85, 30  # PageRank's usual damping; enough rounds to settle
+# The chunk ranking counts double: "seed" and "pagerank" both come from the same
+# seeds, while a chunk's rank is independent evidence from the words and vectors of
+# the text itself.
+WEIGHTS = {"seed": 1.0, "pagerank": 1.0, "chunk": 2.0}
+
+Graph = dict[str, set[str]]  # node → neighbours (undirected)
 
 
 @dataclass
@@ -35,9 +42,11 @@ def rank_triples(evidence: Sequence[Evidence], seeds: Sequence[ScoredEntity],
     chunks found for the question."""
     if not evidence:
         return []
-    graph = nx.Graph()
+    graph: Graph = defaultdict(set)
     for e in evidence:
-        graph.add_edge(_node(e.triple.s), _node(e.triple.o))
+        s, o = _node(e.triple.s), _node(e.triple.o)
+        graph[s].add(o)
+        graph[o].add(s)
     nearness, hops = _seed_nearness(graph, seeds)
     mass = _pagerank(graph, seeds)
     triples = list(range(len(evidence)))
@@ -52,7 +61,7 @@ def rank_triples(evidence: Sequence[Evidence], seeds: Sequence[ScoredEntity],
         Ranking("seed", sorted((n for n in triples if seed[n] > 0), key=lambda n: -seed[n])),
         Ranking("pagerank", sorted(triples, key=lambda n: -rank[n])),
         Ranking("chunk", sorted(supported, key=lambda n: chunk_ranks[evidence[n].chunk_id]))]
-    fused = fuse(rankings, key=lambda n: n, score=lambda n: 0.0, k=k)
+    fused = fuse(rankings, key=lambda n: n, score=lambda n: 0.0, k=k, weights=WEIGHTS)
     return [RankedTriple(evidence[entry.item], _scores(
         seed[entry.item], min(hops.get(end, 99) for end in ends(entry.item)),
         rank[entry.item], chunk_ranks.get(evidence[entry.item].chunk_id), entry.fused))
@@ -63,7 +72,7 @@ def _node(term: Term) -> str:
     return f"{term.t}:{term.value}"
 
 
-def _seed_nearness(graph: nx.Graph, seeds: Sequence[ScoredEntity]
+def _seed_nearness(graph: Graph, seeds: Sequence[ScoredEntity]
                    ) -> tuple[dict[str, float], dict[str, int]]:
     """Per node: the best seed similarity decayed by hops, and the fewest hops to a
     seed."""
@@ -73,19 +82,45 @@ def _seed_nearness(graph: nx.Graph, seeds: Sequence[ScoredEntity]
         start = _node(seed.entity)
         if start not in graph:
             continue
-        for node, distance in nx.single_source_shortest_path_length(graph, start,
-                                                                    cutoff=4).items():
+        for node, distance in _distances(graph, start, cutoff=4).items():
             nearness[node] = max(nearness.get(node, 0.0),
                                  max(seed.score, 1e-6) * HOP_DECAY ** distance)
             hops[node] = min(hops.get(node, distance), distance)
     return nearness, hops
 
 
-def _pagerank(graph: nx.Graph, seeds: Sequence[ScoredEntity]) -> dict[str, float]:
+def _distances(graph: Graph, start: str, cutoff: int) -> dict[str, int]:
+    """Hops from ``start`` to each node within ``cutoff`` (breadth first)."""
+    found, queue = {start: 0}, deque([start])
+    while queue:
+        node = queue.popleft()
+        if found[node] == cutoff:
+            continue
+        for neighbour in graph[node]:
+            if neighbour not in found:
+                found[neighbour] = found[node] + 1
+                queue.append(neighbour)
+    return found
+
+
+def _pagerank(graph: Graph, seeds: Sequence[ScoredEntity]) -> dict[str, float]:
+    """Personalised PageRank: a walk that restarts at the seeds, in proportion to
+    their similarity to the question."""
     restart = {_node(s.entity): max(s.score, 1e-6) for s in seeds if _node(s.entity) in graph}
     if not restart:
         return {}
-    return nx.pagerank(graph, alpha=0.85, personalization=restart)
+    total = sum(restart.values())
+    restart = {node: weight / total for node, weight in restart.items()}
+    rank = dict(restart)
+    for _ in range(ITERATIONS):
+        spread: dict[str, float] = defaultdict(float)
+        for node, mass in rank.items():
+            for neighbour in graph[node]:
+                spread[neighbour] += DAMPING * mass / len(graph[node])
+        for node, weight in restart.items():
+            spread[node] += (1 - DAMPING) * weight
+        rank = spread
+    return rank
 
 
 def _scores(seed: float, hops: int, pagerank: float, chunk_rank: int | None,

@@ -1,0 +1,111 @@
+"""GraphRAG's mixed retrieval: the triples ranked by relevance (graph_rag/ranking.py),
+the subgraph seeded from the best chunks' entities too (storage/triples/service.py),
+and graph-rag asking for both when built with its retrieval settings."""
+from types import SimpleNamespace
+
+from trustgraph.base import Context
+from trustgraph.retrieval.graph_rag import service as graph_rag
+from trustgraph.retrieval.graph_rag.ranking import rank_triples
+from trustgraph.schema import (DocumentEmbeddingsResponse, Evidence, GraphRagRequest,
+                               ScoredChunk, ScoredEntity, SubgraphRequest, SubgraphResponse,
+                               Term, Triple)
+from trustgraph.storage.triples.service import mixed_seeds
+from tests.unit.test_graph_rag import ScriptedSubgraph, entities
+from tests.unit.test_rag_answer import (Answer, Clients, ScriptedEmbeddings,
+                                        ScriptedPrompts, ScriptedStore)
+
+I = Term.iri
+REL = I("urn:rel")
+
+
+def e(s: str, o: str, chunk: str = "d/c0") -> Evidence:
+    return Evidence(triple=Triple(s=I(f"urn:{s}"), p=REL, o=I(f"urn:{o}")), chunk_id=chunk,
+                    document_id=chunk.split("/")[0])
+
+
+def seed(name: str, score: float) -> ScoredEntity:
+    return ScoredEntity(entity=I(f"urn:{name}"), score=score)
+
+
+def names(ranked) -> list[str]:
+    return [f"{r.evidence.triple.s.i[4:]}-{r.evidence.triple.o.i[4:]}" for r in ranked]
+
+
+def test_triples_at_the_best_seed_rank_before_those_further_away():
+    # a chain: far - x - a(seed 0.9) - b ; c(seed 0.2) - d
+    triples = [e("far", "x"), e("x", "a"), e("a", "b"), e("c", "d")]
+    ranked = rank_triples(triples, [seed("a", 0.9), seed("c", 0.2)], {})
+    assert names(ranked)[:2] in (["x-a", "a-b"], ["a-b", "x-a"])
+    assert names(ranked).index("far-x") > 1
+    best = ranked[0].scores
+    assert best["hops"] == 0 and best["seed"] == 0.9 and best["pagerank"] > 0
+    assert "chunk" not in best
+
+
+def test_a_triple_from_a_chunk_that_matches_the_question_outranks_its_neighbours():
+    triples = [e("a", "b", "d1/c0"), e("a", "c", "d1/c0"), e("c", "z", "d2/c3")]
+    ranked = rank_triples(triples, [seed("a", 0.5)], {"d2/c3": 1})
+    assert names(ranked)[0] == "c-z" and ranked[0].scores["chunk"] == 1
+    assert rank_triples([], [seed("a", 0.5)], {}) == []
+
+
+class EntitiesOfChunks:
+    def __init__(self, found: dict[str, list[Term]]) -> None:
+        self.found, self.asked = found, []
+
+    async def chunk_entities(self, user, collection, chunks):
+        self.asked.append((user, collection, list(chunks)))
+        return self.found
+
+
+async def test_chunk_entities_take_at_most_half_the_seed_budget_each_chunk_in_turn():
+    store = EntitiesOfChunks({"d/c1": [I("urn:p"), I("urn:q"), I("urn:r")],
+                              "d/c2": [I("urn:s"), I("urn:a")]})
+    seeds = [I(f"urn:{n}") for n in "abcdef"]
+    request = SubgraphRequest(seeds=seeds, max_entities=6, seed_chunks=["d/c2", "d/c1"],
+                              user="u", collection="c")
+    mixed = await mixed_seeds(store, request)
+    assert [t.i[4:] for t in mixed] == ["a", "b", "c", "s", "p", "d", "e", "f"]
+    assert store.asked == [("u", "c", ["d/c2", "d/c1"])]
+    plain = SubgraphRequest(seeds=seeds, max_entities=6)
+    assert await mixed_seeds(store, plain) == seeds and len(store.asked) == 1
+
+
+class Lexical:
+    def __init__(self, answer: DocumentEmbeddingsResponse) -> None:
+        self.answer, self.requests = answer, []
+
+    async def call(self, request, model):
+        self.requests.append(request)
+        return self.answer
+
+
+def chunk(id: str, score: float) -> ScoredChunk:
+    return ScoredChunk(chunk_id=id, text=f"text of {id}", score=score,
+                       document_id=id.split("/")[0], title=f"Title {id.split('/')[0]}")
+
+
+async def test_mixed_graph_rag_seeds_from_the_best_chunks_and_cites_in_relevance_order():
+    embeddings = ScriptedEmbeddings()
+    # b-c comes from a chunk the question did not match; s-t, unconnected to the
+    # seed, from the chunk that matches it best.
+    graph = ScriptedSubgraph(SubgraphResponse(triples=[
+        e("a", "b", "d1/c0"), e("b", "c", "d1/c9"), e("s", "t", "d2/c5")], labels={}))
+    chunks = DocumentEmbeddingsResponse(chunks=[chunk("d2/c5", 0.8), chunk("d1/c0", 0.3)])
+    clients = Clients(
+        prompt=ScriptedPrompts(kg_prompt=Answer(deltas=["ok"])), embeddings=embeddings,
+        graph_embeddings=ScriptedStore(embeddings, {}, entities((I("urn:a"), 0.9, "A"))),
+        document_embeddings=ScriptedStore(embeddings, {}, chunks),
+        lexical_search=Lexical(DocumentEmbeddingsResponse(chunks=[chunk("d2/c5", 7.5)])),
+        subgraph=graph)
+    runtime = SimpleNamespace(settings=graph_rag.GraphRagSettings())
+    [service] = graph_rag.SPEC.services(runtime)
+    request = GraphRagRequest(query="q", max_subgraph_size=2, user="u", collection="c")
+    [record] = [r async for r in service.handler(request, Context(
+        id="t", flow="default", clients=clients))]
+    [asked] = graph.requests
+    assert asked.seed_chunks == ["d2/c5", "d1/c0"] and asked.max_subgraph_size == 4
+    assert [s.id for s in record.sources] == ["d1/c0", "d2/c5"]  # the best two of three
+    best = record.sources[1]
+    assert (best.title, best.document_id, best.scores["chunk"]) == ("Title d2", "d2", 1)
+    assert set(best.scores) >= {"seed", "hops", "pagerank", "fused"}
