@@ -70,8 +70,13 @@ class RagLlm(OpenAiServer):
 class RagStack:
     """Every processor both RAG services need, on a flow of their own."""
 
-    def __init__(self, broker, llm: RagLlm, data_dir: Path) -> None:
+    def __init__(self, broker, llm: RagLlm, data_dir: Path,
+                 retrieval_settings: bool = False) -> None:
+        """``retrieval_settings``: build the RAG services with their retrieval
+        settings (hybrid search, mixed graph retrieval) as ``tg-run`` does, rather
+        than with plain ProcessorSettings (vector search, as before)."""
         self.url, self.llm, self.data_dir = broker.url, llm, data_dir
+        self.retrieval_settings = retrieval_settings
         self.flow = f"rag-{uuid.uuid4().hex[:8]}"
         self.processors: list[Processor] = []
         self.bus = Bus(self.url)
@@ -93,8 +98,12 @@ class RagStack:
                           service_triples.TriplesStoreSettings(**common, **stored)),
                 Processor(stages.CHUNK_SPEC, stages.EmbeddingStageSettings(**common)),
                 Processor(stages.ENTITY_SPEC, stages.EmbeddingStageSettings(**common)),
-                Processor(document_rag.SPEC, ProcessorSettings(**common)),
-                Processor(graph_rag.SPEC, ProcessorSettings(**common))):
+                Processor(document_rag.SPEC, (document_rag.RetrievalSettings
+                                              if self.retrieval_settings
+                                              else ProcessorSettings)(**common)),
+                Processor(graph_rag.SPEC, (graph_rag.GraphRagSettings
+                                           if self.retrieval_settings
+                                           else ProcessorSettings)(**common))):
             self.processors.append(processor)
             await processor.start()
         return self
