@@ -118,3 +118,25 @@ async def test_killing_stage_processors_mid_ingest_loses_and_doubles_nothing(sta
         await check_graph_stored(client, want, stack.data_dir, USER, COLLECTION, probe,
                                  DEADLINE)
     await watch.close()
+
+
+async def test_the_lexical_index_holds_every_chunk_exactly_once_after_the_kills(stack):
+    """Runs after the test above, on what it left: the vector store's owner was killed
+    mid-ingest, and its lexical index beside the vectors has each chunk once, with
+    its text, and nothing else."""
+    import sqlite3
+
+    from trustgraph.storage.vectors.lexical import LEXICAL
+    from trustgraph.storage.vectors.spaces import Space
+    texts = prose(DOCUMENTS, sizes=(2600, 3400, 1800))
+    documents = [(DocumentMetadata(id=f"doc-{n:02}.txt", title=f"doc-{n:02}.txt", kind=PLAIN,
+                                   **SCOPE), text.encode()) for n, text in enumerate(texts)]
+    want = await asyncio.to_thread(expected, documents)
+    table = Space(LEXICAL, USER, COLLECTION).name.replace("-", "_")
+    path = stack.data_dir / "lexical.sqlite"
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
+        rows = db.execute(f"SELECT chunk_id, body FROM {table}").fetchall()
+        indexed = db.execute("SELECT count(*) FROM chunks WHERE space = ?",
+                             (table,)).fetchone()[0]
+    assert len(rows) == len({chunk for chunk, _ in rows}) == indexed == len(want.chunks)
+    assert dict(rows) == {id: chunk.text for id, chunk in want.chunks.items()}
