@@ -87,8 +87,11 @@ class RetrievalSettings(ProcessorSettings):
         "reciprocal-rank fusion's k: higher flattens the difference between ranks"))
     tg_rrf_vector_weight: float = Field(1.0, ge=0, description="weight of vector ranks")
     tg_rrf_lexical_weight: float = Field(1.0, ge=0, description="weight of BM25 ranks")
-    tg_retrieval_depth: int = Field(50, ge=1, le=1000, description=(
-        "candidates each retriever returns per search text before fusion"))
+    # Measured (bench.retrieval): deeper lists made hybrid worse, as chunks that are
+    # middling for both retrievers outscore one retriever's best.
+    tg_retrieval_depth: int = Field(10, ge=1, le=1000, description=(
+        "candidates each retriever returns per search text before fusion (at least "
+        "the request's limit)"))
 
 
 @dataclass(frozen=True)
@@ -99,7 +102,7 @@ class Fusion:
     k: float = 60.0
     weights: dict[str, float] = field(
         default_factory=lambda: {"vector": 1.0, "lexical": 1.0})
-    depth: int = 50
+    depth: int = 10
 
     @classmethod
     def of(cls, settings: BaseModel | None) -> "Fusion":
