@@ -332,3 +332,13 @@ async def test_chunk_entities_never_come_from_another_user_or_collection(store):
         assert await store.chunk_entities(*scope, ["doc/c0"]) == {
             "doc/c0": [I("a"), I(f"only{n}")]}
     assert await store.chunk_entities(f"nobody-{run}", "c1", ["doc/c0"]) == {}
+
+
+async def test_provenance_prefers_the_chunks_asked_for_when_a_triple_has_several(store, scope):
+    await store.add(*scope, GRAPH[:2], document="doc-a", chunk="a/c0")
+    await store.add(*scope, GRAPH[:1], document="doc-z", chunk="z/c7")
+    await store.add(*scope, GRAPH[:1], document="doc-y", chunk="y/c1")
+    assert await store.provenance(*scope, GRAPH[:2], prefer=["z/c7", "y/c1"]) == {
+        GRAPH[0]: ("doc-y", "y/c1"), GRAPH[1]: ("doc-a", "a/c0")}
+    assert await store.provenance(*scope, GRAPH[:1], prefer=["none"]) == {
+        GRAPH[0]: ("doc-a", "a/c0")}

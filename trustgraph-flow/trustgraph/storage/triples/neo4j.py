@@ -14,7 +14,7 @@ are fixed; every value is a parameter. Writes are UNWIND batches inside
 It also runs on ArcadeDB's Bolt plugin; see docs/storage.md for the differences.
 """
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any, Self
 
 from neo4j import AsyncDriver, AsyncGraphDatabase, AsyncManagedTransaction
@@ -66,8 +66,9 @@ RETURN s.v AS entity, min(o.v) AS label
 PROVENANCE = """
 UNWIND $rows AS row
 MATCH (:Term {key: row.sk})-[r:Rel {p: row.p}]->(:Term {key: row.ok})
-WITH row.n AS n, r.document AS document, r.chunk AS chunk
-ORDER BY n, document, chunk
+WITH row.n AS n, r.document AS document, r.chunk AS chunk,
+     CASE WHEN r.chunk IN $prefer THEN 0 ELSE 1 END AS preferred
+ORDER BY n, preferred, document, chunk
 WITH n, collect([document, chunk])[0] AS first
 RETURN n, first[0] AS document, first[1] AS chunk
 """
@@ -218,12 +219,12 @@ class Neo4jTriplesStore:
         records = await self._read(LABELS, keys=keys, label=RDFS_LABEL)
         return {Term.iri(r["entity"]): r["label"] for r in records}
 
-    async def provenance(self, user: str, collection: str,
-                         triples: Iterable[Triple]) -> dict[Triple, tuple[str, str]]:
+    async def provenance(self, user: str, collection: str, triples: Iterable[Triple],
+                         prefer: Sequence[str] = ()) -> dict[Triple, tuple[str, str]]:
         triples = [t for t in triples if t.s.is_iri and t.p.is_iri]  # others never stored
         rows = [{"n": n, "sk": term_key(user, collection, t.s), "p": t.p.i,
                  "ok": term_key(user, collection, t.o)} for n, t in enumerate(triples)]
-        records = await self._read(PROVENANCE, rows=rows)
+        records = await self._read(PROVENANCE, rows=rows, prefer=list(prefer))
         return {triples[r["n"]]: (r["document"], r["chunk"]) for r in records}
 
     async def chunk_entities(self, user: str, collection: str,

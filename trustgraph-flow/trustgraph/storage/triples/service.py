@@ -99,7 +99,8 @@ def subgraph_handler(store: TriplesStore):
         # of waiting (SQLite serves them on two reader threads).
         labels, found = await asyncio.gather(
             store.labels(*scope, [Term.iri(iri) for iri in named]),
-            store.provenance(*scope, graph.triples))
+            # A triple found in a chunk the question matched is cited from that chunk.
+            store.provenance(*scope, graph.triples, request.seed_chunks or ()))
         evidence = []
         for triple in graph.triples:
             document, chunk = found.get(triple, ("", ""))  # "": removed meanwhile

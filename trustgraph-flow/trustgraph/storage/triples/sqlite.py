@@ -17,7 +17,7 @@ import asyncio
 import json
 import sqlite3
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Self, TypeVar
@@ -79,7 +79,8 @@ WITH wanted(n, s, p, o, o_iri) AS (
         FROM json_each(?)),
      ranked(n, document, chunk, rank) AS (
         SELECT w.n, pr.document, pr.chunk,
-               row_number() OVER (PARTITION BY w.n ORDER BY pr.document, pr.chunk)
+               row_number() OVER (PARTITION BY w.n ORDER BY
+                   pr.chunk IN (SELECT value FROM json_each(?)) DESC, pr.document, pr.chunk)
         FROM wanted w
         JOIN triples t ON t.scope = {SCOPE} AND t.s = w.s AND t.p = w.p AND t.o = w.o
                       AND t.o_iri = w.o_iri
@@ -236,13 +237,13 @@ class SqliteTriplesStore:
             LABELS, (user, collection, RDFS_LABEL, keys)).fetchall())
         return {Term.iri(entity): label for entity, label in rows}
 
-    async def provenance(self, user: str, collection: str,
-                         triples: Iterable[Triple]) -> dict[Triple, tuple[str, str]]:
+    async def provenance(self, user: str, collection: str, triples: Iterable[Triple],
+                         prefer: Sequence[str] = ()) -> dict[Triple, tuple[str, str]]:
         triples = [t for t in triples if t.s.is_iri and t.p.is_iri]  # others never stored
         rows = json.dumps([[n, t.s.i, t.p.i, t.o.value, int(t.o.is_iri)]
                            for n, t in enumerate(triples)])
         found = await self._read(lambda db: db.execute(
-            PROVENANCE, (rows, user, collection)).fetchall())
+            PROVENANCE, (rows, json.dumps(list(prefer)), user, collection)).fetchall())
         return {triples[n]: (document, chunk) for n, document, chunk in found}
 
     async def chunk_entities(self, user: str, collection: str,

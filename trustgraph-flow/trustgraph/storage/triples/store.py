@@ -5,7 +5,7 @@ ever visible from another. Each triple carries provenance (document, chunk), so 
 a document removes the triples only it supported; adding the same triple again from the
 same document and chunk changes nothing.
 """
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Protocol
@@ -33,12 +33,13 @@ class TriplesStore(Protocol):
                      entities: Iterable[Term]) -> dict[Term, str]:
         """The ``rdfs:label`` of each IRI entity that has one, in one round trip."""
 
-    async def provenance(self, user: str, collection: str,
-                         triples: Iterable[Triple]) -> dict[Triple, tuple[str, str]]:
+    async def provenance(self, user: str, collection: str, triples: Iterable[Triple],
+                         prefer: Sequence[str] = ()) -> dict[Triple, tuple[str, str]]:
         """Where each stored triple among ``triples`` came from, in ONE round trip:
-        its least ``(document, chunk)`` pair (a triple found in several chunks names
-        one of them, the same one on every backend). Triples not stored in the scope
-        are absent from the answer."""
+        its least ``(document, chunk)`` pair among those whose chunk is in ``prefer``
+        if any is, else among all (a triple found in several chunks names one of
+        them, the same one on every backend). Triples not stored in the scope are
+        absent from the answer."""
 
     async def chunk_entities(self, user: str, collection: str,
                              chunks: Iterable[str]) -> dict[str, list[Term]]:
