@@ -149,8 +149,8 @@ class Fts5Index:
         table = self._table(user, collection, create=False)
         if table is None:
             return []
-        # Each word quoted: FTS5 syntax in a question ("AND", "*", quotes) stays words.
-        match = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+        terms = self._selective(table, terms)
+        match = " OR ".join(map(_quoted, terms))
         weights = ", ".join(str(w) for w in WEIGHTS.values())
         rows = self._db.execute(
             f"SELECT chunk_id, document, title, body, meta, bm25({table}, {weights}) AS rank "
@@ -158,6 +158,18 @@ class Fts5Index:
             (match, limit)).fetchall()
         return [LexicalMatch(chunk_id, document, title, body, -rank, json.loads(meta))
                 for chunk_id, document, title, body, meta, rank in rows]
+
+    def _selective(self, table: str, terms: list[str]) -> list[str]:
+        """The terms in at most half the scope's chunks, unless none is. BM25 gives a
+        word in more than half the rows an IDF of ~0 (FTS5 clamps it), so such words
+        only cost time: scoring every row they match (160 ms for a word in each of
+        10k chunks, against 4 ms for rare words)."""
+        total = self._db.execute("SELECT count(*) FROM chunks WHERE space = ?",
+                                 (table,)).fetchone()[0]
+        kept = [term for term in terms if 2 * self._db.execute(
+            f"SELECT count(*) FROM {table} WHERE {table} MATCH ?",
+            (_quoted(term),)).fetchone()[0] <= total]
+        return kept or terms
 
     async def remove_document(self, user: str, collection: str, document: str) -> None:
         await self._run(self._remove, user, collection,
@@ -204,3 +216,8 @@ class Fts5Index:
     async def close(self) -> None:
         async with self._lock:
             self._db.close()
+
+
+def _quoted(term: str) -> str:
+    """A word as an FTS5 string: FTS5 syntax in a question ("AND", "*") stays words."""
+    return '"' + term.replace('"', '""') + '"'
