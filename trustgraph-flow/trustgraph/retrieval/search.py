@@ -6,10 +6,9 @@
   (hybrid), the rankings of every search text and retriever fused by reciprocal rank
   (fusion.py); each chunk keeps what each retriever scored it.
 """
-import asyncio
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, TypeVar
+from typing import Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, Field
 
@@ -74,7 +73,13 @@ def merge_rankings(rankings: Sequence[Sequence[T]], key: Callable[[T], Hashable]
 # -- chunks: vector, lexical or hybrid ---------------------------------------------
 
 RetrievalMode = Literal["vector", "lexical", "hybrid"]
-Scope = DocumentRagRequest | GraphRagRequest
+
+
+class Scope(Protocol):
+    """Whose chunks: any request with a user and a collection (a RAG request)."""
+
+    user: str
+    collection: str
 
 
 class RetrievalSettings(ProcessorSettings):
@@ -135,7 +140,7 @@ async def search_chunks(clients: Clients, texts: list[str], scope: Scope, limit:
     nearest in turn), "lexical" and "hybrid" fuse every ranking by reciprocal rank."""
     mode = mode or fusion.mode
     depth = max(limit, fusion.depth) if mode == "hybrid" else limit
-    vector, lexical = await asyncio.gather(
+    vector, lexical = await concurrently(
         _vector_rankings(clients, texts, scope, depth, error_type, mode),
         _lexical_rankings(clients, texts, scope, depth, error_type, mode))
     if mode == "vector":
