@@ -115,6 +115,8 @@ async def events_from_frames(responses: AsyncIterator[dict[str, Any]]
         async for response in responses:
             usage.add(Usage.of(response))
             kind = response.get("message_type")
+            if kind == "progress":  # asked for with ``progress``; not an answer event
+                continue
             if metadata is None:  # the metadata frame, or the only frame
                 metadata = Metadata(response.get("sources") or [],
                                     response.get("optimized_query"),

@@ -24,6 +24,9 @@ class _RagRequest(Record):
     streaming: bool = False
     optimize_query: bool = False  # rewrite the question (``query-rewrite``) first
     subqueries: bool = False  # decompose it (``query-decompose``); retrieve for each
+    # Streaming only: send ``progress`` records while retrieving (opt-in: clients
+    # that do not ask never see the message type).
+    progress: bool = False
 
 
 class GraphRagRequest(_RagRequest):
@@ -71,8 +74,9 @@ class Source(Record):
 
 
 class RagResponse(Response):
-    message_type: Literal["metadata", "chunk"] | None = None  # streaming only
+    message_type: Literal["metadata", "chunk", "progress"] | None = None  # streaming only
     chunk: str | None = None  # a streamed delta
+    progress: str | None = None  # what retrieval is doing ("progress" records, opt-in)
     response: str | None = None  # the full answer (non-streaming)
     end_of_session: bool | None = None
     sources: list[Source] | None = None

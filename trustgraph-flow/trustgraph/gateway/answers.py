@@ -46,6 +46,7 @@ class QueryRequest(Record):
     collection: str | None = None
     optimize_query: bool = False
     subqueries: bool = False
+    progress: bool = False  # ``{"type": "progress"}`` lines while retrieving (stream)
     entity_limit: int | None = None
     triple_limit: int | None = None
     max_subgraph_size: int | None = None
@@ -72,6 +73,11 @@ class MetadataLine(_Line):
     optimized_query: str | None
     subqueries: list[str]
     request_id: str
+
+
+class ProgressLine(_Line):
+    type: Literal["progress"]
+    message: str
 
 
 class ContentLine(_Line):
@@ -160,6 +166,9 @@ class AnswerLines:
     def lines(self, record: dict[str, Any], final: bool) -> list[Frame]:
         if record.get("error"):
             raise ServiceError(Error.model_validate(record["error"]))
+        if record.get("message_type") == "progress":  # opt-in; before the metadata
+            return [(_dumps({"type": "progress", "message": record.get("progress")}).encode(),
+                     False)]
         self._count(record)
         lines: list[Frame] = []
         if self.metadata is None:  # first, even from a service that sent no metadata

@@ -4,7 +4,7 @@ from collections.abc import Iterable
 from pydantic.json_schema import models_json_schema
 
 from .answers import (QUERY_PATHS, CollectedAnswer, ContentLine, DoneLine, ErrorLine,
-                      MetadataLine, QueryRequest)
+                      MetadataLine, ProgressLine, QueryRequest)
 from .services import ServiceRow
 
 _REF = "#/components/schemas/{model}"
@@ -13,7 +13,7 @@ _ERROR = {"type": "object", "required": ["error"], "properties": {"error": {
     "properties": {"type": {"type": "string"}, "message": {"type": "string"}}}}}
 
 
-_ANSWERS = (MetadataLine, ContentLine, DoneLine, ErrorLine, CollectedAnswer)
+_ANSWERS = (MetadataLine, ContentLine, DoneLine, ErrorLine, CollectedAnswer, ProgressLine)
 
 
 def openapi(rows: Iterable[ServiceRow], flows: Iterable[str]) -> dict:

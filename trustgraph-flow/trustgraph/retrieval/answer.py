@@ -49,8 +49,16 @@ def rag_service(name: str, error_type: str, request: type[RagRequest],
     async def handle(request: RagRequest, ctx: Context) -> AsyncIterator[RagResponse]:
         started = time.perf_counter()
         prompts = PromptClient(await ctx.clients.get("prompt"))
+        progress = request.streaming and request.progress
+        if progress and (request.optimize_query or request.subqueries):
+            yield _progress("rewriting the question" if not request.subqueries
+                            else "splitting the question into sub-questions")
         questions = await plan_questions(prompts, request.query, request.optimize_query,
                                          request.subqueries, error_type)
+        if progress:
+            count = len(questions.searches)
+            yield _progress(f"{SEARCHING.get(name, 'searching')} for {count} "
+                            f"{'question' if count == 1 else 'questions'}")
         found = await retrieve(request, questions.searches, ctx.clients)
         log.info("id=%s %s: %d search(es), %d source(s) in %.0f ms", ctx.id, name,
                  len(questions.searches), len(found.sources),
@@ -79,6 +87,15 @@ def rag_service(name: str, error_type: str, request: type[RagRequest],
                             **_totals(questions, piece))
 
     return Service(name, request, RagResponse, handle, error_type=error_type)
+
+
+# What each service's retrieval does, as a progress record says it.
+SEARCHING = {"document-rag": "searching the documents",
+             "graph-rag": "finding entities and expanding the graph"}
+
+
+def _progress(text: str) -> RagResponse:
+    return RagResponse(message_type="progress", progress=text)
 
 
 def _totals(questions: Questions, answer: PromptResult) -> dict[str, Any]:
