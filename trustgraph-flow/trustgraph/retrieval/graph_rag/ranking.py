@@ -56,21 +56,16 @@ def rank_triples(evidence: Sequence[Evidence], seeds: Sequence[ScoredEntity],
 
     seed = {n: max(nearness.get(end, 0.0) for end in ends(n)) for n in triples}
     rank = {n: sum(mass.get(end, 0.0) for end in ends(n)) for n in triples}
+    supported = [n for n in triples if evidence[n].chunk_id in chunk_ranks]
     rankings = [
         Ranking("seed", sorted((n for n in triples if seed[n] > 0), key=lambda n: -seed[n])),
-        Ranking("pagerank", sorted(triples, key=lambda n: -rank[n]))]
-    fused = {entry.item: entry.fused for entry in fuse(
-        rankings, key=lambda n: n, score=lambda n: 0.0, k=k, weights=WEIGHTS)}
-    # The chunk ranking by the chunk's own rank: every triple of the best chunk is
-    # ranked first there (a chunk with many triples must not push the next chunk's
-    # down).
-    for n in triples:
-        if (chunk := chunk_ranks.get(evidence[n].chunk_id)) is not None:
-            fused[n] = fused.get(n, 0.0) + WEIGHTS["chunk"] / (k + chunk)
-    ordered = sorted(fused, key=lambda n: (-fused[n], n))
-    return [RankedTriple(evidence[n], _scores(
-        seed[n], min(hops.get(end, 99) for end in ends(n)), rank[n],
-        chunk_ranks.get(evidence[n].chunk_id), fused[n])) for n in ordered]
+        Ranking("pagerank", sorted(triples, key=lambda n: -rank[n])),
+        Ranking("chunk", sorted(supported, key=lambda n: chunk_ranks[evidence[n].chunk_id]))]
+    fused = fuse(rankings, key=lambda n: n, score=lambda n: 0.0, k=k, weights=WEIGHTS)
+    return [RankedTriple(evidence[entry.item], _scores(
+        seed[entry.item], min(hops.get(end, 99) for end in ends(entry.item)),
+        rank[entry.item], chunk_ranks.get(evidence[entry.item].chunk_id), entry.fused))
+        for entry in fused]
 
 
 def _node(term: Term) -> str:
