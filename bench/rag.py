@@ -161,15 +161,21 @@ def main() -> None:
     parser.add_argument("--triples", type=int, default=100_000)
     parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--tokens", type=int, default=50)
+    parser.add_argument("--plain", action="store_true",
+                        help="vector search and plain graph retrieval (TG_RETRIEVAL=vector, "
+                             "TG_GRAPH_MIX=false), as before hybrid search")
     args = parser.parse_args()
     with llm_server(args.tokens, 0.2, 0.01) as url:
+        plain = {"TG_RETRIEVAL": "vector", "TG_GRAPH_MIX": "false"} if args.plain else {}
         stack = Stack(env={"OPENAI_BASE_URL": f"{url}/v1", "TG_LLM": "openai",
-                           "TG_LOG_LEVEL": "WARNING"},
+                           "TG_LOG_LEVEL": "WARNING", **plain},
                       processors=PROCESSORS, startup_timeout=120.0)
         asyncio.run(fill_stores(stack.data_dir, args.chunks, args.triples))
         with stack:
             found = asyncio.run(measure(stack.gateway_url, url, args.rounds))
-    print(f"\n{args.chunks} chunks, {args.triples} triples; one question at a time; LLM "
+    print(f"\n{args.chunks} chunks, {args.triples} triples; "
+          f"{'plain (vector, no graph mix)' if args.plain else 'hybrid, mixed graph'} "
+          f"retrieval; one question at a time; LLM "
           f"first token after 200 ms then every 10 ms ({args.tokens} tokens); "
           f"2-core machine\n")
     print(report(found))
