@@ -297,7 +297,7 @@ async def test_librarian_is_reached_whatever_flow_is_named(stack, ws):
         assert frame["response"] == {"documents": [], "end_of_stream": True}
     status, body = await post(stack, "librarian", {"operation": "get-document-metadata",
                                                    "id": "nope"}, flow="elsewhere")
-    assert status == 502 and body["error"]["type"] == "not-found"
+    assert status == 404 and body["error"]["type"] == "not-found"
     frame = await ask(ws, "librarian", {"operation": "shred"}, stack.flow)
     assert frame["error"]["type"] == "bad-request"
     assert frame["error"]["message"].startswith("request.operation: Input should be")

@@ -175,7 +175,7 @@ async def test_rest_prompt_as_ndjson_and_config_on_any_flow(gateway):
 
         async with http.post(gateway + "api/v1/flow/default/service/config", json={
                 "operation": "get", "keys": [{"type": "prompt", "key": "nope"}]}) as response:
-            assert response.status == 502
+            assert response.status == 404
             assert (await response.json())["error"]["type"] == "not-found"
 
         async with http.get(gateway + "api/v1/openapi.json") as response:

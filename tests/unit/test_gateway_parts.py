@@ -4,7 +4,7 @@ import pytest
 from trustgraph.base import RequestTimeout, ServiceError
 from trustgraph.gateway.app import GatewaySettings
 from trustgraph.gateway.auth import Auth
-from trustgraph.gateway.dispatch import Dispatcher
+from trustgraph.gateway.dispatch import MAX_RECORD_BYTES, Dispatcher
 from trustgraph.gateway.errors import GatewayError, classify
 from trustgraph.gateway.openapi import openapi
 from trustgraph.gateway.services import SERVICES, ServiceRow
@@ -28,7 +28,7 @@ def test_settings_from_environment(monkeypatch):
     assert settings.tg_flows == ["default", "other"]
     assert settings.tg_gateway_port == 9999
     assert settings.tg_gateway_token == "" and settings.tg_gateway_max_inflight == 256
-    assert settings.tg_gateway_max_frame == 8 * 1024 * 1024
+    assert settings.tg_gateway_max_frame == MAX_RECORD_BYTES < 5_232_640  # the broker's cap
 
 
 def test_envelope_user_fills_the_request_only_when_it_has_none():
@@ -71,6 +71,9 @@ def test_classify_maps_each_failure_once():
         "timeout", 504)
     failed = classify(ServiceError(Error(type="overflow", message="too slow")))
     assert (failed.type, failed.status) == ("overflow", 502)
+    for error_type, status in (("bad-request", 400), ("too-many-texts", 400),
+                               ("not-found", 404), ("too-large", 413), ("overloaded", 503)):
+        assert classify(ServiceError(Error(type=error_type, message="m"))).status == status
     surprise = classify(KeyError("secret"))
     assert (surprise.type, surprise.status) == ("gateway-error", 500)
     assert "Traceback" not in surprise.message
