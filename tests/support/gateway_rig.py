@@ -2,10 +2,13 @@
 the gateway as a hostile client would (tests/integration/test_gateway_hardening.py,
 test_gateway_fuzz.py).
 
-Behind it, on a flow of its own: the real text-completion processor (openai provider,
-talking to the local OpenAI-format server), the real config, prompt and librarian
-processors, the real embeddings service (its handler, with a stand-in embedder and a
-small ``MAX_TEXTS``), and the scripted graph-rag / document-rag services.
+Behind it, on a flow of its own, something answers every row of the gateway's table:
+the real text-completion processor (openai provider, talking to the local
+OpenAI-format server), the real config, prompt, librarian, triples-store and
+vector-store processors, the real embeddings service (its handler, with a stand-in
+embedder and a small ``MAX_TEXTS``), and the scripted graph-rag / document-rag
+services. A service added to the gateway gets its processor here too (one line in
+``_processors``), or valid requests to it end as ``no-service``.
 ``GatewayRig.gateway`` is the ``Gateway`` object, so a test can see what its
 dispatcher still holds (``in_flight``).
 """
@@ -28,9 +31,13 @@ from trustgraph.model.text_completion.service import spec_for
 from trustgraph.prompt.service import PromptSettings, prompt_processor
 from trustgraph.pubsub import Bus
 from trustgraph.pubsub.embedded import free_port
-from trustgraph.schema import (LIBRARIAN_FLOW, EmbeddingsRequest, EmbeddingsResponse,
-                               LibrarianRequest, LibrarianResponse, PromptRequest,
-                               PromptResponse, TextCompletionRequest, TextCompletionResponse)
+from trustgraph.schema import (LIBRARIAN_FLOW, DocumentEmbeddingsRequest,
+                               DocumentEmbeddingsResponse, EmbeddingsRequest,
+                               EmbeddingsResponse, LibrarianRequest, LibrarianResponse,
+                               PromptRequest, PromptResponse, TextCompletionRequest,
+                               TextCompletionResponse, TriplesQueryRequest,
+                               TriplesQueryResponse)
+from trustgraph.storage import service_triples, service_vectors
 
 DEADLINE = 30.0
 MAX_TEXTS = 4
@@ -93,6 +100,10 @@ def _processors(url: str, openai_base_url: str, data_dir: Path, flow: str) -> li
             pulsar_url=url, tg_data_dir=str(data_dir / "library"),
             tg_flows=[LIBRARIAN_FLOW, flow])),
         Processor(EMBEDDINGS_SPEC, ProcessorSettings(pulsar_url=url, tg_flows=flows)),
+        Processor(service_triples.SPEC, service_triples.TriplesStoreSettings(
+            pulsar_url=url, tg_flows=flows, tg_data_dir=str(data_dir / "triples"))),
+        Processor(service_vectors.SPEC, service_vectors.VectorStoreSettings(
+            pulsar_url=url, tg_flows=flows, tg_data_dir=str(data_dir / "vectors"))),
     ]
 
 
@@ -107,7 +118,10 @@ async def _all_answering(broker_url: str, flow: str) -> None:
                 ("prompt", flow, PromptRequest(id="no-such-template"), PromptResponse),
                 ("librarian", LIBRARIAN_FLOW, LibrarianRequest(operation="list-documents"),
                  LibrarianResponse),
-                ("embeddings", flow, EmbeddingsRequest(texts=[]), EmbeddingsResponse))))
+                ("embeddings", flow, EmbeddingsRequest(texts=[]), EmbeddingsResponse),
+                ("triples", flow, TriplesQueryRequest(), TriplesQueryResponse),
+                ("document-embeddings", flow, DocumentEmbeddingsRequest(vector=[1.0]),
+                 DocumentEmbeddingsResponse))))
     finally:
         await bus.close()
 

@@ -34,8 +34,12 @@ class Script:
         match = DIRECTIVE.search(text)
         if not match:
             return self
-        values = dict(item.split("=", 1) for item in match.group(1).split())
-        return replace(self, **{k: (int if k in _INTS else float)(v) for k, v in values.items()})
+        try:
+            values = dict(item.split("=", 1) for item in match.group(1).split())
+            return replace(self, **{k: (int if k in _INTS else float)(v)
+                                    for k, v in values.items()})
+        except (ValueError, TypeError):
+            return self  # text that only looks like a directive (fuzzed input) is text
 
 
 @dataclass

@@ -45,9 +45,12 @@ class RagScript:
         match = DIRECTIVE.search(text)
         if not match:
             return self
-        values = dict(item.split("=", 1) for item in match.group(1).split())
-        return replace(self, **{k: (float if k in ("first", "delay") else int)(v)
-                                for k, v in values.items()})
+        try:
+            values = dict(item.split("=", 1) for item in match.group(1).split())
+            return replace(self, **{k: (float if k in ("first", "delay") else int)(v)
+                                    for k, v in values.items()})
+        except (ValueError, TypeError):
+            return self  # text that only looks like a directive (fuzzed input) is text
 
 
 def sources_for(service: str, user: str, collection: str) -> list[Source]:

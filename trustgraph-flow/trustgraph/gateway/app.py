@@ -110,6 +110,11 @@ class Gateway:
                         "who can reach %s can use it", self.url)
         return self.url
 
+    def routes(self) -> set[tuple[str, str]]:
+        """``(method, path)`` of every route served, e.g. ``("POST", "/api/v1/query")``."""
+        return {(route.method, route.resource.canonical)
+                for route in self._runner.app.router.routes()}
+
     async def stop(self) -> None:
         """Close live websockets (cancelling their requests), stop serving, leave the bus."""
         if self._sockets is not None:
