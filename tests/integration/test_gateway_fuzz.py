@@ -235,18 +235,28 @@ async def test_every_route_is_fuzzed(rig):
 
 # --- the websocket ---------------------------------------------------------------
 
-def envelope(row: ServiceRow) -> st.SearchStrategy:
-    return st.fixed_dictionaries(
-        {"id": st.just("fuzz") | JSON, "service": st.just(row.name) | TEXT,
-         "request": objects_for(row.request_model) | JSON},
-        optional={"flow": st.sampled_from([FLOW, "nope"]) | TEXT, "user": TEXT | JSON,
-                  "workspace": JSON, "type": st.sampled_from(["auth", "cancel"]) | TEXT,
-                  "token": JSON})
+def mostly(usual: st.SearchStrategy, other: st.SearchStrategy) -> st.SearchStrategy:
+    return st.one_of(usual, usual, usual, other)
 
+
+def envelope(row: ServiceRow) -> st.SearchStrategy:
+    """A request frame for ``row``: mostly well formed around a fuzzed request."""
+    return st.fixed_dictionaries(
+        {"id": mostly(st.just("fuzz"), JSON), "service": mostly(st.just(row.name), TEXT),
+         "flow": mostly(st.just(FLOW), TEXT | st.just("default")),
+         "request": mostly(objects_for(row.request_model), JSON)},
+        optional={"user": TEXT | JSON, "workspace": JSON})
+
+
+CONTROL = st.fixed_dictionaries(
+    {"type": st.sampled_from(["auth", "cancel"]) | TEXT},
+    optional={"id": st.just("fuzz") | JSON, "token": TEXT | JSON})
 
 FRAMES = st.one_of(
     st.sampled_from(ROWS).flatmap(envelope).map(json.dumps),
     st.sampled_from(ROWS).flatmap(envelope).map(json.dumps),
+    st.sampled_from(ROWS).flatmap(envelope).map(json.dumps),
+    CONTROL.map(json.dumps),
     JSON.map(json.dumps),
     TEXT,
     deeply_nested().map(lambda nested: '{"id": ' + nested + ', "request": {}}'),
