@@ -102,3 +102,22 @@ def test_openapi_describes_every_row():
     assert schemas["TextCompletionRequest"]["required"] == ["prompt"]
     assert "end_of_stream" in schemas["TextCompletionResponse"]["properties"]
     assert {"/api/v1/socket", "/metrics", "/api/v1/openapi.json"} <= spec["paths"].keys()
+
+
+def test_text_that_is_not_valid_unicode_is_named():
+    from trustgraph.gateway.dispatch import lone_surrogate
+    assert lone_surrogate({"a": ["ok", {"b": "x\udfffy"}]}) == ["a", "1", "b"]
+    assert lone_surrogate({"a": {"\ud800": 1}}) == ["a", "\\ud800"]
+    assert lone_surrogate({"a": "\U0001F600", "b": [1, None]}) is None
+    with pytest.raises(GatewayError) as failure:
+        Dispatcher.prepare(SERVICES["text-completion"], {"prompt": "p", "system": "\udfff"})
+    assert failure.value.message.startswith("request.system: not valid Unicode")
+
+
+def test_a_deeply_nested_field_is_named_briefly():
+    deep: object = "x"
+    for _ in range(400):
+        deep = [deep]
+    with pytest.raises(GatewayError) as failure:
+        Dispatcher.prepare(SERVICES["prompt"], {"id": "t", "variables": {"v": deep}})
+    assert failure.value.status == 400 and len(failure.value.message) < 200

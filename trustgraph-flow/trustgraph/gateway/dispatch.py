@@ -25,6 +25,7 @@ from .services import SERVICES, ServiceRow
 # default is close): a request record leaves room for the message's properties.
 MAX_RECORD_BYTES = 5 * 1024 * 1024 - 64 * 1024
 
+
 class Dispatcher:
     def __init__(self, bus: Bus, flows: Iterable[str], timeout: float) -> None:
         self.flows = tuple(flows)
@@ -46,7 +47,8 @@ class Dispatcher:
         return row
 
     def in_flight(self) -> int:
-        """Requests registered in this gateway's requesters and not yet ended."""
+        """Requests registered in this gateway's requesters and not yet ended (the
+        requester's own table, read here only: a test's check that nothing leaks)."""
         started = (future.result() for future in self._requesters.values()
                    if future.done() and not future.cancelled() and not future.exception())
         return sum(len(requester._pending) for requester in started)
@@ -109,18 +111,20 @@ def _check_sendable(record: Record, request: dict, where: str) -> None:
     UTF-8) and a record larger than a broker message."""
     try:
         size = len(encode(record))
-    except PydanticSerializationError:
-        field = _path(lone_surrogate(request), where)
-        raise bad_request(f"{field}: not valid Unicode text (a lone surrogate such as "
-                          f"\\udfff)") from None
+    except PydanticSerializationError as error:
+        bad_text = lone_surrogate(request)
+        if bad_text is None:
+            raise bad_request(f"{where or 'body'}: cannot be encoded: {error}"[:300]) from None
+        raise bad_request(f"{_path(bad_text, where)}: not valid Unicode text (a lone "
+                          f"surrogate such as \\udfff)") from None
     if size > MAX_RECORD_BYTES:
         raise too_large("the request", size, MAX_RECORD_BYTES,
                         "one broker message; upload documents in parts") from None
 
 
-def lone_surrogate(value: object) -> list[str]:
+def lone_surrogate(value: object) -> list[str] | None:
     """The path to the first string (or key) in ``value`` that UTF-8 cannot encode;
-    ``[]`` when there is none. Walked with a stack: the request may nest deeply."""
+    None when there is none. Walked with a stack: the request may nest deeply."""
     stack: list[tuple[object, list[str]]] = [(value, [])]
     while stack:
         item, path = stack.pop()
@@ -133,8 +137,9 @@ def lone_surrogate(value: object) -> list[str]:
                     return [*path, _shown(key)]
                 stack.append((child, [*path, key]))
         elif isinstance(item, list):
-            stack.extend((child, [*path, str(i)]) for i, child in reversed(list(enumerate(item))))
-    return []
+            stack.extend((child, [*path, str(i)])
+                         for i, child in reversed(list(enumerate(item))))
+    return None
 
 
 def _encodable(text: str) -> bool:

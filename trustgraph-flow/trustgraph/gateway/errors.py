@@ -54,8 +54,10 @@ def validation_message(error: ValidationError, where: str = "request") -> str:
     """The first problem, naming its field, e.g. ``request.prompt: Field required``
     (``where=""`` for a body whose fields are top-level: ``query: Field required``)."""
     problem = error.errors()[0]
-    path = ".".join(str(part) for part in (where, *problem["loc"]) if part != "")
-    return f"{path or 'body'}: {problem['msg']}"
+    parts = [str(part) for part in (where, *problem["loc"]) if part != ""]
+    if len(parts) > 12:  # a value nested hundreds deep: its start and its end say enough
+        parts = [*parts[:8], "…", *parts[-2:]]
+    return f"{'.'.join(parts) or 'body'}: {problem['msg']}"
 
 
 def classify(exception: BaseException) -> GatewayError:

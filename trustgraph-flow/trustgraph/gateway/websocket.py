@@ -7,6 +7,7 @@ requests carry on. Closing the socket cancels all of its requests.
 """
 import asyncio
 import json
+import logging
 import re
 from contextlib import aclosing
 from dataclasses import dataclass
@@ -23,6 +24,8 @@ from .metrics import ERRORS, REQUESTS, SOCKETS
 from .oversize import FrameTooLarge, WebSocketResponse
 from .services import ServiceRow
 
+log = logging.getLogger(__name__)
+
 HEARTBEAT = 30.0
 AUTH_OK = b'{"type":"auth-ok","default_workspace":"default"}'
 AUTH_FAILED = b'{"type":"auth-failed","error":"auth failure"}'
@@ -30,6 +33,8 @@ AUTH_REQUIRED = GatewayError(
     "auth-required", 'this gateway needs a token: send {"type":"auth","token":...} first, '
     "or open the socket with ?token= or Authorization: Bearer", 401)
 AUTH_REFUSED = GatewayError("auth-failed", "auth failure", 401)
+UNDESCRIBED = (b'{"id":null,"error":{"type":"gateway-error","message":"the gateway could '
+               b'not serve this frame"},"complete":true}')
 
 
 @dataclass(frozen=True)
@@ -39,10 +44,15 @@ class Limits:
 
 
 def error_frame(client_id: object, exception: BaseException) -> bytes:
-    """The one place a websocket request's failure becomes its error frame."""
-    error = classify(exception)
-    ERRORS.labels(error.type).inc()
-    return Envelope(client_id).error(error.as_dict())
+    """The one place a websocket request's failure becomes its error frame. It must
+    not fail itself: an exception here would end the reader loop and so the socket."""
+    try:
+        error = classify(exception)
+        ERRORS.labels(error.type).inc()
+        return Envelope(client_id).error(error.as_dict())
+    except Exception:
+        log.exception("could not describe a failure: %s", type(exception).__name__)
+        return UNDESCRIBED
 
 
 class SocketEndpoint:
