@@ -19,8 +19,8 @@ log = logging.getLogger(__name__)
 
 # Fixed words per status: what aiohttp would say may quote the request.
 _ERRORS = {
-    400: ("bad-request", "the request is not valid HTTP (a request line or header too "
-                         "long or malformed)"),
+    400: ("bad-request", "the request was refused as malformed (e.g. a websocket path "
+                         "asked without the upgrade)"),
     404: ("not-found", "no such path; the routes are listed at /api/v1/openapi.json"),
     405: ("method-not-allowed", "this path does not take that method"),
     413: ("too-large", "the request body is too large"),
@@ -29,8 +29,15 @@ _ERRORS = {
 }
 
 
-def as_json(status: int, headers=None) -> web.Response:
+# What the connection handler answers for a request it could not parse.
+_UNPARSED = ("bad-request", "the request is not valid HTTP (a request line or header "
+                            "too long or malformed)")
+
+
+def as_json(status: int, headers=None, unparsed: bool = False) -> web.Response:
     kind, message = _ERRORS.get(status, ("http-error", f"HTTP {status}"))
+    if unparsed and status == 400:
+        kind, message = _UNPARSED
     response = error_response(GatewayError(kind, message, status))
     if headers and "Allow" in headers:  # a 405 says which methods the path takes
         response.headers["Allow"] = headers["Allow"]
@@ -59,7 +66,7 @@ class _Handler(RequestHandler):
             log.info("HTTP %d for a request that is not valid HTTP: %.200s", status, message)
         else:
             log.error("HTTP %d serving a request", status, exc_info=exc)
-        response = as_json(status)
+        response = as_json(status, unparsed=True)
         response.force_close()
         return response
 
