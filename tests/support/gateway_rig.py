@@ -22,13 +22,16 @@ from pathlib import Path
 from tests.support.scripted_rag import ScriptedRag, start_scripted_rag
 from trustgraph.base import (Processor, ProcessorSettings, ProcessorSpec, Requester, Service,
                              ServiceError)
-from trustgraph.config.service import ConfigSettings, config_processor
+from trustgraph.config.service import SPEC as CONFIG_SPEC
+from trustgraph.config.service import ConfigSettings
 from trustgraph.embeddings.service import embeddings_handler
 from trustgraph.gateway.app import Gateway, GatewaySettings
-from trustgraph.librarian.service import LibrarianSettings, librarian_processor
+from trustgraph.librarian.service import SPEC as LIBRARIAN_SPEC
+from trustgraph.librarian.service import LibrarianSettings
 from trustgraph.model.text_completion.openai.provider import Settings as OpenAiSettings
 from trustgraph.model.text_completion.service import spec_for
-from trustgraph.prompt.service import PromptSettings, prompt_processor
+from trustgraph.prompt.service import SPEC as PROMPT_SPEC
+from trustgraph.prompt.service import PromptSettings
 from trustgraph.pubsub import Bus
 from trustgraph.pubsub.embedded import free_port
 from trustgraph.schema import (LIBRARIAN_FLOW, DocumentEmbeddingsRequest,
@@ -37,7 +40,8 @@ from trustgraph.schema import (LIBRARIAN_FLOW, DocumentEmbeddingsRequest,
                                PromptRequest, PromptResponse, TextCompletionRequest,
                                TextCompletionResponse, TriplesQueryRequest,
                                TriplesQueryResponse)
-from trustgraph.storage import service_triples, service_vectors
+from trustgraph.storage.triples import service as service_triples
+from trustgraph.storage.vectors import service as service_vectors
 
 DEADLINE = 30.0
 MAX_TEXTS = 4
@@ -91,12 +95,14 @@ async def gateway_rig(broker_url: str, openai_base_url: str, data_dir: Path,
 def _processors(url: str, openai_base_url: str, data_dir: Path, flow: str) -> list[Processor]:
     flows = [flow]
     return [
-        config_processor(ConfigSettings(pulsar_url=url, tg_data_dir=str(data_dir / "config"))),
+        Processor(CONFIG_SPEC, ConfigSettings(pulsar_url=url,
+                                              tg_data_dir=str(data_dir / "config"))),
         Processor(spec_for("openai"), OpenAiSettings(
             pulsar_url=url, openai_base_url=openai_base_url, tg_flows=flows,
             tg_request_timeout=15)),
-        prompt_processor(PromptSettings(pulsar_url=url, tg_flows=flows, tg_config_wait=5)),
-        librarian_processor(LibrarianSettings(
+        Processor(PROMPT_SPEC, PromptSettings(pulsar_url=url, tg_flows=flows,
+                                              tg_config_wait=5)),
+        Processor(LIBRARIAN_SPEC, LibrarianSettings(
             pulsar_url=url, tg_data_dir=str(data_dir / "library"),
             tg_flows=[LIBRARIAN_FLOW, flow])),
         Processor(EMBEDDINGS_SPEC, ProcessorSettings(pulsar_url=url, tg_flows=flows)),

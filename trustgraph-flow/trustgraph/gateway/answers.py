@@ -8,6 +8,7 @@ lines: ``metadata``, ``content`` deltas, then ``done`` with the usage, or ``erro
 instead of ``done``. ``stream: false`` collects them into one JSON object.
 """
 import json
+from dataclasses import asdict
 from collections.abc import AsyncIterator
 from contextlib import aclosing
 from typing import Any, Literal
@@ -16,7 +17,7 @@ from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from trustgraph.base import ServiceError
-from trustgraph.schema import Error, Record, Source
+from trustgraph.schema import Error, Record, Source, Usage
 
 from .dispatch import Dispatcher, new_request_id
 from .errors import GatewayError, bad_request, validation_message
@@ -59,7 +60,7 @@ class _Line(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class Usage(_Line):
+class UsageLine(_Line):
     in_token: int | None
     out_token: int | None
     model: str | None
@@ -80,7 +81,7 @@ class ContentLine(_Line):
 
 class DoneLine(_Line):
     type: Literal["done"]
-    usage: Usage
+    usage: UsageLine
 
 
 class ErrorLine(_Line):
@@ -95,7 +96,7 @@ class CollectedAnswer(_Line):
     optimized_query: str | None
     subqueries: list[str]
     request_id: str
-    usage: Usage
+    usage: UsageLine
 
 
 async def answer(dispatcher: Dispatcher, request: web.Request) -> web.StreamResponse:
@@ -142,7 +143,7 @@ class AnswerLines:
         self.request_id = request_id
         self.metadata: dict[str, Any] | None = None
         self.parts: list[str] = []
-        self.usage: dict[str, Any] = {"in_token": None, "out_token": None, "model": None}
+        self.usage = Usage()
 
     async def translate(self, frames: AsyncIterator[list[Frame]]) -> AsyncIterator[list[Frame]]:
         async for batch in frames:
@@ -167,7 +168,7 @@ class AnswerLines:
             self.parts.append(delta)
             lines.append((_dumps({"type": "content", "delta": delta}).encode(), False))
         if final:
-            lines.append((_dumps({"type": "done", "usage": self.usage}).encode(), True))
+            lines.append((_dumps({"type": "done", "usage": asdict(self.usage)}).encode(), True))
         return lines
 
     def collected(self) -> dict[str, Any]:
@@ -176,7 +177,7 @@ class AnswerLines:
         return {"response": "".join(self.parts), "sources": metadata["sources"],
                 "optimized_query": metadata["optimized_query"],
                 "subqueries": metadata["subqueries"], "request_id": self.request_id,
-                "usage": self.usage}
+                "usage": asdict(self.usage)}
 
     def _metadata(self, record: dict[str, Any]) -> dict[str, Any]:
         return {"type": "metadata", "sources": record.get("sources") or [],
@@ -186,11 +187,7 @@ class AnswerLines:
 
     def _count(self, record: dict[str, Any]) -> None:
         """Token counts are deltas (DESIGN §4): summed; the model is the last named."""
-        for field in ("in_token", "out_token"):
-            if record.get(field) is not None:
-                self.usage[field] = (self.usage[field] or 0) + record[field]
-        if record.get("model"):
-            self.usage["model"] = record["model"]
+        self.usage.add(Usage.of(record))
 
 
 def error_line(exception: BaseException) -> bytes:
