@@ -230,7 +230,7 @@ async def test_jsonl_template_answers_with_a_list_of_its_lines(prompts):
     ("people", {"answer": "I cannot help with that."}, "is not valid JSON"),
     ("people", {}, "template 'people': variable 'answer' is undefined (the request gave: none)"),
     ("echo", {"y": 1}, "variable 'x' is undefined (the request gave: y)"),
-    ("missing", {}, "no prompt template 'missing' (known: agent-react, "),
+    ("missing", {}, "no prompt template 'missing' (known: agent-classify, agent-code, "),
 ])
 async def test_clear_errors(prompts, id, variables, message):
     stream = prompts.scripted.stream(PromptRequest(id=id, variables=variables, streaming=True),
