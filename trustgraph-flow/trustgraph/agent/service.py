@@ -67,7 +67,6 @@ def agent_handler(settings: AgentSettings, toolbox: Toolbox, sessions: SessionSt
 async def agent_services(runtime: Runtime) -> list[Service]:
     settings: AgentSettings = runtime.settings
     sessions = SessionStore(Path(settings.tg_data_dir) / "agent" / "sessions.db")
-    runtime.on_stop(_closer(sessions))
     toolbox = Toolbox()  # the shipped tools, until config answers
     config = await runtime.config()
     first_read = True
@@ -88,13 +87,8 @@ async def agent_services(runtime: Runtime) -> list[Service]:
         log.warning("config service not reached: offering the shipped tools until it "
                     "announces itself")
     return [Service(NAME, AgentRequest, AgentResponse,
-                    agent_handler(settings, toolbox, sessions), error_type=ERROR)]
-
-
-def _closer(sessions: SessionStore):
-    async def close() -> None:
-        sessions.close()
-    return close
+                    agent_handler(settings, toolbox, sessions), error_type=ERROR,
+                    close=sessions.aclose)]
 
 
 SPEC = ProcessorSpec(NAME, AgentSettings, agent_services, uses=(

@@ -63,3 +63,7 @@ class SessionStore:
 
     def close(self) -> None:
         self._db.close()
+
+    async def aclose(self) -> None:
+        async with self._lock:  # after the write in hand, if any
+            self.close()
