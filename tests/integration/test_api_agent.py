@@ -12,8 +12,8 @@ from tests.support.scripted_agent import (MODEL, PROMPT_TOKENS, TOOL, AgentStack
                                           expected_text, observation, scripted_agent_stack,
                                           sources_for, thought)
 from trustgraph.api import (AgentAction, AgentAnswer, AgentFinal, AgentObservation,
-                            AgentResult, AgentThought, AsyncTrustGraph, TrustGraph,
-                            TrustGraphError, Usage)
+                            AgentResult, AgentThought, AsyncTrustGraph, Chunk, Final,
+                            Metadata, TrustGraph, TrustGraphError, Usage)
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -127,6 +127,16 @@ async def test_leaving_the_stream_early_cancels_the_dialog(rig, tg):
         if isinstance(event, AgentAnswer):
             break
     await rig.agent.wait_cancelled(question, 2.0)
+
+
+async def test_the_answer_stream_api_in_agent_mode_gives_the_answer(rig, tg):
+    answer = await tg.query("[steps=2 tokens=5]", mode="agent", flow=rig.flow)
+    assert answer == expected_text(5) and answer.usage == usage(2, 5)
+    events = await events_of(tg.query("[steps=1 tokens=4]", mode="agent", stream=True,
+                                      flow=rig.flow))
+    assert isinstance(events[0], Metadata) and isinstance(events[-1], Final)
+    assert "".join(event.text for event in events if isinstance(event, Chunk)) == \
+        expected_text(4)
 
 
 # --- the blocking client: the same method, bridged ------------------------------------

@@ -156,11 +156,14 @@ class AsyncTrustGraph:
               doc_limit: int | None = None, flow: str = "default"
               ) -> Coroutine[Any, Any, Answer] | RagStream:
         """The answer-stream API (``POST /api/v1/query``, over HTTP): ``mode``
-        ``document`` or ``graph``. ``await`` it for the ``Answer``; with
+        ``document``, ``graph`` or ``agent`` (its answer only: ``agent`` gives the
+        steps and the session). ``await`` it for the ``Answer``; with
         ``stream=True`` iterate it for the same events as ``graph_rag`` streams
         (``Metadata`` also has the ``request_id``)."""
+        # The options only RAG modes take are sent only when asked for, so that
+        # mode "agent" (which refuses them) can be asked too.
         body = given(query=query, mode=mode, stream=stream, flow=flow,
-                      optimize_query=optimize_query, subqueries=subqueries,
+                      optimize_query=optimize_query or None, subqueries=subqueries or None,
                       entity_limit=entity_limit, triple_limit=triple_limit,
                       max_subgraph_size=max_subgraph_size, max_path_length=max_path_length,
                       doc_limit=doc_limit, **scope(user, collection))
