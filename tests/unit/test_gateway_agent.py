@@ -76,6 +76,7 @@ def test_parse_builds_a_streaming_agent_request():
     ({"query": "q", "mode": "agent", "pattern": "plan"}, "pattern: Input should be"),
     ({"query": "q", "mode": "agent", "max_iterations": 99}, "max_iterations: Input should"),
     ({"query": "q", "mode": "graph", "group": ["g"]}, "group: not a parameter of mode"),
+    ({"query": "q", "max_iterations": 3}, "max_iterations: not a parameter of mode"),
     ({"query": "q", "session_id": "s"}, "session_id: not a parameter of mode 'document'"),
 ])
 def test_parse_refuses_naming_the_field(body, starts):

@@ -34,14 +34,15 @@ QUERY_PATHS = ("/api/v1/query", "/query")
 API_FIELDS = {"stream", "mode", "flow", "query"}
 # Fields that only some modes' services take: refused, naming them, for the others.
 MODE_FIELDS = ("entity_limit", "triple_limit", "max_subgraph_size", "max_path_length",
-               "doc_limit", "optimize_query", "subqueries", "session_id", "group", "pattern")
+               "doc_limit", "optimize_query", "subqueries", "session_id", "group", "pattern",
+               "max_iterations")
 
 
 class QueryRequest(Record):
     """The body. The RAG limits and options apply to the modes whose service takes
     them (graph: entity/triple limits, subgraph size, path length; document:
-    doc_limit); ``session_id``, ``group`` and ``pattern`` to mode agent. Left out,
-    the service's defaults apply."""
+    doc_limit); ``session_id``, ``group``, ``pattern`` and ``max_iterations`` to mode
+    agent. Left out, the service's defaults apply."""
 
     query: str = Field(min_length=1)
     stream: bool = False
@@ -59,6 +60,7 @@ class QueryRequest(Record):
     session_id: str | None = None  # agent: the conversation to continue
     group: list[str] | None = None  # agent: only the tools of these groups
     pattern: Pattern | None = None  # agent: react or ask (default: the service's)
+    max_iterations: int | None = None  # agent: the most reasoning steps
 
 
 # What the answers look like, for the OpenAPI document (a unit test holds the lines
