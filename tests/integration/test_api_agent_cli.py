@@ -2,10 +2,10 @@
 against a real gateway and broker in front of a scripted agent
 (tests/support/scripted_agent.py) and the real config service.
 
-The installed console scripts run in a process of their own where that is the point
-(the output a user sees, Ctrl-C); the other cases call the same ``main`` in this
-process, sparing a Python start-up each (options refused before connecting are
-tests/unit/test_cli_agent.py)."""
+The installed console script runs in a process of its own where that is the point
+(Ctrl-C, with the answer streaming to a pipe); the other cases call the same ``main``
+in this process, sparing a Python start-up each (options refused before connecting
+are tests/unit/test_cli_agent.py)."""
 import asyncio
 import json
 import signal
@@ -36,17 +36,11 @@ async def rig(broker, tmp_path_factory):
         yield stack
 
 
-async def start(rig: AgentStack, command: str, *args: str) -> asyncio.subprocess.Process:
-    flow = ("-f", rig.flow) if command == "tg-invoke-agent" else ()
+async def start(rig: AgentStack, *args: str) -> asyncio.subprocess.Process:
     return await asyncio.create_subprocess_exec(
-        str(BIN / command), "-u", rig.url, *flow, *args, stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-
-
-async def tg(rig: AgentStack, command: str, *args: str) -> tuple[int, str, str]:
-    process = await start(rig, command, *args)
-    stdout, stderr = await asyncio.wait_for(process.communicate(), DEADLINE)
-    return process.returncode, stdout.decode(), stderr.decode()
+        str(BIN / "tg-invoke-agent"), "-u", rig.url, "-f", rig.flow, *args,
+        stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE)
 
 
 @pytest.fixture
@@ -71,8 +65,8 @@ def steps_shown(steps: int) -> str:
 
 # --- tg-invoke-agent -----------------------------------------------------------------
 
-async def test_verbose_shows_thoughts_actions_and_observations_labelled(rig):
-    code, out, err = await tg(rig, "tg-invoke-agent", "-q", "[steps=2 tokens=3]", "-v")
+async def test_verbose_shows_thoughts_actions_and_observations_labelled(rig, run):
+    code, out, err = await run(invoke_agent, "-q", "[steps=2 tokens=3]", "-v")
     assert (code, err) == (0, "")
     assert out == steps_shown(2) + expected_text(3) + "\n"
     assert rig.agent.requests[-1].streaming is True  # the default
@@ -121,7 +115,7 @@ async def test_failure_mid_answer_keeps_the_text_and_reports_one_line(rig, run):
 
 async def test_ctrl_c_stops_the_dialog(rig):
     question = f"[tokens=5000 delay=0.01] {uuid.uuid4().hex}"
-    process = await start(rig, "tg-invoke-agent", "-q", question)
+    process = await start(rig, "-q", question)
     try:
         assert await asyncio.wait_for(process.stdout.read(4), DEADLINE) == b"tok0"
         process.send_signal(signal.SIGINT)

@@ -99,13 +99,13 @@ async def test_streaming_frames_follow_the_dialog(rig, frames_of):
 
 
 async def test_thought_pieces_and_answer_pieces_stay_apart_when_merged(rig, frames_of):
-    # 2000 answer pieces as fast as the service can: a reader that falls behind gets
+    # 600 answer pieces as fast as the service can: a reader that falls behind gets
     # merged pieces, but a thought never runs into the answer, nor the end of a message
     # into the next one.
-    frames = await frames_of(agent_frame(rig, {"question": "[steps=3 tokens=2000]",
+    frames = await frames_of(agent_frame(rig, {"question": "[steps=3 tokens=600]",
                                                "streaming": True}))
     records = [frame["response"] for frame in frames]
-    assert messages(records) == dialog(3, 2000)
+    assert messages(records) == dialog(3, 600)
     assert all(len({record["chunk_type"], record["message_type"]}) == 1 for record in records)
     assert [record["end_of_dialog"] for record in records].count(True) == 1
 
