@@ -78,9 +78,12 @@ async def test_prints_only_the_answer_by_default(rig, run):
 
 
 async def test_without_streaming_the_answer_is_printed_whole(rig, run):
-    assert await run(invoke_agent, "-q", "[steps=2 tokens=7]", "--no-streaming", "-v") == (
+    assert await run(invoke_agent, "-q", "[steps=2 tokens=7]", "--no-streaming") == (
         0, expected_text(7) + "\n", "")
     assert rig.agent.requests[-1].streaming is False
+    # The steps come only with a stream: -v asks for one, and prints it whole.
+    assert await run(invoke_agent, "-q", "[steps=2 tokens=7]", "--no-streaming", "-v") == (
+        0, steps_shown(2) + expected_text(7) + "\n", "")
 
 
 async def test_session_and_usage_on_stderr(rig, run):

@@ -104,9 +104,11 @@ async def invoke(args: argparse.Namespace) -> None:
     printer = DialogPrinter(sys.stdout, args.verbose,
                             dim=sys.stdout.isatty() and not os.environ.get("NO_COLOR"))
     async with connect(args) as client:
+        # Without streaming the agent sends the answer alone; to show the steps too,
+        # ask for the stream and print it once it is whole.
         reply = client.agent(
             args.question, user=args.user, collection=args.collection,
-            streaming=args.streaming, session_id=args.session or None,
+            streaming=args.streaming or args.verbose, session_id=args.session or None,
             group=groups(args.group), pattern=args.pattern,
             max_iterations=args.max_iterations, flow=args.flow_id)
         try:
@@ -115,7 +117,7 @@ async def invoke(args: argparse.Namespace) -> None:
                     printer.show(event)
                 final = reply.final or AgentFinal(reply.usage)
             else:
-                result = await reply
+                result = await (reply.collect() if args.verbose else reply)
                 for event in (*result.steps, AgentAnswer(result, True)):
                     printer.show(event)
                 final = AgentFinal(result.usage, result.session_id)
