@@ -15,7 +15,7 @@ from trustgraph.base import Processor, ProcessorSpec
 from tests.support.pdf import minimal_pdf
 from trustgraph.base.stage import Emitters
 from trustgraph.decoding import decode
-from trustgraph.decoding.stage import (DecoderSettings, chunk_records, decoder_parts,
+from trustgraph.ingest.decoder import (DecoderSettings, chunk_records, decoder_parts,
                                        token_counter)
 from trustgraph.librarian.service import SPEC as LIBRARIAN_SPEC
 from trustgraph.librarian.service import LibrarianSettings

@@ -21,7 +21,7 @@ from trustgraph.base import Processor, ProcessorSettings, Requester
 from trustgraph.base.stage import Emitters
 from trustgraph.config.service import SPEC as CONFIG_SPEC
 from trustgraph.config.service import ConfigSettings
-from trustgraph.embeddings import stages
+from trustgraph.ingest import embedding_stages as stages
 from trustgraph.embeddings.provider import EmbeddingsSettings
 from trustgraph.embeddings.service import SPEC as EMBEDDINGS
 from trustgraph.model.text_completion.openai.provider import Settings as OpenAiSettings
@@ -35,7 +35,8 @@ from trustgraph.retrieval.graph_rag import service as graph_rag
 from trustgraph.schema import (Chunk, DocumentEmbeddingsRequest, DocumentEmbeddingsResponse,
                                DocumentRagRequest, DocumentRef, EmbeddingsRequest,
                                EmbeddingsResponse, RagResponse, Record, decode)
-from trustgraph.storage import service_triples, service_vectors
+from trustgraph.storage.triples import service as service_triples
+from trustgraph.storage.vectors import service as service_vectors
 
 REWRITE = "where and when Acme Rockets was founded"
 SUBQUERIES = ["Who founded Acme Rockets?", "Where is the Roadrunner engine built?"]

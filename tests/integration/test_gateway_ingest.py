@@ -34,7 +34,8 @@ from trustgraph.schema import (LIBRARIAN_FLOW, Chunk, ChunkTriples, ChunkVector,
                                EmbeddingsResponse, EntityVector, EntityVectors,
                                LibrarianRequest, LibrarianResponse, Term, Triple,
                                TriplesQueryRequest, TriplesQueryResponse)
-from trustgraph.storage import service_triples, service_vectors
+from trustgraph.storage.triples import service as service_triples
+from trustgraph.storage.vectors import service as service_vectors
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

@@ -70,6 +70,13 @@ class HandledError(Exception):
         self.message = message
 
 
+class BadRequest(HandledError):
+    """The request itself is wrong (a missing or malformed field): ``bad-request``."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("bad-request", message)
+
+
 def error_for(service: Service, exception: BaseException) -> Error:
     """The one place an exception becomes a wire error."""
     if isinstance(exception, HandledError):

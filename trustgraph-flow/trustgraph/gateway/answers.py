@@ -10,6 +10,7 @@ with the usage, or ``error`` instead of ``done``. ``stream: false`` collects the
 into one JSON object.
 """
 import json
+from dataclasses import asdict
 from collections.abc import AsyncIterator
 from contextlib import aclosing
 from dataclasses import dataclass
@@ -19,7 +20,7 @@ from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
 from trustgraph.base import ServiceError
-from trustgraph.schema import Error, Record, Source
+from trustgraph.schema import Error, Record, Source, Usage
 from trustgraph.schema.agent import Pattern
 
 from .dispatch import Dispatcher, new_request_id
@@ -70,7 +71,7 @@ class _Line(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class Usage(_Line):
+class UsageLine(_Line):
     in_token: int | None
     out_token: int | None
     model: str | None
@@ -105,7 +106,7 @@ class StepLine(_Line):
 
 class DoneLine(_Line):
     type: Literal["done"]
-    usage: Usage
+    usage: UsageLine
     session_id: str | None = None  # mode agent: the conversation, to continue it
 
 
@@ -121,7 +122,7 @@ class CollectedAnswer(_Line):
     optimized_query: str | None
     subqueries: list[str]
     request_id: str
-    usage: Usage
+    usage: UsageLine
 
 
 class AgentStep(_Line):
@@ -139,7 +140,7 @@ class CollectedAgentAnswer(_Line):
     sources: list[Source]
     request_id: str
     session_id: str | None
-    usage: Usage
+    usage: UsageLine
 
 
 async def answer(dispatcher: Dispatcher, request: web.Request) -> web.StreamResponse:
@@ -194,7 +195,7 @@ class AnswerLines:
         self.request_id = request_id
         self.metadata: dict[str, Any] | None = None
         self.parts: list[str] = []
-        self.usage: dict[str, Any] = {"in_token": None, "out_token": None, "model": None}
+        self.usage = Usage()
 
     async def translate(self, frames: AsyncIterator[list[Frame]]) -> AsyncIterator[list[Frame]]:
         async for batch in frames:
@@ -221,7 +222,7 @@ class AnswerLines:
         return {"response": "".join(self.parts), "sources": metadata["sources"],
                 "optimized_query": metadata["optimized_query"],
                 "subqueries": metadata["subqueries"], "request_id": self.request_id,
-                "usage": self.usage}
+                "usage": asdict(self.usage)}
 
     def _opening(self, record: dict[str, Any]) -> list[Frame]:
         """Any record: raise its error, count its tokens; before the first, the
@@ -239,7 +240,7 @@ class AnswerLines:
         return _dumps({"type": "content", "delta": delta}).encode(), False
 
     def _done(self) -> Frame:
-        return _dumps({"type": "done", "usage": self.usage}).encode(), True
+        return _dumps({"type": "done", "usage": asdict(self.usage)}).encode(), True
 
     def _metadata(self, record: dict[str, Any]) -> dict[str, Any]:
         return {"type": "metadata", "sources": record.get("sources") or [],
@@ -249,11 +250,7 @@ class AnswerLines:
 
     def _count(self, record: dict[str, Any]) -> None:
         """Token counts are deltas (DESIGN §4): summed; the model is the last named."""
-        for field in ("in_token", "out_token"):
-            if record.get(field) is not None:
-                self.usage[field] = (self.usage[field] or 0) + record[field]
-        if record.get("model"):
-            self.usage["model"] = record["model"]
+        self.usage.add(Usage.of(record))
 
 
 STEP_KINDS = frozenset(StepKind.__args__)
@@ -298,13 +295,13 @@ class AgentLines(AnswerLines):
                        **action}).encode(), False
 
     def _done(self) -> Frame:
-        return _dumps({"type": "done", "usage": self.usage,
+        return _dumps({"type": "done", "usage": asdict(self.usage),
                        "session_id": self.session_id}).encode(), True
 
     def collected(self) -> dict[str, Any]:
         return {"response": "".join(self.parts), "steps": self.steps,
                 "sources": self.sources, "request_id": self.request_id,
-                "session_id": self.session_id, "usage": self.usage}
+                "session_id": self.session_id, "usage": asdict(self.usage)}
 
 
 @dataclass(frozen=True)

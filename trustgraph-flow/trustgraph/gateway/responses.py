@@ -67,14 +67,15 @@ async def json_body(request: web.Request) -> dict:
     return body
 
 
-def error_line(exception: BaseException) -> bytes:
-    """A failure after the headers, as the stream's last record: ``{"error": ...}``."""
+def error_record(exception: BaseException) -> bytes:
+    """A failure after the headers, as the stream's last record: ``{"error": ...}``
+    (a service stream's own shape; the answer stream's is ``answers.error_line``)."""
     return http_error(exception)[1]
 
 
 async def streamed(request: web.Request, batches: AsyncIterator[list[Frame]],
                    stream: StreamFormat,
-                   failure: Callable[[BaseException], bytes] = error_line
+                   failure: Callable[[BaseException], bytes] = error_record
                    ) -> web.StreamResponse:
     """Write ``batches`` as they come; a failure before the first one is raised (for
     its HTTP status), after it becomes the last record, ``failure(exception)``."""
