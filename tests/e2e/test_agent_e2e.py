@@ -23,7 +23,7 @@ import pytest
 import pytest_asyncio
 
 from tests.support.agent_llm import SYSTEM, AgentReplies, final, step
-from tests.support.mcp_server import mcp_server
+from tests.support.mcp_tools import mcp_server
 from tests.support.openai_server import PROMPT_TOKENS
 from tests.support.stack import Stack, openai_server_thread
 from trustgraph.api import AsyncTrustGraph

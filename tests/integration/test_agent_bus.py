@@ -18,7 +18,7 @@ import pytest
 import pytest_asyncio
 
 from tests.support.agent_llm import AgentReplies, final, step
-from tests.support.mcp_server import mcp_server
+from tests.support.mcp_tools import mcp_server
 from tests.support.openai_server import PROMPT_TOKENS, OpenAiServer, expected_text
 from tests.support.scripted_rag import ScriptedRag, answering, start_scripted_rag
 from trustgraph.agent.service import SPEC as AGENT_SPEC

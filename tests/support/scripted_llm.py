@@ -46,6 +46,17 @@ class Script:
 
 
 @dataclass
+class Call:
+    """One request as the server saw it; times are ``time.perf_counter()`` (one clock
+    for every thread of a process, so a benchmark can line them up with its own)."""
+
+    prompt: str
+    arrived: float
+    written: list[float] = field(default_factory=list)  # when each token was sent
+    done: float | None = None  # when the answer was complete
+
+
+@dataclass
 class Stats:
     requests: int = 0
     open_streams: int = 0
@@ -99,7 +110,7 @@ class ScriptedServer:
         self.last_body: dict | None = None
         self.last_headers: dict | None = None
         self.reply: Callable[[str], str | None] | None = None
-        self.prompts: list[str] = []  # every prompt text, in the order answered
+        self.calls: list[Call] = []  # every request, in the order they arrived
 
     # --- hooks for a wire format -------------------------------------------------
     def routes(self, app: web.Application) -> None:
@@ -131,6 +142,11 @@ class ScriptedServer:
 
     # --- common behaviour ---------------------------------------------------------
     @property
+    def prompts(self) -> list[str]:
+        """Every prompt text, in the order the requests arrived."""
+        return [call.prompt for call in self.calls]
+
+    @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
@@ -154,7 +170,8 @@ class ScriptedServer:
         self.stats.requests += 1
         self.last_body, self.last_headers = body, dict(request.headers)
         text = self.prompt_text(body)
-        self.prompts.append(text)
+        call = Call(text, time.perf_counter())
+        self.calls.append(call)
         script = self.script.updated(text)
         reply = self.reply(text) if self.reply is not None else None
         pieces = words(reply) if reply is not None else \
@@ -166,11 +183,12 @@ class ScriptedServer:
             return self.error_response(script.status, f"scripted {script.status}")
         if not self.wants_stream(body):
             await asyncio.sleep(script.first + script.delay * max(script.tokens - 1, 0))
+            call.done = time.perf_counter()
             return self.completion("".join(pieces), script)
-        return await self._stream(request, body, script, pieces)
+        return await self._stream(request, body, script, pieces, call)
 
     async def _stream(self, request: web.Request, body: dict, script: Script,
-                      pieces: list[str]) -> web.StreamResponse:
+                      pieces: list[str], call: Call) -> web.StreamResponse:
         response = await self.open_stream(request, body)
         self.stats.open_streams += 1
         finished = False
@@ -188,7 +206,9 @@ class ScriptedServer:
                     finished = True
                     return response
                 await self.write_token(response, pieces[i])
+                call.written.append(time.perf_counter())
             await self.write_end(response, body, script)
+            call.done = time.perf_counter()
             finished = True
             return response
         finally:
