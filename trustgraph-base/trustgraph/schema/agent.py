@@ -40,8 +40,10 @@ class AgentRequest(Record):
     # Conversation memory kept by the service, per user; generated when absent.
     session_id: str | None = Field(None, min_length=1, max_length=200)
     group: list[str] | None = None  # only tools in one of these groups
-    state: str | None = None  # only tools whose ``state`` matches (TrustGraph's tool states)
-    history: list[AgentStep] | None = None  # ReAct steps already taken in this dialog
+    # TrustGraph clients send it (their tools' states); accepted so they stay valid,
+    # not used: tools here are chosen by ``group``.
+    state: str | None = None
+    history: list[AgentStep] | None = None  # react: steps already taken in this dialog
     pattern: Pattern | None = None  # absent: the service's default
     max_iterations: int | None = Field(None, ge=1, le=MAX_ITERATIONS)
 
