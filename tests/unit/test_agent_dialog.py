@@ -12,9 +12,9 @@ from trustgraph.agent.dialog import Dialog, run_dialog
 from trustgraph.agent.react import MAX_MALFORMED, ReactLimits, react
 from trustgraph.agent.sessions import SessionStore, Turn
 from trustgraph.agent.toolbox import Toolbox
-from trustgraph.base import HandledError, PromptResult
+from trustgraph.base import HandledError, PromptResult, ServiceError
 from trustgraph.schema import (AgentRequest, DocumentEmbeddingsResponse, EmbeddingsResponse,
-                               RagResponse, ScoredChunk, Usage)
+                               Error, RagResponse, ScoredChunk, Usage)
 
 STEP_1 = 'Thought: I need facts.\nAction: knowledge-query\nArgs: {"question": "Who?"}\n'
 STEP_2 = "Thought: Now I know.\nFinal Answer: Neil Armstrong."
@@ -194,6 +194,19 @@ async def test_closing_the_dialog_closes_the_llm_stream_and_saves_nothing(sessio
         first = await anext(frames)
     assert first.chunk_type == "thought" and prompts.closed == 1
     assert await sessions.turns("ann", "s1", 10) == []
+
+
+async def test_an_llm_failure_mid_thought_is_a_clear_agent_error(sessions):
+    class Failing(ScriptedPrompts):
+        async def stream(self, id, variables):
+            yield PromptResult("Thought: I ", None, None, None, None, end=False)
+            raise ServiceError(Error(type="text-completion-error", message="rate limited"))
+
+    with pytest.raises(HandledError, match=r"asking the model \(agent-react\) failed: "
+                                           r"text-completion-error: rate limited") as failure:
+        await frames_of(dialog(Failing([]), rag_clients(), streaming=True), react_pattern(),
+                        sessions)
+    assert failure.value.type == "agent-error"
 
 
 def test_route_parsing():

@@ -128,3 +128,12 @@ def test_arguments(text, value):
 def test_bad_arguments(text):
     with pytest.raises(BadArguments):
         parse_arguments(text)
+
+
+def test_markdown_around_markers():
+    parser, events = parse(["**Thought:** I should", " add.\n**Action:** calc\n",
+                            '**Args:** {"e": 1}\n'])
+    assert (parser.step.thought, parser.step.action) == ("I should add.", "calc")
+    assert parse_arguments(parser.step.arguments_text) == {"e": 1}
+    parser, _ = parse(["**Bold** claims stay thoughts.\n### Final Answer: 42"])
+    assert parser.step.thought == "**Bold** claims stay thoughts." and parser.step.answer == "42"

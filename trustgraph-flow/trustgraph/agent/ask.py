@@ -53,9 +53,10 @@ def ask(limits: AskLimits):
         prepared = await prepare(dialog, limits)
         yield frames.route_thought(prepared.route, prepared.question, prepared.sources)
         template, variables = final_prompt(prepared, dialog.turns)
-        async for frame in frames.answer_frames(dialog.prompts, template, variables,
-                                                dialog.usage):
-            yield frame
+        with step(ERROR, f"answering ({template})"):
+            async for frame in frames.answer_frames(dialog.prompts, template, variables,
+                                                    dialog.usage):
+                yield frame
     return pattern
 
 

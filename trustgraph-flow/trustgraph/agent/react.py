@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from trustgraph.base import HandledError
+from trustgraph.retrieval.steps import step as call_step
 from trustgraph.schema import AgentResponse, AgentStep
 from trustgraph.schema.tool import ToolDefinition
 
@@ -78,15 +79,16 @@ async def _think(dialog: Dialog, tools: dict[str, ToolDefinition], steps: list[A
     variables = {"question": dialog.request.question, "tools": described(tools),
                  "history": [step.model_dump() for step in steps],
                  "context": conversation(dialog.turns)}
-    async with aclosing(dialog.prompts.stream(TEMPLATE, variables)) as pieces:
-        async for piece in pieces:
-            if piece.end:
-                dialog.usage.add(piece.usage)
-                break
-            for kind, text in parser.feed(piece.text):
-                yield _frame(kind, text)
-            if parser.stopped:
-                break  # closing the stream stops the LLM; its token count is not sent
+    with call_step(ERROR, f"asking the model ({TEMPLATE})"):
+        async with aclosing(dialog.prompts.stream(TEMPLATE, variables)) as pieces:
+            async for piece in pieces:
+                if piece.end:
+                    dialog.usage.add(piece.usage)
+                    break
+                for kind, text in parser.feed(piece.text):
+                    yield _frame(kind, text)
+                if parser.stopped:
+                    break  # closing the stream stops the LLM; its token count is lost
     for kind, text in parser.finish():
         yield _frame(kind, text)
 

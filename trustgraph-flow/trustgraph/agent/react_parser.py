@@ -6,8 +6,8 @@ The ``agent-react`` template asks for one of::
     Action: <tool name>                  Final Answer: <the answer>
     Args: <JSON object>                  (``Action Input:`` is read as ``Args:``)
 
-A marker counts only at the start of a line, so a thought that mentions "Action:"
-mid-sentence stays a thought. Text is passed on the moment it cannot be part of a
+A marker counts only at the start of a line (Markdown emphasis or a heading mark
+around it allowed), so a thought that mentions "Action:" mid-sentence stays a thought. Text is passed on the moment it cannot be part of a
 marker: mid-line text at once, and the start of a line as soon as it stops looking
 like the beginning of one ("Act" is held, "Actually" is sent). Whitespace at the end
 of what has been read is held too, so a thought never ends in the newline before
@@ -27,6 +27,8 @@ MARKERS = {
     "observation:": "observation",
 }
 LONGEST_MARKER = max(map(len, MARKERS))
+# Markdown some models put around a marker ("**Thought:**", "### Action:").
+MARKUP = " \t*#"
 # What a section may be followed by; any other marker ends the step (the model went
 # on writing what the agent supplies, e.g. its own "Observation:").
 FOLLOWS = {"thought": {"thought", "action", "args", "answer"}, "action": {"args"}}
@@ -94,14 +96,14 @@ class ReactParser:
         end = delta.find("\n")
         piece = delta if end < 0 else delta[:end]
         line = self._line + piece
-        stripped = line.lstrip()
+        stripped = line.lstrip(MARKUP)
         lower = stripped[:LONGEST_MARKER].lower()
         marker = next((m for m in MARKERS if lower.startswith(m)), None)
         if marker is not None:
             self._line = None
             self._open(MARKERS[marker], events)
             if not self.stopped:
-                self._add(stripped[len(marker):], events)
+                self._add(stripped[len(marker):].lstrip("*"), events)
             return delta[len(piece):]
         if end < 0 and any(m.startswith(lower) for m in MARKERS):
             self._line = line  # may still become a marker: wait for more
