@@ -18,11 +18,14 @@ own time in it is taken out:
   the LLM sending the answer's first word → the client receiving it.
 * ``ask`` in a session with one earlier turn (classify and reformulate both run, at
   once), on the conversational route (no retrieval): classify+reformulate: request
-  sent → their later arrival, plus their later answer → the route thought at the
-  client; answer: that later answer → the first answer word at the client. The
-  knowledge route is timed the same way, with DocumentRAG retrieval inside it.
+  sent → the later of their arrivals; answer: the later of their answers → the
+  first answer word at the client (the route thought is sent in between). The
+  knowledge route is timed the same way, with DocumentRAG retrieval (the question
+  embedded, the vector search) inside its answer's number.
 * baselines, the same kinds of call without the agent: a streamed text prompt and a
-  JSON prompt asked of the prompt service through the gateway.
+  JSON prompt asked of the prompt service through the gateway (stream: sent → first
+  word at the client; return: the LLM sending it → the client receiving it; json:
+  sent → answer; outbound: sent → the LLM request; the LLM's own time taken out).
 
 "agent's own" subtracts the matching baseline's median: what the agent adds beyond
 one streamed (or JSON) prompt call made through the gateway.
@@ -53,7 +56,7 @@ FIRST_THOUGHT_WORD = 1  # "Thought: " is a marker, held; the thought starts with
 FIRST_ANSWER_WORD = words(final(THOUGHT, ANSWER)).index("Answer: ") + 1
 # Which baseline each call is compared with.
 BASELINE = {"R1 thought": "stream", "tool call": "json", "R2 thought": "stream",
-            "R2 answer": "return", "classify+reformulate": "json", "answer": "stream"}
+            "R2 answer": "return", "classify+reformulate": "outbound", "answer": "stream"}
 
 _ids = itertools.count()
 
@@ -96,7 +99,7 @@ def react_sample(sent: float, frames: list, calls: list[Call]) -> dict:
 def ask_sample(sent: float, frames: list, calls: list[Call]) -> dict:
     *prepare, answer = calls
     arrived, done = max(c.arrived for c in prepare), max(c.done for c in prepare)
-    return {"classify+reformulate": (arrived - sent) + (first(frames, "thought") - done),
+    return {"classify+reformulate": arrived - sent,
             "answer": first(frames, "answer") - done - (answer.written[0] - answer.arrived)}
 
 
@@ -106,7 +109,8 @@ def baseline_sample(stream: tuple, json_call: tuple) -> dict:
     (json_sent, json_frames), answer = json_call
     return {"stream": received - sent - (call.written[0] - call.arrived),
             "return": received - call.written[0],
-            "json": json_frames[-1][0] - json_sent - (answer.done - answer.arrived)}
+            "json": json_frames[-1][0] - json_sent - (answer.done - answer.arrived),
+            "outbound": answer.arrived - json_sent}
 
 
 async def one_round(ws, llm, n: int) -> dict[str, dict]:
@@ -117,16 +121,18 @@ async def one_round(ws, llm, n: int) -> dict[str, dict]:
     found = {"react": await _timed(llm, react_sample, request(
         ws, "agent", {"question": question, "group": ["bench"]}))}
     for route, name in (("conversational", "ask"), ("knowledge", "ask (knowledge)")):
-        replies.routes |= {f"Hello {n}": route, f"And then {n}": route}
+        # Whole questions as keys: "And then 1" would also match "And then 12".
+        first_turn, second_turn = f"Hello {n} {route}?", f"And then {n} {route}?"
+        replies.routes |= {first_turn: route, second_turn: route}
         session = {"pattern": "ask", "session_id": f"s{n}-{route}"}
-        await request(ws, "agent", {"question": f"Hello {n}", **session})
+        await request(ws, "agent", {"question": first_turn, **session})
         found[name] = await _timed(llm, ask_sample, request(
-            ws, "agent", {"question": f"And then {n}", **session}))
+            ws, "agent", {"question": second_turn, **session}))
     stream = await _called(llm, request(ws, "prompt", {
         "id": "agent-conversational", "variables": {"question": "hi", "history": []}}))
-    replies.routes["Baseline"] = "code"
+    replies.routes[f"Baseline {n}?"] = "code"
     json_call = await _called(llm, request(ws, "prompt", {
-        "id": "agent-classify", "variables": {"question": f"Baseline {n}", "history": []}}))
+        "id": "agent-classify", "variables": {"question": f"Baseline {n}?", "history": []}}))
     found["baseline (prompt via gateway)"] = baseline_sample(stream, json_call)
     return found
 
@@ -174,7 +180,7 @@ async def measure(stack: Stack, llm, rounds: int) -> dict[str, list[dict]]:
 
 def report(found: dict[str, list[dict]]) -> str:
     baselines = {name: median([s[name] for s in found["baseline (prompt via gateway)"]])
-                 for name in ("stream", "return", "json")}
+                 for name in ("stream", "return", "json", "outbound")}
     lines = ["| dialog | LLM call | n | added p50 ms | p95 ms | agent's own p50 ms |",
              "|---|---|---|---|---|---|"]
     for dialog, samples in found.items():
