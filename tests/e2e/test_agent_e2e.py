@@ -85,11 +85,11 @@ async def corpus(stack, client, llm, mcp):
         "name": "add", "kind": "mcp-tool", "url": mcp.url, "group": ["math", "default"],
         "description": "Adds two integers.", "arguments": [
             {"name": "a", "type": "integer"}, {"name": "b", "type": "integer"}]}}})
-    for user, (name, text) in CORPUS.items():
-        await client.load_text(text, name, title=name.removesuffix(".txt").title(),
-                               user=user, collection="space")
-    for user, (name, _) in CORPUS.items():
-        await until(lambda: searchable(client, user, name), f"{user}'s {name}")
+    await asyncio.gather(*(client.load_text(text, name, user=user, collection="space",
+                                            title=name.removesuffix(".txt").title())
+                           for user, (name, text) in CORPUS.items()))
+    await asyncio.gather(*(until(lambda user=user, name=name: searchable(client, user, name),
+                                 f"{user}'s {name}") for user, (name, _) in CORPUS.items()))
     llm.reply.react["Which tools"] = [final("I see them.", "These.")]
     await until(lambda: offered(stack, llm), "the agent to offer the MCP tool", 10)
 
