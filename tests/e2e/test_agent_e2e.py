@@ -140,7 +140,7 @@ def text_of(frames: list[dict], kind: str) -> str:
 def saved_turns(stack: Stack, user: str, session: str) -> list[tuple[str, str]]:
     with sqlite3.connect(stack.data_dir / "agent" / "sessions.db") as db:
         return db.execute("SELECT question, answer FROM turns WHERE user = ? AND "
-                          "session_id = ? ORDER BY seq", (user, session)).fetchall()
+                          "session_id = ? ORDER BY id", (user, session)).fetchall()
 
 
 async def test_react_dialog_with_graph_rag_and_an_mcp_tool(stack, llm, mcp, corpus):

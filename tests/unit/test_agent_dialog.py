@@ -263,3 +263,12 @@ async def test_ask_route_thought_then_streamed_answer(sessions, route):
     assert [id for id, _ in prompts.calls][-1] == f"agent-{route}"
     # classify, reformulate and the answer: three LLM calls summed.
     assert frames[-1].in_token == 3 * LLM_IN and frames[-1].end_of_dialog
+
+
+async def test_the_session_store_keeps_each_users_turns_apart(sessions):
+    for n in range(3):
+        await sessions.save("ann", "s", f"q{n}", f"a{n}")
+    await sessions.save("bob", "s", "bob's q", "bob's a")
+    assert await sessions.turns("ann", "s", 2) == [Turn("q1", "a1"), Turn("q2", "a2")]
+    assert await sessions.turns("bob", "s", 10) == [Turn("bob's q", "bob's a")]
+    assert await sessions.turns("ann", "other", 10) == []

@@ -16,14 +16,14 @@ from pathlib import Path
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS turns (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,  -- the order turns were saved in
     user TEXT NOT NULL,
     session_id TEXT NOT NULL,
-    seq INTEGER NOT NULL,
     question TEXT NOT NULL,
     answer TEXT NOT NULL,
-    created REAL NOT NULL,
-    PRIMARY KEY (user, session_id, seq)
-)
+    created REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS turns_of_session ON turns (user, session_id, id);
 """
 
 
@@ -40,22 +40,22 @@ class SessionStore:
         # writes of concurrent dialogs never interleave inside a transaction.
         self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute(SCHEMA)
+        self._db.executescript(SCHEMA)
         self._lock = asyncio.Lock()
 
     async def turns(self, user: str, session_id: str, limit: int) -> list[Turn]:
         """The last ``limit`` turns, oldest first."""
         rows = await self._run(
             "SELECT question, answer FROM turns WHERE user = ? AND session_id = ? "
-            "ORDER BY seq DESC LIMIT ?", (user, session_id, limit))
+            "ORDER BY id DESC LIMIT ?", (user, session_id, limit))
         return [Turn(question, answer) for question, answer in reversed(rows)]
 
     async def save(self, user: str, session_id: str, question: str, answer: str) -> None:
+        # One row per turn, numbered by SQLite: replicas sharing the file never
+        # collide on a number, whatever turns they save at once.
         await self._run(
-            "INSERT INTO turns (user, session_id, seq, question, answer, created) "
-            "SELECT ?, ?, COALESCE(MAX(seq), 0) + 1, ?, ?, ? FROM turns "
-            "WHERE user = ? AND session_id = ?",
-            (user, session_id, question, answer, time.time(), user, session_id))
+            "INSERT INTO turns (user, session_id, question, answer, created) "
+            "VALUES (?, ?, ?, ?, ?)", (user, session_id, question, answer, time.time()))
 
     async def _run(self, sql: str, parameters: tuple) -> list[tuple]:
         async with self._lock:
