@@ -8,7 +8,8 @@ services, and a tiny MCP server built with the official ``mcp`` SDK.
 * an MCP tool's error is the observation, and the model goes on;
 * a session remembers its turns, for its own user only;
 * a cancel mid-thought stops the LLM stream and saves no turn; a cancel during an MCP
-  call stops the call.
+  call stops the call on the server; a cancel during a GraphRAG call stops GraphRAG's
+  answer.
 """
 import asyncio
 import uuid
@@ -225,3 +226,18 @@ async def test_cancel_during_an_mcp_call_stops_the_call(agent):
             await agent.mcp.waiting.wait()  # the call reached the server: now go away
     async with asyncio.timeout(5):
         await agent.mcp.cancelled.wait()
+
+
+async def test_cancel_during_a_graph_rag_call_reaches_graph_rag(agent):
+    question = "Slow facts [tokens=200 delay=0.05]"
+    agent.replies.react["Look slowly"] = [step("Look.", "knowledge-query", question=question),
+                                          final("Found.", "Done.")]
+    request = AgentRequest(question="Look slowly", streaming=True)
+    async with aclosing(agent.agent.frames(request)) as batches:
+        async for batch in batches:
+            if any(decode(AgentResponse, data).chunk_type == "action" for data, _ in batch):
+                break
+        async with asyncio.timeout(5):  # GraphRAG has the question: now go away
+            while not any(r.query == question for r in agent.rag.requests):
+                await asyncio.sleep(0.01)
+    await agent.rag.wait_cancelled(question, 5)

@@ -66,6 +66,10 @@ class Service:
         self.requests.append(request)
         return self.answer(request)
 
+    async def stream(self, request, model):
+        answer = await self.call(request, model)
+        yield answer.model_copy(update={"chunk": answer.response, "response": None})
+
 
 def clients(**services):
     class Clients:

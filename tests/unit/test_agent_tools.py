@@ -51,6 +51,15 @@ class Service:
             raise self.answer
         return self.answer
 
+    async def stream(self, request, model):
+        """A RAG service's stream: metadata, the answer in two pieces, the end."""
+        answer = await self.call(request, model)
+        yield RagResponse(message_type="metadata", sources=[])
+        for piece in (answer.response[:2], answer.response[2:]):
+            yield RagResponse(message_type="chunk", chunk=piece)
+        yield RagResponse(message_type="chunk", chunk="", end_of_stream=True,
+                          in_token=answer.in_token, out_token=answer.out_token)
+
 
 class PromptService:
     """A prompt requester answering every request with one JSON object."""
@@ -82,6 +91,7 @@ async def test_rag_tools_ask_in_the_users_collection_and_count_tokens():
     [asked] = rag.requests
     assert (answer, asked.query, asked.user, asked.collection) == ("found", "where?", "ann",
                                                                    "notes")
+    assert asked.streaming
     assert (usage.in_token, usage.out_token) == (5, 1)
 
 

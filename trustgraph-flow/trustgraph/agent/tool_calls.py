@@ -6,6 +6,7 @@ to a GraphRAG answer's LLM stream). Tokens the tool's LLM calls report are added
 the dialog's ``Usage``.
 """
 import json
+from contextlib import aclosing
 from typing import Any
 
 from trustgraph.base import PromptClient, RequestTimeout, ServiceError
@@ -56,9 +57,17 @@ async def _document_rag(tool, arguments, request, clients, usage, timeout) -> st
 
 async def _rag(clients: Any, service: str, usage: Usage,
                rag_request: GraphRagRequest | DocumentRagRequest) -> str:
-    answer = await (await clients.get(service)).call(rag_request, RagResponse)
-    usage.add(Usage.of(answer))
-    return answer.response or ""
+    """The answer, streamed and collected: the same path as every other answer, and a
+    cancel finds the RAG service mid-stream, which stops its LLM at once."""
+    rag_request.streaming = True
+    parts: list[str] = []
+    requester = await clients.get(service)
+    async with aclosing(requester.stream(rag_request, RagResponse)) as records:
+        async for record in records:
+            parts.append(record.chunk or "")
+            if record.end_of_stream:
+                usage.add(Usage.of(record))
+    return "".join(parts)
 
 
 async def _text_completion(tool, arguments, request, clients, usage, timeout) -> str:
