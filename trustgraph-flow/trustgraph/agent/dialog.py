@@ -17,7 +17,7 @@ from typing import Any
 from trustgraph.base import PromptClient
 from trustgraph.schema import AgentRequest, AgentResponse, Usage
 
-from .frames import is_last_answer
+from .frames import dialog_end, is_last_answer
 from .sessions import SessionStore, Turn
 
 
@@ -57,12 +57,7 @@ async def _ended(dialog: Dialog, pattern: Pattern, sessions: SessionStore
             if is_last_answer(frame):
                 await sessions.save(dialog.request.user, dialog.session_id,
                                     dialog.request.question, "".join(answer))
-                usage = dialog.usage
-                frame.end_of_dialog = frame.end_of_stream = True
-                frame.session_id = dialog.session_id
-                frame.in_token, frame.out_token, frame.model = (
-                    usage.in_token, usage.out_token, usage.model)
-                yield frame
+                yield dialog_end(frame, dialog.session_id, dialog.usage)
                 return
             yield frame
     raise RuntimeError("the dialog ended without an answer")

@@ -43,6 +43,14 @@ def is_last_answer(frame: AgentResponse) -> bool:
     return frame.chunk_type == "answer" and frame.end_of_message
 
 
+def dialog_end(last_answer: AgentResponse, session_id: str, usage: Usage) -> AgentResponse:
+    """The answer's last frame as the dialog's last: the end flags, the session, and
+    the token totals of every LLM call of the dialog."""
+    return last_answer.model_copy(update={
+        "end_of_dialog": True, "end_of_stream": True, "session_id": session_id,
+        "in_token": usage.in_token, "out_token": usage.out_token, "model": usage.model})
+
+
 async def answer_frames(prompts: PromptClient, template: str, variables: dict[str, Any],
                         usage: Usage) -> AsyncIterator[AgentResponse]:
     """Template ``template``'s text streamed as answer frames; its tokens added to
