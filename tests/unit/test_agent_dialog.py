@@ -213,6 +213,17 @@ async def test_an_llm_failure_mid_thought_is_a_clear_agent_error(sessions):
     assert failure.value.type == "agent-error"
 
 
+async def test_closing_an_ask_dialog_mid_answer_closes_the_llm_stream(sessions):
+    prompts = ScriptedPrompts(["a long answer, slowly"], block_after=1,
+                              objects={"agent-classify": {"route": "code"}})
+    d = dialog(prompts, clients(), streaming=True, pattern="ask")
+    async with aclosing(run_dialog(d, ask(AskLimits("document", 5)), sessions)) as frames:
+        assert (await anext(frames)).route == "code"
+        assert (await anext(frames)).content == "a lo"
+    assert prompts.closed == 1
+    assert await sessions.turns("ann", "s1", 10) == []
+
+
 def test_route_parsing():
     for value in ({"route": "knowledge"}, {"route": " Code "}, '"conversational"',
                   "Knowledge."):

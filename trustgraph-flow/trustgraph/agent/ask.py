@@ -9,8 +9,8 @@ retrieval functions of DocumentRAG or GraphRAG themselves. One thought frame the
 says the route and the question, carrying the sources. Phase 2 streams the answer
 of the route's template (``agent-<route>``), built by ``final_prompt``.
 """
-import asyncio
 from collections.abc import AsyncIterator
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -18,7 +18,7 @@ from trustgraph.base import HandledError
 from trustgraph.retrieval.answer import Found
 from trustgraph.retrieval.document_rag.service import retrieve_chunks
 from trustgraph.retrieval.graph_rag.service import retrieve_triples
-from trustgraph.retrieval.steps import step
+from trustgraph.retrieval.steps import concurrently, step
 from trustgraph.schema import AgentResponse, DocumentRagRequest, GraphRagRequest, Source
 
 from . import frames
@@ -53,15 +53,17 @@ def ask(limits: AskLimits):
         prepared = await prepare(dialog, limits)
         yield frames.route_thought(prepared.route, prepared.question, prepared.sources)
         template, variables = final_prompt(prepared, dialog.turns)
+        answer = frames.answer_frames(dialog.prompts, template, variables, dialog.usage)
         with step(ERROR, f"answering ({template})"):
-            async for frame in frames.answer_frames(dialog.prompts, template, variables,
-                                                    dialog.usage):
-                yield frame
+            async with aclosing(answer) as pieces:
+                async for frame in pieces:
+                    yield frame
     return pattern
 
 
 async def prepare(dialog: Dialog, limits: AskLimits) -> Prepared:
-    route, question = await asyncio.gather(_classify(dialog), _reformulate(dialog))
+    # At once; a failure of either cancels the other.
+    route, question = await concurrently(_classify(dialog), _reformulate(dialog))
     prepared = Prepared(route, question)
     if route == "knowledge":
         found = await _retrieve(dialog, question, limits)

@@ -8,6 +8,7 @@ restart; sessions live in ``<TG_DATA_DIR>/agent/sessions.db``.
 import logging
 import uuid
 from collections.abc import AsyncIterator
+from contextlib import aclosing
 from pathlib import Path
 from typing import Literal
 
@@ -59,8 +60,11 @@ def agent_handler(settings: AgentSettings, toolbox: Toolbox, sessions: SessionSt
             toolbox.offered(request.group), react_limits)
         log.info("id=%s agent: %s pattern, session %s (%d earlier turns)", ctx.id,
                  request.pattern or settings.agent_pattern, session_id, len(turns))
-        async for frame in run_dialog(dialog, pattern, sessions):
-            yield frame
+        # Closed with the handler, not left to the garbage collector: closing the
+        # dialog is what closes its LLM stream and its tool call.
+        async with aclosing(run_dialog(dialog, pattern, sessions)) as frames:
+            async for frame in frames:
+                yield frame
     return handle
 
 
