@@ -57,3 +57,7 @@ from .load_status import (ChunkCountRequest, ChunkCountResponse, ChunkSet,  # no
 
 __all__ += ["ChunkCountRequest", "ChunkCountResponse", "ChunkSet", "DocumentStatus",
             "LoadStatusRequest", "LoadStatusResponse"]
+
+from .agent import AgentRequest, AgentResponse, AgentStep  # noqa: E402
+
+__all__ += ["AgentRequest", "AgentResponse", "AgentStep"]

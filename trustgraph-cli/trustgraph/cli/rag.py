@@ -9,7 +9,8 @@ from typing import Any
 
 from trustgraph.api import Answer, Chunk, Metadata, RagStream
 
-from .common import connect, parser, print_stream, run, scope_options, show_usage, write
+from .common import (connect, parser, positive, print_stream, run, scope_options, show_usage,
+                     write)
 
 SOURCE_TEXT = 160  # characters of a source's text shown by --show-sources
 
@@ -34,17 +35,6 @@ def rag_parser(prog: str, description: str) -> argparse.ArgumentParser:
     arguments.add_argument("--show-usage", action="store_true",
                            help="print tokens in/out and the model to stderr afterwards")
     return arguments
-
-
-def positive(text: str) -> int:
-    """An ``argparse`` type: a whole number of at least 1 (a limit)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} is less than 1")
-    return value
 
 
 # AsyncTrustGraph.graph_rag or .document_rag: an answer to await, or a stream

@@ -28,6 +28,7 @@ RUNNABLES = {
     "extract": "trustgraph.extract.service:SPEC",
     "graph-rag": "trustgraph.retrieval.graph_rag.service:SPEC",
     "document-rag": "trustgraph.retrieval.document_rag.service:SPEC",
+    "agent": "trustgraph.agent.service:SPEC",
 }
 
 PROVIDER_PREFIX = "text-completion-"
@@ -94,7 +95,7 @@ def members(entry: str) -> list[str]:
 # (embeddings and the stages that embed chunks and entities).
 DEFAULT_STACK = [
     "config",
-    "prompt+text-completion+graph-rag+document-rag",
+    "prompt+text-completion+graph-rag+document-rag+agent",
     "librarian",
     "decoder",
     "embeddings+chunk-embeddings+entity-embeddings",
