@@ -10,7 +10,7 @@ the final record carry the whole ``response`` again, as a careless service might
 The sources depend on the service, user and collection, so a test can see that its
 scope arrived.
 
-``scripted_rag_stack`` puts both services behind a real gateway, on a flow of their
+``scripted_rag_gateway`` puts both services behind a real gateway, on a flow of their
 own, for a test module's fixture.
 """
 import asyncio
@@ -20,9 +20,10 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
 
+from tests.support.waiting import serving
 from tests.support.scripted_llm import PROMPT_TOKENS, expected_text, token  # noqa: F401
 from trustgraph.base import (Context, HandledError, Processor, ProcessorSettings,
-                             ProcessorSpec, Requester, Service, ServiceError)
+                             ProcessorSpec, Service)
 from trustgraph.gateway.app import Gateway, GatewaySettings
 from trustgraph.pubsub import Bus
 from trustgraph.pubsub.embedded import free_port
@@ -145,40 +146,24 @@ async def start_scripted_rag(broker_url: str, flow: str, rag: ScriptedRag) -> Pr
     processor = Processor(ProcessorSpec("scripted-rag", ProcessorSettings, rag.services),
                           ProcessorSettings(pulsar_url=broker_url, tg_flows=[flow]))
     await processor.start()
+    bus = Bus(broker_url)
     try:
         for service in ("graph-rag", "document-rag"):
-            await _answering(broker_url, service, flow)
+            await serving(bus, service, flow, GraphRagRequest(query="[tokens=1]"), RagResponse)
     except BaseException:
         await processor.stop()
         raise
+    finally:
+        await bus.close()
     rag.requests.clear()
     rag.ids.clear()
     return processor
 
 
-async def _answering(broker_url: str, service: str, flow: str, deadline: float = 30.0) -> None:
-    """Wait until a just-started service answers (a request that reaches a new
-    consumer before its permits can be dropped, so ask again until one is answered)."""
-    bus = Bus(broker_url)
-    try:
-        requester = Requester(bus, service, flow, f"probe-{uuid.uuid4().hex[:8]}", 10)
-        await requester.start()
-        async with asyncio.timeout(deadline):
-            while True:
-                try:
-                    async with asyncio.timeout(0.5):
-                        await requester.call(GraphRagRequest(query="[tokens=1]"), RagResponse)
-                    return
-                except ServiceError:
-                    return  # an error is an answer too
-                except TimeoutError:
-                    pass
-    finally:
-        await bus.close()
-
-
 @dataclass
-class RagStack:
+class ScriptedRagGateway:
+    """Both scripted services on a flow of their own, behind a real gateway."""
+
     url: str  # the gateway, open
     flow: str
     rag: ScriptedRag
@@ -186,8 +171,8 @@ class RagStack:
 
 
 @asynccontextmanager
-async def scripted_rag_stack(broker_url: str, token: str | None = None
-                             ) -> AsyncIterator[RagStack]:
+async def scripted_rag_gateway(broker_url: str, token: str | None = None
+                               ) -> AsyncIterator[ScriptedRagGateway]:
     """Both scripted services on a new flow behind an open gateway and, given a
     ``token``, a second gateway that requires it."""
     flow = f"rag-{uuid.uuid4().hex[:6]}"
@@ -200,7 +185,7 @@ async def scripted_rag_stack(broker_url: str, token: str | None = None
         for required in tokens]
     try:
         url, *guarded = [await gateway.start() for gateway in gateways]
-        yield RagStack(url, flow, rag, *guarded)
+        yield ScriptedRagGateway(url, flow, rag, *guarded)
     finally:
         for gateway in gateways:
             await gateway.stop()
