@@ -149,7 +149,7 @@ async def test_in_one_process_the_prompts_call_does_not_cross_the_bus(pair):
 
     assert "id" in await first_seen_after_a_prompt("bus")  # the observer sees requests
     assert await first_seen_after_a_prompt("local") == {"marker": "1"}
-    assert isinstance(await pair.prompt.clients["local"].get("text-completion"),
+    assert isinstance(await pair.prompt.runtime.clients("local").get("text-completion"),
                       LocalRequester)
 
 
