@@ -12,6 +12,7 @@ import json
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import aclosing
+from functools import partial
 
 import pytest
 
@@ -123,9 +124,9 @@ async def prompts(stack):
     await stack.start_prompt()
     stack.llm = await stack.requester("default")
     stack.scripted = await stack.requester("scripted")
+    probe = PromptRequest(id="no-such-template")  # answered with an error
     for requester in (stack.llm, stack.scripted):
-        await answered(lambda: requester.call(PromptRequest(id="no-such-template"),
-                                              PromptResponse), "prompt", timeout=10,
+        await answered(partial(requester.call, probe, PromptResponse), "prompt", timeout=10,
                        attempt=0.2)
     return stack
 

@@ -1,9 +1,9 @@
 """``LibrarianClient``: the librarian's three services (``librarian``, ``text-load``,
 ``document-load``) asked over the bus, as a test would."""
-import asyncio
 import uuid
 
-from trustgraph.base import Requester, ServiceError
+from tests.support.waiting import answered
+from trustgraph.base import Requester
 from trustgraph.schema import (DocumentLoadRequest, LibrarianRequest, LibrarianResponse,
                                LoadResponse, TextLoadRequest)
 
@@ -31,22 +31,9 @@ class LibrarianClient:
                                                        LibrarianResponse)
 
     async def ready(self, timeout=10.0):
-        """Every service answers. The broker drops a request that arrives in the moment
-        between a consumer subscribing and its permits reaching the broker, so each
-        first request is retried."""
+        """Every service answers (each probe is refused as a bad request, or answered)."""
         probes = {"librarian": lambda: self.librarian(operation="list-documents"),
                   "text-load": lambda: self.load_text(id="", text="x"),
                   "document-load": lambda: self.load_document(id="", data="")}
-        async with asyncio.timeout(timeout):
-            for probe in probes.values():
-                while True:
-                    try:
-                        async with asyncio.timeout(1.0):
-                            await probe()
-                    except ServiceError as error:
-                        if error.error.type == "bad-request":
-                            break
-                    except TimeoutError:
-                        continue
-                    else:
-                        break
+        for name, probe in probes.items():
+            await answered(probe, name, timeout=timeout, attempt=1.0)
