@@ -124,7 +124,7 @@ class GraphVersionResponse(Response):
     end_of_stream: bool = True
 
 
-MAX_EDGES_PAGE = 20_000
+MAX_EDGES_PAGE = 10_000
 
 
 class GraphEdgesRequest(_Scoped):
@@ -145,6 +145,7 @@ class GraphEdge(Record):
 
 class GraphEdgesResponse(Response):
     edges: list[GraphEdge] | None = None  # absent only on an error
+    labels: dict[str, str] | None = None  # IRI → rdfs:label, for the page's IRIs that have one
     next: int | None = None  # the cursor of the next page; None: this was the last
     version: int | None = None  # the scope's graph version when the page was read
     end_of_stream: bool = True

@@ -13,6 +13,9 @@ both sides of it:
 * service ``subgraph`` — GraphRAG's retrieval in one request: breadth-first expansion
   from seed entities (one store round trip per hop), then the labels of every IRI
   reached and the provenance of every triple kept (one round trip each);
+* services ``graph-version`` and ``graph-edges`` — the scope's graph version (bumped
+  by every write and removal) and its entity graph a page at a time, for readers that
+  cache what they derive from the whole graph (LazyRAG's communities);
 * service ``knowledge-load`` — triples a user already has (an RDF graph), stored
   with the request's ``source`` as their document; then each IRI with an
   ``rdfs:label`` among them goes to stage ``entities`` (``ChunkEntities``, the label
@@ -28,7 +31,9 @@ from trustgraph.base import (Context, HandledError, ProcessorSettings, Processor
 from trustgraph.base.stage import MAX_RECORD_BYTES, Emitters
 from trustgraph.pubsub import Bus
 from trustgraph.schema import (RDFS_LABEL, ChunkEntities, ChunkTriples, DocumentRef,
-                               DocumentRemoved, EntityContext, Evidence,
+                               DocumentRemoved, EntityContext, Evidence, GraphEdge,
+                               GraphEdgesRequest, GraphEdgesResponse, GraphVersionRequest,
+                               GraphVersionResponse,
                                KnowledgeLoadRequest, KnowledgeLoadResponse, Record,
                                SubgraphRequest, SubgraphResponse, Term, Triple,
                                TriplesQueryRequest, TriplesQueryResponse, encode)
@@ -215,6 +220,31 @@ class FlowEmitters:
             self._bus = None
 
 
+def version_handler(store: TriplesStore):
+    async def version(request: GraphVersionRequest, ctx: Context) -> GraphVersionResponse:
+        return GraphVersionResponse(version=await store.version(request.user,
+                                                                request.collection))
+    return version
+
+
+def edges_handler(store: TriplesStore):
+    async def edges(request: GraphEdgesRequest, ctx: Context) -> GraphEdgesResponse:
+        # Read first: a write landing while the page is read then shows as a newer
+        # version, so a cache built from these pages is rebuilt rather than kept.
+        version = await store.version(request.user, request.collection)
+        page = await store.edges(request.user, request.collection, request.after,
+                                 request.limit)
+        named = dict.fromkeys(iri for pair in page.weights for iri in pair)
+        labels = await store.labels(request.user, request.collection, map(Term.iri, named))
+        response = GraphEdgesResponse(
+            edges=[GraphEdge(s=s, o=o, weight=w) for (s, o), w in page.weights.items()],
+            labels={term.i: label for term, label in labels.items()},
+            next=page.next, version=version)
+        fits_one_message(response, len(page.weights), "graph-edges")
+        return response
+    return edges
+
+
 def knowledge_load_handler(store: TriplesStore, emitters: FlowEmitters):
     async def load(request: KnowledgeLoadRequest, ctx: Context) -> KnowledgeLoadResponse:
         triples = list(dict.fromkeys(request.triples))
@@ -246,6 +276,10 @@ def parts(store: TriplesStore, emitters: FlowEmitters) -> list[Service | Stage]:
                 error_type="triples-error", close=store.close),
         Service("subgraph", SubgraphRequest, SubgraphResponse, subgraph_handler(store),
                 error_type="subgraph-error"),
+        Service("graph-version", GraphVersionRequest, GraphVersionResponse,
+                version_handler(store), error_type="graph-version-error"),
+        Service("graph-edges", GraphEdgesRequest, GraphEdgesResponse, edges_handler(store),
+                error_type="graph-edges-error"),
         Service("knowledge-load", KnowledgeLoadRequest, KnowledgeLoadResponse,
                 knowledge_load_handler(store, emitters), error_type="knowledge-load-error",
                 close=emitters.close),
