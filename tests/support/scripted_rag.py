@@ -11,7 +11,8 @@ The sources depend on the service, user and collection, so a test can see that i
 scope arrived.
 
 ``scripted_rag_stack`` puts both services behind a real gateway, on a flow of their
-own, for a test module's fixture.
+own, for a test module's fixture (with LazyRAG turned off at that gateway:
+tests/support/scripted_lazy_rag.py scripts it).
 """
 import asyncio
 import re
@@ -40,6 +41,7 @@ class RagScript:
     delay: float = 0.0
     fail_after: int | None = None
     repeat: int = 0
+    summary_fail: int = 0  # lazy-rag: the LLM fails; the final record says so
 
     def updated(self, text: str) -> "RagScript":
         match = DIRECTIVE.search(text)
@@ -77,6 +79,7 @@ class ScriptedRag:
     questions whose answers stopped early (the generator was closed before its final
     record: the request was cancelled)."""
 
+    names = ("graph-rag", "document-rag")  # the services it serves
     script: RagScript = field(default_factory=RagScript)
     requests: list = field(default_factory=list)
     ids: list[str] = field(default_factory=list)
@@ -106,9 +109,11 @@ class ScriptedRag:
     async def _answer(self, name: str, request) -> AsyncIterator[RagResponse]:
         script = self.script.updated(request.query)
         sources = sources_for(name, request.user, request.collection)
-        optimized = f"rewritten: {request.query}" if request.optimize_query else None
-        subqueries = [f"{request.query} (part {n})" for n in (1, 2)] if request.subqueries \
-            else []
+        # (lazy-rag's requests have neither option)
+        optimized = f"rewritten: {request.query}" \
+            if getattr(request, "optimize_query", False) else None
+        subqueries = [f"{request.query} (part {n})" for n in (1, 2)] \
+            if getattr(request, "subqueries", False) else []
         totals = {"in_token": PROMPT_TOKENS, "out_token": script.tokens, "model": MODEL}
         text = expected_text(script.tokens)
         if not request.streaming:
@@ -141,12 +146,12 @@ class ScriptedRag:
 
 
 async def start_scripted_rag(broker_url: str, flow: str, rag: ScriptedRag) -> Processor:
-    """A processor serving both scripted services on ``flow``, answering already."""
+    """A processor serving ``rag``'s scripted services on ``flow``, answering already."""
     processor = Processor(ProcessorSpec("scripted-rag", ProcessorSettings, rag.services),
                           ProcessorSettings(pulsar_url=broker_url, tg_flows=[flow]))
     await processor.start()
     try:
-        for service in ("graph-rag", "document-rag"):
+        for service in rag.names:
             await _answering(broker_url, service, flow)
     except BaseException:
         await processor.stop()
@@ -183,24 +188,29 @@ class RagStack:
     flow: str
     rag: ScriptedRag
     guarded_url: str | None = None  # the same services behind a gateway with a token
+    off_url: str | None = None  # the same services behind a gateway with LazyRAG off
 
 
 @asynccontextmanager
-async def scripted_rag_stack(broker_url: str, token: str | None = None
+async def scripted_rag_stack(broker_url: str, token: str | None = None,
+                             rag: ScriptedRag | None = None, lazy_rag: bool = False
                              ) -> AsyncIterator[RagStack]:
-    """Both scripted services on a new flow behind an open gateway and, given a
-    ``token``, a second gateway that requires it."""
+    """``rag``'s scripted services (default: graph-rag and document-rag) on a new flow
+    behind an open gateway, with LazyRAG on as ``lazy_rag`` says; given a ``token``, a
+    second gateway that requires it; with ``lazy_rag``, a third with LazyRAG off."""
     flow = f"rag-{uuid.uuid4().hex[:6]}"
-    rag = ScriptedRag()
+    rag = ScriptedRag() if rag is None else rag
     processor = await start_scripted_rag(broker_url, flow, rag)
-    tokens = [""] if token is None else ["", token]
+    options = [("", lazy_rag)] + [(token, lazy_rag)] * (token is not None) \
+        + [("", False)] * lazy_rag
     gateways = [Gateway(GatewaySettings(
         pulsar_url=broker_url, tg_gateway_host="127.0.0.1", tg_gateway_port=free_port(),
-        tg_flows=[flow], tg_request_timeout=10, tg_gateway_token=required))
-        for required in tokens]
+        tg_flows=[flow], tg_request_timeout=10, tg_gateway_token=required,
+        lazy_rag_enabled=enabled)) for required, enabled in options]
     try:
-        url, *guarded = [await gateway.start() for gateway in gateways]
-        yield RagStack(url, flow, rag, *guarded)
+        urls = [await gateway.start() for gateway in gateways]
+        yield RagStack(urls[0], flow, rag, urls[1] if token is not None else None,
+                       urls[-1] if lazy_rag else None)
     finally:
         for gateway in gateways:
             await gateway.stop()

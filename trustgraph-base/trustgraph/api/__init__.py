@@ -7,10 +7,10 @@ its REST endpoint. Errors are ``TrustGraphError``.
 """
 from .async_client import DEFAULT_URL, AsyncTrustGraph
 from .errors import TrustGraphError
-from .rag import Answer, Chunk, Final, Metadata, RagEvent, RagStream
+from .rag import Answer, Chunk, Final, LazyAnswer, LazyResult, Metadata, RagEvent, RagStream
 from .streams import Completion, TextStream, Usage
 from .sync_client import SyncStream, TrustGraph
 
 __all__ = ["DEFAULT_URL", "Answer", "AsyncTrustGraph", "Chunk", "Completion", "Final",
-           "Metadata", "RagEvent", "RagStream", "SyncStream", "TextStream", "TrustGraph",
-           "TrustGraphError", "Usage"]
+           "LazyAnswer", "LazyResult", "Metadata", "RagEvent", "RagStream", "SyncStream",
+           "TextStream", "TrustGraph", "TrustGraphError", "Usage"]

@@ -8,7 +8,7 @@ lines: ``metadata``, ``content`` deltas, then ``done`` with the usage, or ``erro
 instead of ``done``. ``stream: false`` collects them into one JSON object.
 """
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import aclosing
 from typing import Any, Literal
 
@@ -16,26 +16,31 @@ from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from trustgraph.base import ServiceError
-from trustgraph.schema import Error, Record, Source
+from trustgraph.schema import (Error, LazyCommunity, LazyEntity, LazyRelationship, Record,
+                               Source)
 
 from .dispatch import Dispatcher, new_request_id
-from .errors import GatewayError, bad_request, validation_message
+from .errors import bad_request, validation_message
 from .framing import Frame
 from .metrics import REQUESTS
 from .responses import NDJSON, failed, json_body, streamed
-from .services import SERVICES, ServiceRow
+from .services import ServiceRow
 
 QUERY_PATHS = ("/api/v1/query", "/query")
 MODES = {"document": "document-rag", "graph": "graph-rag", "lazy": "lazy-rag"}
 # Fields of the API itself; everything else in the body belongs to the service request.
 API_FIELDS = {"stream", "mode", "flow"}
-LIMITS = ("entity_limit", "triple_limit", "max_subgraph_size", "max_path_length", "doc_limit")
+# Options only some modes' services take: given to another mode, a 400.
+OPTIONS = ("entity_limit", "triple_limit", "max_subgraph_size", "max_path_length",
+           "doc_limit", "max_hops", "max_entities", "use_communities", "optimize_query",
+           "subqueries")
 
 
 class QueryRequest(Record):
-    """The body. The RAG limits apply to the modes whose service takes them (graph:
-    entity/triple limits, subgraph size, path length; document: doc_limit); left out,
-    the service's defaults apply."""
+    """The body. The options apply to the modes whose service takes them (graph:
+    entity/triple limits, subgraph size, path length; document: doc_limit; both:
+    optimize_query, subqueries; lazy: max_hops, max_entities, use_communities); left
+    out, the service's defaults apply."""
 
     query: str = Field(min_length=1)
     stream: bool = False
@@ -50,6 +55,9 @@ class QueryRequest(Record):
     max_subgraph_size: int | None = None
     max_path_length: int | None = None
     doc_limit: int | None = None
+    max_hops: int | None = None
+    max_entities: int | None = None
+    use_communities: bool | None = None
 
 
 # What the answers look like, for the OpenAPI document (a unit test holds the lines
@@ -83,6 +91,30 @@ class DoneLine(_Line):
     usage: Usage
 
 
+class LazySubgraph(_Line):
+    """LazyRAG's retrieval: the subgraph, its communities, the confidence that it
+    answers the question and what it leaves out."""
+
+    entities: list[LazyEntity] | None
+    relationships: list[LazyRelationship] | None
+    communities: list[LazyCommunity] | None
+    confidence: float | None
+    missing_info: list[str] | None
+    generation_time_ms: float | None
+
+
+class LazyResult(LazySubgraph):
+    """What a lazy-mode answer adds to ``done`` and to the collected answer: the
+    subgraph it was written from and, when the LLM failed, ``summary_error`` in place
+    of the answer's text."""
+
+    summary_error: Error | None
+
+
+class LazyDoneLine(DoneLine, LazyResult):
+    pass
+
+
 class ErrorLine(_Line):
     type: Literal["error"]
     message: str
@@ -98,37 +130,45 @@ class CollectedAnswer(_Line):
     usage: Usage
 
 
+class LazyCollectedAnswer(CollectedAnswer, LazyResult):
+    pass
+
+
 async def answer(dispatcher: Dispatcher, request: web.Request) -> web.StreamResponse:
     """The route: validate, ask the service, answer as NDJSON lines or one object."""
     query, row, record = parse(dispatcher, await json_body(request))
     REQUESTS.labels(row.name, "query").inc()
-    request_id = new_request_id()
-    lines = AnswerLines(request_id)
-    async with aclosing(dispatcher.frames(row, query.flow, record, request_id)) as frames:
+    return await respond(request, dispatcher, row, query.flow, record, query.stream)
+
+
+async def respond(request: web.Request, dispatcher: Dispatcher, row: ServiceRow, flow: str,
+                  record: Record, stream: bool,
+                  collected: Callable[["AnswerLines"], Any] = lambda lines: lines.collected()
+                  ) -> web.StreamResponse:
+    """Ask ``row``'s service (``record`` asks it to stream); answer as NDJSON lines or,
+    without ``stream``, one JSON object: ``collected(lines)`` once all have arrived."""
+    lines = AnswerLines(new_request_id(), row.result_fields)
+    async with aclosing(dispatcher.frames(row, flow, record, lines.request_id)) as frames:
         async with aclosing(lines.translate(frames)) as batches:
-            if query.stream:
+            if stream:
                 return await streamed(request, batches, NDJSON, error_line)
             async for _ in batches:
                 pass
-    return web.json_response(lines.collected(), dumps=_dumps)
+    return web.json_response(collected(lines), dumps=_dumps)
 
 
 def parse(dispatcher: Dispatcher, body: dict) -> tuple[QueryRequest, ServiceRow, Record]:
     """The query, the service row of its mode and the service's request record; a bad
-    field is a 400 naming it, a mode with no service here a 404 saying so."""
+    field is a 400 naming it, a mode whose service is off here a 404 saying so."""
     try:
         query = QueryRequest.model_validate(body)
     except ValidationError as error:
         raise bad_request(validation_message(error, where="")) from None
-    row = SERVICES.get(MODES[query.mode])
-    if row is None:
-        raise GatewayError("mode-unavailable", f"mode: {query.mode!r} is not available yet "
-                           f"(this gateway has no {MODES[query.mode]} service); use "
-                           f"'document' or 'graph'", 404)
-    dispatcher.resolve(row.name, query.flow)
-    for limit in LIMITS:
-        if limit in query.model_fields_set and limit not in row.request_model.model_fields:
-            raise bad_request(f"{limit}: not a parameter of mode {query.mode!r}")
+    row = dispatcher.resolve(MODES[query.mode], query.flow)
+    for option in OPTIONS:
+        if getattr(query, option) not in (None, False) and \
+                option not in row.request_model.model_fields:
+            raise bad_request(f"{option}: not a parameter of mode {query.mode!r}")
     fields = {key: value for key, value in body.items() if key not in API_FIELDS}
     try:
         record = row.request_model.model_validate({**fields, "streaming": True})
@@ -142,11 +182,13 @@ class AnswerLines:
     collected answer need. A record carrying ``error`` raises ``ServiceError``, which
     the caller turns into an HTTP status (nothing sent yet) or an ``error`` line."""
 
-    def __init__(self, request_id: str) -> None:
+    def __init__(self, request_id: str, result_fields: tuple[str, ...] = ()) -> None:
         self.request_id = request_id
         self.metadata: dict[str, Any] | None = None
         self.parts: list[str] = []
         self.usage: dict[str, Any] = {"in_token": None, "out_token": None, "model": None}
+        # the service's own result fields, from its final record (ServiceRow.result_fields)
+        self.result: dict[str, Any] = dict.fromkeys(result_fields)
 
     async def translate(self, frames: AsyncIterator[list[Frame]]) -> AsyncIterator[list[Frame]]:
         async for batch in frames:
@@ -171,7 +213,9 @@ class AnswerLines:
             self.parts.append(delta)
             lines.append((_dumps({"type": "content", "delta": delta}).encode(), False))
         if final:
-            lines.append((_dumps({"type": "done", "usage": self.usage}).encode(), True))
+            self.result = {key: record.get(key) for key in self.result}
+            lines.append((_dumps({"type": "done", "usage": self.usage, **self.result}
+                                 ).encode(), True))
         return lines
 
     def collected(self) -> dict[str, Any]:
@@ -180,7 +224,7 @@ class AnswerLines:
         return {"response": "".join(self.parts), "sources": metadata["sources"],
                 "optimized_query": metadata["optimized_query"],
                 "subqueries": metadata["subqueries"], "request_id": self.request_id,
-                "usage": self.usage}
+                "usage": self.usage, **self.result}
 
     def _metadata(self, record: dict[str, Any]) -> dict[str, Any]:
         return {"type": "metadata", "sources": record.get("sources") or [],

@@ -1,8 +1,8 @@
 """The gateway process: websocket and REST in front of the bus.
 
 ``Gateway(settings)`` serves ``/api/v1/socket`` (PROTOCOL §1), ``/api/v1/flow/{flow}/
-service/{kind}`` and the answer-stream API ``/api/v1/query`` (§3),
-``/api/v1/openapi.json`` and ``/metrics``; ``main`` is its console entry
+service/{kind}``, the answer-stream API ``/api/v1/query`` and LazyRAG's
+``/api/v1/lazy-rag/...`` (§3), ``/api/v1/openapi.json`` and ``/metrics``; ``main`` is its console entry
 (``tg-run gateway``).
 """
 import asyncio
@@ -24,9 +24,10 @@ from trustgraph.schema import CANCEL_TOPIC
 from .answers import QUERY_PATHS
 from .auth import Auth
 from .dispatch import Dispatcher
+from .lazy_rag import LAZY_RAG_PATH, LazyRagEndpoint, LazyRagEnvironment
 from .openapi import openapi
 from .rest import RestEndpoint
-from .services import SERVICES
+from .services import LAZY_RAG_SERVICES, SERVICES
 from .websocket import Limits, SocketEndpoint
 
 log = logging.getLogger(__name__)
@@ -45,6 +46,10 @@ class GatewaySettings(Settings):
     tg_request_timeout: float = 120.0  # seconds of silence between response records
     tg_gateway_max_inflight: int = 256  # concurrent requests per websocket
     tg_gateway_max_frame: int = 8 * 1024 * 1024  # bytes per client frame or body
+    # false: the lazy-rag services are refused (404 saying how to enable them) on every
+    # transport, and /api/v1/lazy-rag/status says so; as tg-start's, so that its
+    # gateway agrees with whether it started the service
+    lazy_rag_enabled: bool = True
 
     @field_validator("tg_flows", mode="before")
     @classmethod
@@ -78,12 +83,15 @@ class Gateway:
         # request, and a pulsar client closed without ever having connected crashes
         # the process at exit (pulsar-client 3.x).
         await self._bus.producer(CANCEL_TOPIC)
-        dispatcher = Dispatcher(self._bus, settings.tg_flows, settings.tg_request_timeout)
+        off = () if settings.lazy_rag_enabled else LAZY_RAG_SERVICES
+        dispatcher = Dispatcher(self._bus, settings.tg_flows, settings.tg_request_timeout,
+                                off)
         auth = Auth(settings.tg_gateway_token)
         self._sockets = SocketEndpoint(dispatcher, auth, Limits(
             settings.tg_gateway_max_inflight, settings.tg_gateway_max_frame))
         self._rest = RestEndpoint(dispatcher, auth)
-        app = _application(self._sockets, self._rest, dispatcher.flows,
+        lazy = LazyRagEndpoint(dispatcher, LazyRagEnvironment())
+        app = _application(self._sockets, self._rest, lazy, dispatcher.flows,
                            settings.tg_gateway_max_frame)
         # handler_cancellation: a client that drops an HTTP request cancels its handler,
         # and so the request on the bus and the LLM stream behind it.
@@ -114,8 +122,8 @@ class Gateway:
         self._sockets = self._rest = self._runner = self._bus = None
 
 
-def _application(sockets: SocketEndpoint, rest: RestEndpoint, flows: tuple[str, ...],
-                 max_body: int) -> web.Application:
+def _application(sockets: SocketEndpoint, rest: RestEndpoint, lazy: LazyRagEndpoint,
+                 flows: tuple[str, ...], max_body: int) -> web.Application:
     spec = openapi(SERVICES.values(), flows)
 
     async def openapi_json(request: web.Request) -> web.Response:
@@ -129,6 +137,9 @@ def _application(sockets: SocketEndpoint, rest: RestEndpoint, flows: tuple[str, 
     app.router.add_post("/api/v1/flow/{flow}/service/{kind}", rest.handle)
     for path in QUERY_PATHS:
         app.router.add_post(path, rest.query)
+    app.router.add_post(f"{LAZY_RAG_PATH}/query", rest.served(lazy.query))
+    app.router.add_post(f"{LAZY_RAG_PATH}/expand", rest.served(lazy.expand))
+    app.router.add_get(f"{LAZY_RAG_PATH}/status", rest.served(lazy.status))
     app.router.add_get("/api/v1/openapi.json", openapi_json)
     app.router.add_get("/metrics", metrics)
     return app

@@ -4,7 +4,9 @@ from collections.abc import Iterable
 from pydantic.json_schema import models_json_schema
 
 from .answers import (QUERY_PATHS, CollectedAnswer, ContentLine, DoneLine, ErrorLine,
-                      MetadataLine, QueryRequest)
+                      LazyCollectedAnswer, LazyDoneLine, MetadataLine, QueryRequest)
+from .lazy_rag import (LAZY_RAG_PATH, LazyAnswerEnvelope, LazyExpandBody,
+                       LazyExpandEnvelope, LazyQueryBody, LazyStatusEnvelope)
 from .services import ServiceRow
 
 _REF = "#/components/schemas/{model}"
@@ -13,7 +15,11 @@ _ERROR = {"type": "object", "required": ["error"], "properties": {"error": {
     "properties": {"type": {"type": "string"}, "message": {"type": "string"}}}}}
 
 
-_ANSWERS = (MetadataLine, ContentLine, DoneLine, ErrorLine, CollectedAnswer)
+# The answer-stream lines, then the collected answers (graph/document, then lazy).
+_ANSWERS = (MetadataLine, ContentLine, DoneLine, LazyDoneLine, ErrorLine, CollectedAnswer,
+            LazyCollectedAnswer)
+_LAZY = (LazyQueryBody, LazyExpandBody)
+_LAZY_ANSWERS = (LazyAnswerEnvelope, LazyExpandEnvelope, LazyStatusEnvelope)
 
 
 def openapi(rows: Iterable[ServiceRow], flows: Iterable[str]) -> dict:
@@ -21,7 +27,9 @@ def openapi(rows: Iterable[ServiceRow], flows: Iterable[str]) -> dict:
     refs, schemas = models_json_schema(
         [(row.request_model, "validation") for row in rows]
         + [(row.response_model, "serialization") for row in rows]
-        + [(QueryRequest, "validation")] + [(model, "serialization") for model in _ANSWERS],
+        + [(QueryRequest, "validation")] + [(model, "serialization") for model in _ANSWERS]
+        + [(model, "validation") for model in _LAZY]
+        + [(model, "serialization") for model in _LAZY_ANSWERS],
         ref_template=_REF)
     paths = {f"/api/v1/flow/{{flow}}/service/{row.name}": {"post": _service_operation(
         row, refs[(row.request_model, "validation")],
@@ -29,6 +37,9 @@ def openapi(rows: Iterable[ServiceRow], flows: Iterable[str]) -> dict:
     query = _query_operation(refs[(QueryRequest, "validation")],
                              [refs[(model, "serialization")] for model in _ANSWERS])
     paths.update({path: {"post": query} for path in QUERY_PATHS})
+    paths.update(_lazy_paths({model: refs[(model, "validation")] for model in _LAZY},
+                             {model: refs[(model, "serialization")] for model in _LAZY_ANSWERS},
+                             refs[(LazyDoneLine, "serialization")]))
     paths.update(_fixed_paths(rows))
     return {
         "openapi": "3.1.0",
@@ -71,31 +82,85 @@ def _service_operation(row: ServiceRow, request: dict, response: dict, flows: li
 
 
 def _query_operation(request: dict, answers: list[dict]) -> dict:
-    *lines, collected = answers
+    *lines, collected, lazy_collected = answers
     error = {"content": {"application/json": {"schema": {"$ref": _REF.format(
         model="GatewayError")}}}}
     return {
-        "summary": "ask a question of the documents (mode document) or the graph (graph)",
+        "summary": "ask a question of the documents (mode document), the graph (graph) "
+                   "or the graph summarised at query time (lazy)",
         "description": 'With "stream": true, NDJSON lines: one metadata line (sources, '
                        "the rewritten question, sub-questions, request_id), content lines "
-                       "(answer deltas), then done (with usage) or, on failure, error "
-                       'instead of done. With "stream": false, one JSON object. A dropped '
-                       "connection cancels the request (and its LLM stream).",
+                       "(answer deltas), then done (with usage; in mode lazy also the "
+                       "subgraph, communities, confidence and missing information) or, on "
+                       'failure, error instead of done. With "stream": false, one JSON '
+                       "object. A dropped connection cancels the request (and its LLM "
+                       "stream).",
         "requestBody": {"required": True, "content": {"application/json": {"schema": request}}},
         "responses": {
             "200": {"description": "the answer", "content": {
-                "application/json": {"schema": collected},
+                "application/json": {"schema": {"oneOf": [collected, lazy_collected]}},
                 "application/x-ndjson": {"schema": {
                     "oneOf": lines, "description": "one of these per line"}}}},
             "400": {"description": "bad request (the message names the field)", **error},
             "401": {"description": "missing or wrong token", **error},
-            "404": {"description": "unknown flow, or a mode this gateway has no service "
-                                   "for (lazy)", **error},
+            "404": {"description": "unknown flow, or mode lazy while LazyRAG is off "
+                                   "(the message says how to enable it)", **error},
             "502": {"description": "the service failed before answering", **error},
             "503": {"description": "no service took the request, or it is overloaded",
                     **error},
             "504": {"description": "the service sent nothing for too long", **error},
         },
+    }
+
+
+def _lazy_paths(bodies: dict, answers: dict, done: dict) -> dict:
+    """``/api/v1/lazy-rag/{query,expand,status}``: the seed's envelope."""
+    query, expand = bodies.values()
+    answer, expansion, status = answers.values()
+    error = {"content": {"application/json": {"schema": {"$ref": _REF.format(
+        model="GatewayError")}}}}
+    refused = {
+        "400": {"description": "bad request: the message names the field (max_hops 1-5, "
+                               "max_entities 1-200, query at most 10,000 characters)", **error},
+        "401": {"description": "missing or wrong token", **error},
+        "404": {"description": "LazyRAG is off (LAZY_RAG_ENABLED=false, or no lazy-rag "
+                               "processor running): the message says how to enable it, "
+                               "or an unknown flow", **error},
+        "502": {"description": "the service failed", **error},
+        "504": {"description": "the service sent nothing for too long", **error}}
+    lines = {"description": "NDJSON as /api/v1/query: metadata, content..., then done "
+                            "(this shape) or error", "schema": {"oneOf": [{"$ref": _REF.format(
+                                model=name)} for name in ("MetadataLine", "ContentLine",
+                                                          "ErrorLine")] + [done]}}
+    return {
+        f"{LAZY_RAG_PATH}/query": {"post": {
+            "summary": "LazyRAG: answer from the subgraph the question touches, summarised "
+                       "now (no index-time summaries)",
+            "description": 'Without "stream": one result in {"data", "meta"}; when the LLM '
+                           "fails, data.summary is null and data.summary_error says why, "
+                           'with the subgraph, confidence and missing_info still there. '
+                           'With "stream": true, NDJSON lines.',
+            "requestBody": {"required": True, "content": {"application/json": {
+                "schema": query}}},
+            "responses": {"200": {"description": "the answer", "content": {
+                "application/json": {"schema": answer},
+                "application/x-ndjson": {"schema": lines["schema"]}}}, **refused}}},
+        f"{LAZY_RAG_PATH}/expand": {"post": {
+            "summary": "LazyRAG's retrieval alone (no LLM): the subgraph, communities, "
+                       "confidence and missing information",
+            "requestBody": {"required": True, "content": {"application/json": {
+                "schema": expand}}},
+            "responses": {"200": {"description": "the subgraph", "content": {
+                "application/json": {"schema": expansion}}}, **refused}}},
+        f"{LAZY_RAG_PATH}/status": {"get": {
+            "summary": "LazyRAG's settings in force and community cache; answers even "
+                       "when LazyRAG is off (enabled false, message says how to enable)",
+            "parameters": [
+                {"name": name, "in": "query", "required": False, "schema": {"type": "string"}}
+                for name in ("user", "collection", "flow")],
+            "responses": {"200": {"description": "the status", "content": {
+                "application/json": {"schema": status}}},
+                "401": refused["401"], "502": refused["502"], "504": refused["504"]}}},
     }
 
 
