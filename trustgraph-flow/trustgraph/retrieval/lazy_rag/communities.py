@@ -1,0 +1,117 @@
+"""Communities of a collection's entity graph: Leiden (``leidenalg`` on ``igraph``),
+hierarchical, computed from the weighted entity graph alone (no LLM, no summaries).
+
+Level 0 is the finest: Leiden with the modularity resolution 1. Each next level runs
+Leiden again on the graph of the level below's communities (edge weights summed)
+with half the resolution, so communities merge into broader ones; levels stop when
+nothing merges or at ``MAX_LEVELS``. Seeded, so the same graph gives the same
+communities.
+
+``detect`` is a plain function of plain values: it runs in a worker process
+(``cache.py``), away from the event loop and the GIL of the process serving requests.
+"""
+from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+
+import igraph
+import leidenalg
+import numpy as np
+
+MAX_LEVELS = 3
+SEED = 42
+TOP_MEMBERS = 8  # members kept per community, best connected first
+TOP_RELATIONS = 6  # edges kept per community, heaviest first
+
+
+@dataclass
+class Communities:
+    """The communities of one (user, collection) at one graph ``version``."""
+
+    version: int
+    nodes: list[str]  # entity IRIs; a node is its index here
+    labels: list[str]  # "" when the entity has none
+    levels: list[list[int]]  # levels[level][node] = its community at that level
+    sizes: list[int]  # level-0 community → number of members
+    members: dict[int, list[int]]  # level-0 community → its best-connected members
+    relations: dict[int, list[tuple[int, int, int]]]  # → its heaviest (s, o, weight)
+    computed_at: float = 0.0
+    seconds: float = 0.0
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, value: dict) -> "Communities":
+        value = dict(value)
+        value["members"] = {int(k): v for k, v in value["members"].items()}
+        value["relations"] = {int(k): [tuple(e) for e in v]
+                              for k, v in value["relations"].items()}
+        return cls(**value)
+
+    def index(self) -> dict[str, int]:
+        return {iri: n for n, iri in enumerate(self.nodes)}
+
+
+def detect(version: int, weights: Mapping[tuple[str, str], int],
+           labels: Mapping[str, str]) -> Communities:
+    """Communities of the undirected graph of ``weights`` ((IRI, IRI) → weight; a
+    pair given both ways adds up)."""
+    index: dict[str, int] = {}
+    edges = [(index.setdefault(s, len(index)), index.setdefault(o, len(index)), w)
+             for (s, o), w in weights.items()]
+    nodes = list(index)
+    labels = [labels.get(node, "") for node in nodes]
+    if not nodes:
+        return Communities(version, [], [], [], [], {}, {})
+    graph = igraph.Graph(n=len(nodes), edges=[(s, o) for s, o, _ in edges], directed=False)
+    graph.es["weight"] = [w for _, _, w in edges]
+    graph.simplify(multiple=True, loops=True, combine_edges="sum")
+    levels = _hierarchy(graph)
+    sizes = np.bincount(np.asarray(levels[0]), minlength=max(levels[0]) + 1).tolist()
+    members, relations = _describe(graph, levels[0])
+    return Communities(version, nodes, labels, levels, sizes, members, relations)
+
+
+def _hierarchy(graph: igraph.Graph) -> list[list[int]]:
+    partition = leidenalg.find_partition(graph, leidenalg.RBConfigurationVertexPartition,
+                                         weights="weight", resolution_parameter=1.0,
+                                         seed=SEED)
+    levels = [list(partition.membership)]
+    resolution = 1.0
+    while len(levels) < MAX_LEVELS:
+        resolution /= 2
+        coarse = partition.cluster_graph(combine_edges="sum")
+        partition = leidenalg.find_partition(
+            coarse, leidenalg.RBConfigurationVertexPartition, weights="weight",
+            resolution_parameter=resolution, seed=SEED)
+        merged = partition.membership
+        if len(set(merged)) >= coarse.vcount():  # nothing merged: the hierarchy's top
+            break
+        levels.append([merged[c] for c in levels[-1]])
+    return levels
+
+
+def _describe(graph: igraph.Graph, membership: list[int]
+              ) -> tuple[dict[int, list[int]], dict[int, list[tuple[int, int, int]]]]:
+    """Each community's best-connected members (weighted degree inside it) and its
+    heaviest inner edges."""
+    pairs = np.asarray(graph.get_edgelist(), dtype=np.int64).reshape(-1, 2)
+    weights = np.asarray(graph.es["weight"] if graph.ecount() else [], dtype=np.int64)
+    community = np.asarray(membership)
+    inner = community[pairs[:, 0]] == community[pairs[:, 1]] if len(pairs) else \
+        np.zeros(0, dtype=bool)
+    degree = np.zeros(len(membership), dtype=np.int64)
+    np.add.at(degree, pairs[inner, 0], weights[inner])
+    np.add.at(degree, pairs[inner, 1], weights[inner])
+    members: dict[int, list[int]] = defaultdict(list)
+    for node in np.lexsort((np.arange(len(degree)), -degree)):  # heaviest, then first
+        kept = members[int(community[node])]
+        if len(kept) < TOP_MEMBERS:
+            kept.append(int(node))
+    relations: dict[int, list[tuple[int, int, int]]] = defaultdict(list)
+    for e in np.flatnonzero(inner)[np.argsort(-weights[inner], kind="stable")]:
+        kept = relations[int(community[pairs[e, 0]])]
+        if len(kept) < TOP_RELATIONS:
+            kept.append((int(pairs[e, 0]), int(pairs[e, 1]), int(weights[e])))
+    return dict(members), dict(relations)
