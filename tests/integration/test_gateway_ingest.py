@@ -24,7 +24,8 @@ from trustgraph.base import (Context, Processor, ProcessorSettings, ProcessorSpe
                              Service, ServiceError)
 from trustgraph.base.stage import Emitters
 from trustgraph.gateway.app import Gateway, GatewaySettings
-from trustgraph.librarian.service import LibrarianSettings, librarian_processor
+from trustgraph.librarian.service import SPEC as LIBRARIAN_SPEC
+from trustgraph.librarian.service import LibrarianSettings
 from trustgraph.pubsub import Bus
 from trustgraph.pubsub.embedded import free_port
 from trustgraph.schema import (LIBRARIAN_FLOW, Chunk, ChunkTriples, ChunkVector, DecodeWork,
@@ -79,7 +80,7 @@ class IngestStack:
         url, flows = self.broker.url, [self.flow]
         # The librarian is outside flows: asked on LIBRARIAN_FLOW whatever flow is named.
         processors = [
-            librarian_processor(LibrarianSettings(
+            Processor(LIBRARIAN_SPEC, LibrarianSettings(
                 pulsar_url=url, tg_data_dir=str(self.data_dir / "library"),
                 tg_flows=[LIBRARIAN_FLOW, self.flow])),
             Processor(service_triples.SPEC, service_triples.TriplesStoreSettings(

@@ -5,7 +5,8 @@ import json
 import pytest
 
 from trustgraph.base import HandledError
-from trustgraph.base.prompt_client import document_variables, kg_variables
+from trustgraph.retrieval.document_rag.service import document_variables
+from trustgraph.retrieval.graph_rag.service import kg_variables
 from trustgraph.prompt.defaults import DEFAULT_TEMPLATES, default_values
 from trustgraph.prompt.service import request_variables
 from trustgraph.prompt.templates import PromptError, Templates, compile_template

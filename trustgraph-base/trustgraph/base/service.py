@@ -13,6 +13,7 @@ from collections import OrderedDict
 from contextlib import aclosing
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Protocol
 
 from ..pubsub import Bus, Message
@@ -26,6 +27,13 @@ log = logging.getLogger(__name__)
 REMEMBERED_IDS = 4096
 
 
+Emit = Callable[[str, Record], Awaitable[None]]  # (stage, record) → durable send
+
+
+async def no_emit(stage: str, record: Record) -> None:
+    raise RuntimeError(f"no emitter here: cannot send to stage {stage!r}")
+
+
 @dataclass
 class Context:
     """What a handler knows about the request besides its record."""
@@ -33,6 +41,7 @@ class Context:
     id: str
     flow: str
     clients: Any  # the processor's ``Clients`` for this flow: ``ctx.clients.get("prompt")``
+    emit: Emit = no_emit  # durable send to a pipeline stage of this flow
 
 
 Handler = Callable[[Any, Context], Awaitable[Response] | AsyncIterator[Response]]
@@ -73,13 +82,15 @@ def error_for(service: Service, exception: BaseException) -> Error:
 class ServiceRunner:
     """Serves one ``Service`` on one flow: receive, run the handler, reply."""
 
-    def __init__(self, bus: Bus, service: Service, flow: str, clients: Any,
+    def __init__(self, bus: Bus, service: Service, flow: str, runtime: Any,
                  inflight: dict[str, asyncio.Task], limit: asyncio.Semaphore,
                  backlog: int, replies: "ReplyProducers") -> None:
         self.service = service
         self.flow = flow
         self._bus = bus
-        self._clients = clients
+        # ``runtime`` is the processor's ``Runtime`` (None: a handler that calls nothing)
+        self._clients = runtime.clients(flow) if runtime is not None else None
+        self._emit = partial(runtime.emit, flow) if runtime is not None else no_emit
         self._inflight = inflight
         self._finished: OrderedDict[str, None] = OrderedDict()  # ids answered lately
         self._limit = limit  # requests handled at once
@@ -144,7 +155,7 @@ class ServiceRunner:
             await self._limit.acquire()
             holding = True
             request = decode(self.service.request, data)
-            ctx = Context(id=request_id, flow=self.flow, clients=self._clients)
+            ctx = Context(request_id, self.flow, self._clients, self._emit)
             # aclosing: a cancel closes the handler (and its LLM stream) at once.
             async with aclosing(_records(self.service.handler(request, ctx))) as records:
                 async for record in records:

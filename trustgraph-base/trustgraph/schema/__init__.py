@@ -11,6 +11,7 @@ from .prompt import PROMPT_CONFIG_TYPE, PromptRequest, PromptResponse, PromptTem
 from .record import Error, Record, Response, decode, encode
 from .text_completion import TextCompletionRequest, TextCompletionResponse
 from .topics import CANCEL_TOPIC, flow_topic, request_topic, response_topic
+from .usage import Usage
 
 __all__ = [
     "CANCEL_TOPIC", "CONFIG_FLOW", "CONFIG_NOTIFY_TOPIC", "Cancel", "Chunk", "ChunkEntities",
@@ -20,6 +21,7 @@ __all__ = [
     "EntityVector", "EntityVectors", "Error", "LoadResponse", "PROMPT_CONFIG_TYPE",
     "PromptRequest", "PromptResponse", "PromptTemplate", "RDFS_LABEL", "Record", "Response",
     "TextCompletionRequest", "TextCompletionResponse", "TextLoadRequest", "Term", "Triple",
+    "Usage",
     "decode", "encode", "flow_topic", "request_topic", "response_topic",
 ]
 

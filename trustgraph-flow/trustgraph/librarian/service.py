@@ -24,15 +24,12 @@ import asyncio
 import base64
 import binascii
 import logging
-import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 from pydantic import Field
 
-from trustgraph.base import (Context, HandledError, Processor, ProcessorSettings,
-                             ProcessorSpec, Service, load_settings)
-from trustgraph.base.processor import serve_until_stopped
-from trustgraph.base.stage import Emitters
+from trustgraph.base import (Context, HandledError, ProcessorSettings, ProcessorSpec, Runtime,
+                             Service)
 from trustgraph.decoding import MARKDOWN, PDF, PLAIN, guess_kind
 from trustgraph.schema import (DecodeWork, DocumentLoadRequest, DocumentMetadata, DocumentRef,
                                DocumentRemoved, LibrarianRequest, LibrarianResponse,
@@ -312,33 +309,16 @@ def library_services(library: Library) -> list[Service]:
     ]
 
 
-async def librarian_services(settings: LibrarianSettings, processor: Processor
-                             ) -> list[Service]:
+async def librarian_services(runtime: Runtime) -> list[Service]:
+    settings = runtime.settings
     store = await asyncio.to_thread(LibraryStore, settings.tg_data_dir)
     if removed := await asyncio.to_thread(store.remove_stale_temporaries):
         log.info("removed %d partial content files left by a crash", removed)
     if removed := await asyncio.to_thread(store.remove_stale_uploads):
         log.info("removed %d uploads abandoned before completion", removed)
-    emitters: dict[str, Emitters] = {}
-
-    async def emit(flow: str, stage: str, record: Record) -> None:
-        if flow not in emitters:
-            emitters[flow] = Emitters(processor.bus, flow)
-        await emitters[flow].emit(stage, record)
-
     log.info("library at %s", store.root)
-    return library_services(Library(store, emit, settings.tg_max_document_bytes,
+    return library_services(Library(store, runtime.emit, settings.tg_max_document_bytes,
                                     settings.tg_max_upload_bytes))
 
 
-def librarian_processor(settings: LibrarianSettings) -> Processor:
-    # The stage producers live on the processor's own bus, which exists once the
-    # Processor does and is closed by its stop().
-    processor = Processor(ProcessorSpec(
-        NAME, LibrarianSettings, lambda s: librarian_services(s, processor)), settings)
-    return processor
-
-
-def main(argv: list[str] | None = None) -> None:
-    settings = load_settings(LibrarianSettings, sys.argv[1:] if argv is None else argv, NAME)
-    asyncio.run(serve_until_stopped(librarian_processor(settings)))
+SPEC = ProcessorSpec(NAME, LibrarianSettings, librarian_services)

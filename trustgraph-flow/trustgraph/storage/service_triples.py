@@ -27,15 +27,14 @@ import json
 import logging
 
 from trustgraph.base import (Context, HandledError, ProcessorSettings, ProcessorSpec,
-                             Rejected, Service, Stage, processor_main)
-from trustgraph.base.stage import MAX_RECORD_BYTES, Emitters
-from trustgraph.pubsub import Bus
+                             Rejected, Runtime, Service, Stage)
+from trustgraph.base.stage import MAX_RECORD_BYTES
 from trustgraph.schema import (RDFS_LABEL, ChunkEntities, ChunkTriples, DocumentRef,
                                DocumentRemoved, EntityContext, Evidence, GraphEdge,
                                GraphEdgesRequest, GraphEdgesResponse, GraphVersionRequest,
-                               GraphVersionResponse,
-                               KnowledgeLoadRequest, KnowledgeLoadResponse, Record,
-                               SubgraphRequest, SubgraphResponse, Term, Triple,
+                               GraphVersionResponse, KnowledgeLoadRequest,
+                               KnowledgeLoadResponse, SubgraphRequest, SubgraphResponse,
+                               Term, Triple,
                                TriplesQueryRequest, TriplesQueryResponse, encode)
 
 from .settings import StoreSettings
@@ -198,28 +197,6 @@ def _best_definition(found: dict[str, str]) -> str:
     return next((found[predicate] for predicate in DEFINITIONS if predicate in found), "")
 
 
-class FlowEmitters:
-    """Sends to stage topics of any flow. A service handler, unlike a stage's, is
-    given no emitter, so this has a bus of its own, opened on first use."""
-
-    def __init__(self, pulsar_url: str) -> None:
-        self._url = pulsar_url
-        self._bus: Bus | None = None
-        self._emitters: dict[str, Emitters] = {}
-
-    async def emit(self, flow: str, stage: str, record: Record) -> None:
-        if self._bus is None:
-            self._bus = Bus(self._url)
-        if flow not in self._emitters:
-            self._emitters[flow] = Emitters(self._bus, flow)
-        await self._emitters[flow].emit(stage, record)
-
-    async def close(self) -> None:
-        if self._bus is not None:
-            await self._bus.close()
-            self._bus = None
-
-
 def version_handler(store: TriplesStore):
     async def version(request: GraphVersionRequest, ctx: Context) -> GraphVersionResponse:
         return GraphVersionResponse(version=await store.version(request.user,
@@ -245,7 +222,7 @@ def edges_handler(store: TriplesStore):
     return edges
 
 
-def knowledge_load_handler(store: TriplesStore, emitters: FlowEmitters):
+def knowledge_load_handler(store: TriplesStore):
     async def load(request: KnowledgeLoadRequest, ctx: Context) -> KnowledgeLoadResponse:
         triples = list(dict.fromkeys(request.triples))
         await store.add(request.user, request.collection, triples, document=request.source)
@@ -253,7 +230,7 @@ def knowledge_load_handler(store: TriplesStore, emitters: FlowEmitters):
                                collection=request.collection)
         entities = labelled_entities(triples)
         for start in range(0, len(entities), ENTITIES_PER_RECORD):
-            await emitters.emit(ctx.flow, "entities", ChunkEntities(
+            await ctx.emit("entities", ChunkEntities(
                 document=document, chunk_id=request.source,
                 entities=entities[start:start + ENTITIES_PER_RECORD]))
         log.info("id=%s knowledge-load: %d triples from %r into %s/%s; %d entities to "
@@ -263,11 +240,11 @@ def knowledge_load_handler(store: TriplesStore, emitters: FlowEmitters):
     return load
 
 
-async def services(settings: TriplesStoreSettings) -> list[Service | Stage]:
-    return parts(await open_triples_store(settings), FlowEmitters(settings.pulsar_url))
+async def services(runtime: Runtime) -> list[Service | Stage]:
+    return parts(await open_triples_store(runtime.settings))
 
 
-def parts(store: TriplesStore, emitters: FlowEmitters) -> list[Service | Stage]:
+def parts(store: TriplesStore) -> list[Service | Stage]:
     """What ``triples-store`` serves with this store (tests pass a store they watch)."""
     return [
         Stage("triples", ChunkTriples, triples_stage(store), subscription=NAME),
@@ -281,10 +258,8 @@ def parts(store: TriplesStore, emitters: FlowEmitters) -> list[Service | Stage]:
         Service("graph-edges", GraphEdgesRequest, GraphEdgesResponse, edges_handler(store),
                 error_type="graph-edges-error"),
         Service("knowledge-load", KnowledgeLoadRequest, KnowledgeLoadResponse,
-                knowledge_load_handler(store, emitters), error_type="knowledge-load-error",
-                close=emitters.close),
+                knowledge_load_handler(store), error_type="knowledge-load-error"),
     ]
 
 
 SPEC = ProcessorSpec(NAME, TriplesStoreSettings, services)
-main = processor_main(SPEC)

@@ -22,7 +22,7 @@ import logging
 import math
 
 from trustgraph.base import (Context, HandledError, ProcessorSettings, ProcessorSpec,
-                             Rejected, Service, Stage, processor_main)
+                             Rejected, Runtime, Service, Stage)
 from trustgraph.schema import (ChunkCountRequest, ChunkCountResponse, ChunkVector,
                                DocumentEmbeddingsRequest,
                                DocumentEmbeddingsResponse, DocumentRemoved, EntityVectors,
@@ -143,8 +143,8 @@ def count_handler(store: VectorStore):
     return count
 
 
-def services(settings: VectorStoreSettings) -> list[Service | Stage]:
-    store = open_vector_store(settings)
+def services(runtime: Runtime) -> list[Service | Stage]:
+    store = open_vector_store(runtime.settings)
     return [
         Stage("chunk-vectors", ChunkVector, chunk_vectors_stage(store), subscription=NAME),
         Stage("entity-vectors", EntityVectors, entity_vectors_stage(store),
@@ -162,4 +162,3 @@ def services(settings: VectorStoreSettings) -> list[Service | Stage]:
 
 
 SPEC = ProcessorSpec(NAME, VectorStoreSettings, services)
-main = processor_main(SPEC)

@@ -9,17 +9,10 @@ Errors: raise ``Overloaded`` for rate-limit / overload answers (retried with bac
 while nothing has been yielded yet, see ``retry.py``), ``LlmError`` for anything else.
 """
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from typing import Protocol
 
 from trustgraph.base import HandledError, ProcessorSettings
-
-
-@dataclass(frozen=True)
-class Usage:
-    in_token: int | None
-    out_token: int | None
-    model: str
+from trustgraph.schema import Usage  # noqa: F401  (what a provider yields last)
 
 
 class LlmError(HandledError):
