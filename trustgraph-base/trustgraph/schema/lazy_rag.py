@@ -14,6 +14,8 @@ The processor ``lazy-rag`` serves three request/response services:
 Request limits left unset take the service's settings (``LAZY_RAG_MAX_ENTITIES``,
 ``LAZY_RAG_MAX_HOPS``, ``LAZY_RAG_USE_COMMUNITIES``: 50, 2, true by default).
 """
+from typing import Literal
+
 from pydantic import Field
 
 from .knowledge import Term
@@ -80,6 +82,9 @@ class _LazyResult(Record):
     confidence: float | None = Field(None, ge=0.0, le=1.0)
     missing_info: list[str] | None = None
     generation_time_ms: float | None = None
+    # Whether the communities were cached at the graph's version ("hit") or computed
+    # for this request ("miss"); absent when communities were not used.
+    community_cache: Literal["hit", "miss"] | None = None
 
 
 class LazyRagResponse(RagResponse, _LazyResult):

@@ -91,22 +91,22 @@ class CommunityCache:
         self._locks: dict[Scope, asyncio.Lock] = {}
         self.hits = self.misses = 0
 
-    async def get(self, scope: Scope, graph: GraphSource) -> Communities:
-        """The scope's communities at its current graph version, computed if need be."""
+    async def get(self, scope: Scope, graph: GraphSource) -> tuple[Communities, bool]:
+        """The scope's communities at its current graph version, computed if need be,
+        and whether they were cached (a hit)."""
         version = await graph.version(*scope)
         found = await self._cached(scope)
         if found is not None and found.version == version:
             self.hits += 1
-            return found
+            return found, True
         lock = self._locks.setdefault(scope, asyncio.Lock())
         async with lock:  # one computation per collection; later askers reuse it
             found = await self._cached(scope)
-            if found is None or found.version != version:
-                self.misses += 1
-                found = await self._compute(scope, graph, version)
-            else:
+            if found is not None and found.version == version:
                 self.hits += 1
-        return found
+                return found, True
+            self.misses += 1
+            return await self._compute(scope, graph, version), False
 
     async def _cached(self, scope: Scope) -> Communities | None:
         if scope not in self._loaded:

@@ -30,6 +30,13 @@ class Result:
     communities: list[LazyCommunity]
     sources: list[Source]
     coverage: Coverage
+    cache: str | None = None  # "hit" / "miss": how the communities were had
+
+    def fields(self) -> dict[str, Any]:
+        """The lazy fields of the final record (``expand``'s one record)."""
+        return {"entities": self.entities, "relationships": self.relationships,
+                "communities": self.communities, "confidence": self.coverage.confidence,
+                "missing_info": self.coverage.missing_info, "community_cache": self.cache}
 
 
 def build(question: str, subgraph: Subgraph, found: Communities | None) -> Result:
