@@ -4,7 +4,8 @@ retrieval (tests/support/scripted_rag.py does the same for graph-rag and documen
 
 The answer is the RAG record sequence of PROTOCOL §2, steered by the same directive
 (``[tokens=N fail_after=K ...]``) plus ``summary_fail=1``: the LLM "fails", so the
-final record carries ``summary_error`` and no text, the subgraph still there. The
+final record carries ``summary_error`` and no text, the subgraph still there; and
+``cache_miss=1``: the communities were computed for it (else cached, a "hit"). The
 subgraph depends on the request (scope, ``max_entities``, ``max_hops``,
 ``use_communities``: ``subgraph_for``), so a test sees that its options arrived.
 """
@@ -14,8 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from tests.support.scripted_llm import PROMPT_TOKENS, expected_text, token
-from tests.support.scripted_rag import (MODEL, RagStack, ScriptedRag, scripted_rag_stack,
-                                        sources_for)
+from tests.support.scripted_rag import (MODEL, RagScript, RagStack, ScriptedRag,
+                                        scripted_rag_stack, sources_for)
 from trustgraph.base import Context, HandledError, ProcessorSettings, Service
 from trustgraph.schema import (CommunityCacheState, Error, LazyCommunity, LazyEntity,
                                LazyRagExpandRequest, LazyRagExpandResponse, LazyRagRequest,
@@ -50,14 +51,17 @@ def subgraph_for(request: LazyRagExpandRequest) -> dict[str, Any]:
     community = LazyCommunity(id="c0", size=len(entities),
                               members=[entity.label for entity in entities],
                               relations=[relationships[0].text])
+    cache = ("miss" if RagScript().updated(request.query).cache_miss else "hit") \
+        if communities else None
     return {"entities": entities, "relationships": relationships,
             "communities": [community] if communities else [],
             "confidence": CONFIDENCE, "missing_info": missing_for(request.query),
-            "generation_time_ms": GENERATION_MS}
+            "generation_time_ms": GENERATION_MS, "community_cache": cache}
 
 
 def wire_subgraph(request: dict[str, Any]) -> dict[str, Any]:
-    """``subgraph_for`` as the gateway and the client library give it: plain JSON."""
+    """``subgraph_for`` as the gateway's REST answers and the client library give it:
+    plain JSON, each field there (null when unset; a bus record leaves those out)."""
     fields = subgraph_for(LazyRagExpandRequest.model_validate(request))
     return {key: [item.model_dump(exclude_none=True) for item in value]
             if isinstance(value, list) and value and hasattr(value[0], "model_dump")

@@ -42,6 +42,7 @@ class RagScript:
     fail_after: int | None = None
     repeat: int = 0
     summary_fail: int = 0  # lazy-rag: the LLM fails; the final record says so
+    cache_miss: int = 0  # lazy-rag: the communities were computed for this question
 
     def updated(self, text: str) -> "RagScript":
         match = DIRECTIVE.search(text)

@@ -39,8 +39,10 @@ class LazyResult:
     "community"?}``), ``relationships`` (``{"s", "p", "o", "text", "document_id",
     "chunk_id"}``), ``communities`` (``{"id", "level", "size", "members",
     "relations"}``), ``confidence`` (0-1), ``missing_info`` (what the graph does not
-    cover) and ``generation_time_ms``; ``summary_error`` (``{"type", "message"}``) when
-    the LLM failed and the answer has no text."""
+    cover), ``generation_time_ms``, ``community_cache`` (``"hit"``: the communities
+    were cached, ``"miss"``: computed for this question; None: not used), and
+    ``summary_error`` (``{"type", "message"}``) when the LLM failed and the answer has
+    no text."""
 
     entities: list[dict[str, Any]] = field(default_factory=list)
     relationships: list[dict[str, Any]] = field(default_factory=list)
@@ -48,6 +50,7 @@ class LazyResult:
     confidence: float | None = None
     missing_info: list[str] = field(default_factory=list)
     generation_time_ms: float | None = None
+    community_cache: str | None = None
     summary_error: dict[str, str] | None = None
 
     @classmethod
@@ -96,7 +99,8 @@ class Answer(Completion):
 class LazyAnswer(Answer):
     """A lazy-rag ``Answer``: its ``lazy`` result's fields read as its own
     (``.confidence``, ``.missing_info``, ``.entities``, ``.relationships``,
-    ``.communities``, ``.generation_time_ms``, ``.summary_error``)."""
+    ``.communities``, ``.generation_time_ms``, ``.community_cache``,
+    ``.summary_error``)."""
 
     lazy: LazyResult
 

@@ -101,6 +101,7 @@ class LazySubgraph(_Line):
     confidence: float | None
     missing_info: list[str] | None
     generation_time_ms: float | None
+    community_cache: Literal["hit", "miss"] | None  # null: communities not used
 
 
 class LazyResult(LazySubgraph):

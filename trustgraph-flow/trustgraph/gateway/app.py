@@ -24,7 +24,7 @@ from trustgraph.schema import CANCEL_TOPIC
 from .answers import QUERY_PATHS
 from .auth import Auth
 from .dispatch import Dispatcher
-from .lazy_rag import LAZY_RAG_PATH, LazyRagEndpoint, LazyRagEnvironment
+from .lazy_rag import LAZY_RAG_PATH, LazyRagEndpoint, LazyRagSettings
 from .openapi import openapi
 from .rest import RestEndpoint
 from .services import LAZY_RAG_SERVICES, SERVICES
@@ -90,7 +90,7 @@ class Gateway:
         self._sockets = SocketEndpoint(dispatcher, auth, Limits(
             settings.tg_gateway_max_inflight, settings.tg_gateway_max_frame))
         self._rest = RestEndpoint(dispatcher, auth)
-        lazy = LazyRagEndpoint(dispatcher, LazyRagEnvironment())
+        lazy = LazyRagEndpoint(dispatcher, LazyRagSettings())
         app = _application(self._sockets, self._rest, lazy, dispatcher.flows,
                            settings.tg_gateway_max_frame)
         # handler_cancellation: a client that drops an HTTP request cancels its handler,

@@ -21,7 +21,8 @@ from typing import Any
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from trustgraph.base import ServiceError, Settings
+from trustgraph.base import ServiceError
+from trustgraph.retrieval.lazy_rag.settings import LazyRagSettings
 from trustgraph.schema import (CommunityCacheState, Error, LazyRagExpandRequest,
                                LazyRagExpandResponse, LazyRagRequest, LazyRagStatusRequest,
                                LazyRagStatusResponse, Response, Source)
@@ -114,33 +115,14 @@ def enveloped(data: dict[str, Any], request_id: str) -> web.Response:
     return web.json_response(envelope(data, request_id), dumps=_dumps)
 
 
-_DEFAULT = LazyRagStatusResponse()
-
-
-class LazyRagEnvironment(Settings):
-    """The LAZY_RAG_* variables as the gateway's environment has them (the same that
-    tg-start gives the service): the settings a status reports while LazyRAG is off."""
-
-    lazy_rag_max_hops: int = _DEFAULT.max_hops
-    lazy_rag_max_entities: int = _DEFAULT.max_entities
-    lazy_rag_use_communities: bool = _DEFAULT.use_communities
-    lazy_rag_summary_model: str | None = _DEFAULT.summary_model
-
-    def status(self) -> LazyRagStatusResponse:
-        return LazyRagStatusResponse(
-            max_hops=self.lazy_rag_max_hops,
-            max_entities=self.lazy_rag_max_entities,
-            use_communities=self.lazy_rag_use_communities,
-            summary_model=self.lazy_rag_summary_model)
-
-
 class LazyRagEndpoint:
-    """The three routes. ``environment``: the LAZY_RAG_* settings, reported by the
-    status while no service answers for itself (turned off, or not running)."""
+    """The three routes. ``settings``: the service's settings as this process's
+    environment has them (tg-start gives the service the same), reported by the status
+    while no service answers for itself (turned off, or not running)."""
 
-    def __init__(self, dispatcher: Dispatcher, environment: LazyRagEnvironment) -> None:
+    def __init__(self, dispatcher: Dispatcher, settings: LazyRagSettings) -> None:
         self.dispatcher = dispatcher
-        self.environment = environment
+        self.settings = settings
 
     async def query(self, request: web.Request) -> web.StreamResponse:
         body = await json_body(request)
@@ -185,9 +167,12 @@ class LazyRagEndpoint:
         """The status while no service answers: off, the environment's settings, why,
         and (unless ``why`` says already) how to turn it on."""
         how = SERVICES["lazy-rag"].optional
-        message = why if how in why else f"{why}; {how}"
-        return {**self.environment.status().model_dump(include=set(STATUS_FIELDS)),
-                "enabled": False, "community_cache": [], "message": message}
+        settings = self.settings
+        return {"enabled": False, "max_hops": settings.lazy_rag_max_hops,
+                "max_entities": settings.lazy_rag_max_entities,
+                "use_communities": settings.lazy_rag_use_communities,
+                "summary_model": settings.lazy_rag_summary_model, "community_cache": [],
+                "message": why if how in why else f"{why}; {how}"}
 
     async def _final(self, service: str, flow: str, record: Any, request_id: str
                      ) -> dict[str, Any]:
