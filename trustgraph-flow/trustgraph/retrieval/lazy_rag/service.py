@@ -124,10 +124,9 @@ def services(runtime: Runtime) -> list[Service]:
         pool.shutdown(wait=False, cancel_futures=True)
         store.close()
 
-    runtime.on_stop(close)
     return [
         Service(NAME, LazyRagRequest, LazyRagResponse, query_handler(settings, cache),
-                error_type=ERROR),
+                error_type=ERROR, close=close),
         Service("lazy-rag-expand", LazyRagExpandRequest, LazyRagExpandResponse,
                 expand_handler(settings, cache), error_type="lazy-rag-expand-error"),
         Service("lazy-rag-status", LazyRagStatusRequest, LazyRagStatusResponse,
