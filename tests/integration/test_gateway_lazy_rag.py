@@ -17,6 +17,8 @@ from tests.support.scripted_lazy_rag import (MODEL, PROMPT_TOKENS, STATUS, SUMMA
                                              expected_text, scripted_lazy_rag_stack,
                                              wire_subgraph)
 from tests.support.scripted_rag import RagStack, wire_sources
+from trustgraph.gateway.lazy_rag import (LazyAnswerEnvelope, LazyExpandEnvelope,
+                                         LazyStatusEnvelope)
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -111,6 +113,7 @@ async def test_query_answers_one_result_in_the_envelope(rig, http):
             "max_hops": 3, "max-entities": 2, "use_communities": False}
     status, answer = await post(http, lazy_url(rig.url, "query"), body)
     assert status == 200 and set(answer) == {"data", "meta"}
+    LazyAnswerEnvelope.model_validate(answer)  # the shape the OpenAPI document shows
     check_meta(answer["meta"], rig.rag.ids[-1])
     assert answer["data"] == {
         "query": "[tokens=6]", "summary": expected_text(6),
@@ -138,7 +141,7 @@ async def test_an_llm_failure_still_answers_the_subgraph_with_the_error(rig, htt
     query = "[summary_fail=1]"
     status, answer = await post(http, lazy_url(rig.url, "query"), {
         "query": query, "flow": rig.flow})
-    assert status == 200
+    assert status == 200 and LazyAnswerEnvelope.model_validate(answer)
     assert answer["data"]["summary"] is None
     assert answer["data"]["summary_error"] == SUMMARY_ERROR.model_dump()
     assert {key: answer["data"][key] for key in wire_subgraph({"query": query})} == \
@@ -188,6 +191,7 @@ async def test_expand_answers_the_subgraph_in_the_envelope_without_an_answer(rig
     status, answer = await post(http, lazy_url(rig.url, "expand"), body)
     assert status == 200
     assert answer["data"] == {"query": "who?", **wire_subgraph(body)}
+    LazyExpandEnvelope.model_validate(answer)
     check_meta(answer["meta"], rig.rag.ids[-1])
     assert rig.rag.requests[-1].collection == "c9"
 
@@ -200,6 +204,7 @@ async def test_status_answers_the_services_settings_and_cache(rig, http):
     assert answer["data"] == {"enabled": True, **STATUS, "message": None, "community_cache": [
         {"collection": "notes", "graph_version": 4, "cached_version": 4, "fresh": True,
          "computing": False, "communities": 1, "levels": 1, "entities": 3}]}
+    LazyStatusEnvelope.model_validate(answer)
     assert (rig.rag.requests[-1].user, rig.rag.requests[-1].collection) == ("ann", "notes")
 
 
@@ -251,7 +256,7 @@ async def test_turned_off_status_still_answers_with_the_settings_in_force(rig, h
     assert data["enabled"] is False and data["community_cache"] == []
     assert (data["max_hops"], data["max_entities"], data["use_communities"]) == (2, 50, True)
     assert HOW in data["message"] and "LAZY_RAG_ENABLED=false" in data["message"]
-    assert set(answer["meta"]) == {"requestId", "timestamp"}
+    LazyStatusEnvelope.model_validate(answer)
 
 
 # --- metrics and the OpenAPI document ------------------------------------------------------------

@@ -114,54 +114,55 @@ def _query_operation(request: dict, answers: list[dict]) -> dict:
 
 
 def _lazy_paths(bodies: dict, answers: dict, done: dict) -> dict:
-    """``/api/v1/lazy-rag/{query,expand,status}``: the seed's envelope."""
+    """``/api/v1/lazy-rag/{query,expand,status}``, answering in the seed's envelope."""
     query, expand = bodies.values()
     answer, expansion, status = answers.values()
+    lines = {"oneOf": [{"$ref": _REF.format(model=name)} for name in (
+        "MetadataLine", "ContentLine", "ErrorLine")] + [done],
+        "description": "one of these per line, as /api/v1/query in mode lazy"}
+    return {
+        f"{LAZY_RAG_PATH}/query": {"post": _lazy_operation(
+            "LazyRAG: an answer summarised now from the subgraph the question touches",
+            'Without "stream": one result in {"data", "meta"}; when the LLM fails, '
+            "data.summary is null and data.summary_error says why, the subgraph, "
+            'confidence and missing_info still there. With "stream": true, NDJSON lines.',
+            query, {"application/json": {"schema": answer},
+                    "application/x-ndjson": {"schema": lines}})},
+        f"{LAZY_RAG_PATH}/expand": {"post": _lazy_operation(
+            "LazyRAG's retrieval alone (no LLM)", "The subgraph, its communities, the "
+            "confidence and the missing information, in {\"data\", \"meta\"}.",
+            expand, {"application/json": {"schema": expansion}})},
+        f"{LAZY_RAG_PATH}/status": {"get": {
+            **_lazy_operation(
+                "LazyRAG's settings in force and community cache",
+                "Answers even while LazyRAG is off: enabled false, the LAZY_RAG_* settings "
+                "of the gateway's environment, and a message saying how to enable it.",
+                None, {"application/json": {"schema": status}}),
+            "parameters": [{"name": name, "in": "query", "required": False,
+                            "schema": {"type": "string"}}
+                           for name in ("user", "collection", "flow")]}},
+    }
+
+
+def _lazy_operation(summary: str, description: str, body: dict | None, content: dict
+                    ) -> dict:
     error = {"content": {"application/json": {"schema": {"$ref": _REF.format(
         model="GatewayError")}}}}
-    refused = {
+    responses = {
+        "200": {"description": "the answer", "content": content},
         "400": {"description": "bad request: the message names the field (max_hops 1-5, "
                                "max_entities 1-200, query at most 10,000 characters)", **error},
         "401": {"description": "missing or wrong token", **error},
         "404": {"description": "LazyRAG is off (LAZY_RAG_ENABLED=false, or no lazy-rag "
-                               "processor running): the message says how to enable it, "
+                               "processor running): the message says how to enable it; "
                                "or an unknown flow", **error},
         "502": {"description": "the service failed", **error},
         "504": {"description": "the service sent nothing for too long", **error}}
-    lines = {"description": "NDJSON as /api/v1/query: metadata, content..., then done "
-                            "(this shape) or error", "schema": {"oneOf": [{"$ref": _REF.format(
-                                model=name)} for name in ("MetadataLine", "ContentLine",
-                                                          "ErrorLine")] + [done]}}
-    return {
-        f"{LAZY_RAG_PATH}/query": {"post": {
-            "summary": "LazyRAG: answer from the subgraph the question touches, summarised "
-                       "now (no index-time summaries)",
-            "description": 'Without "stream": one result in {"data", "meta"}; when the LLM '
-                           "fails, data.summary is null and data.summary_error says why, "
-                           'with the subgraph, confidence and missing_info still there. '
-                           'With "stream": true, NDJSON lines.',
-            "requestBody": {"required": True, "content": {"application/json": {
-                "schema": query}}},
-            "responses": {"200": {"description": "the answer", "content": {
-                "application/json": {"schema": answer},
-                "application/x-ndjson": {"schema": lines["schema"]}}}, **refused}}},
-        f"{LAZY_RAG_PATH}/expand": {"post": {
-            "summary": "LazyRAG's retrieval alone (no LLM): the subgraph, communities, "
-                       "confidence and missing information",
-            "requestBody": {"required": True, "content": {"application/json": {
-                "schema": expand}}},
-            "responses": {"200": {"description": "the subgraph", "content": {
-                "application/json": {"schema": expansion}}}, **refused}}},
-        f"{LAZY_RAG_PATH}/status": {"get": {
-            "summary": "LazyRAG's settings in force and community cache; answers even "
-                       "when LazyRAG is off (enabled false, message says how to enable)",
-            "parameters": [
-                {"name": name, "in": "query", "required": False, "schema": {"type": "string"}}
-                for name in ("user", "collection", "flow")],
-            "responses": {"200": {"description": "the status", "content": {
-                "application/json": {"schema": status}}},
-                "401": refused["401"], "502": refused["502"], "504": refused["504"]}}},
-    }
+    operation = {"summary": summary, "description": description, "responses": responses}
+    if body is not None:
+        operation["requestBody"] = {"required": True,
+                                    "content": {"application/json": {"schema": body}}}
+    return operation
 
 
 def _flow_parameter(row: ServiceRow, flows: list[str]) -> dict:
