@@ -93,6 +93,7 @@ def test_lazy_mode_asks_lazy_rag_with_its_options():
     ({"mode": "lazy", "entity_limit": 3}, "entity_limit: not a parameter of mode 'lazy'"),
     ({"mode": "lazy", "optimize_query": True}, "optimize_query: not a parameter"),
     ({"mode": "graph", "max_hops": 2}, "max_hops: not a parameter of mode 'graph'"),
+    ({"mode": "document", "use_communities": False}, "use_communities: not a parameter"),
     ({"mode": "lazy", "max_hops": 6}, "max_hops: Input should be less than or equal to 5"),
     ({"mode": "lazy", "max_entities": 201}, "max_entities: Input should be less than or "
                                             "equal to 200"),

@@ -167,8 +167,9 @@ def parse(dispatcher: Dispatcher, body: dict) -> tuple[QueryRequest, ServiceRow,
         raise bad_request(validation_message(error, where="")) from None
     row = dispatcher.resolve(MODES[query.mode], query.flow)
     for option in OPTIONS:
-        if getattr(query, option) not in (None, False) and \
-                option not in row.request_model.model_fields:
+        # Given, and not just its default (clients send ``optimize_query: false``).
+        given = getattr(query, option) != QueryRequest.model_fields[option].default
+        if given and option not in row.request_model.model_fields:
             raise bad_request(f"{option}: not a parameter of mode {query.mode!r}")
     fields = {key: value for key, value in body.items() if key not in API_FIELDS}
     try:
