@@ -36,15 +36,19 @@ async def test_the_version_is_per_scope(store, scope):
 
 async def test_edges_pair_iris_with_their_triple_counts_over_pages(store, scope):
     user, collection = scope
-    await store.add(*scope, [*GRAPH, t("a", "self", "a")], document="doc")
+    await store.add(*scope, [*GRAPH, t("a", "self", "a"), t("a", "knows", "c")],
+                    document="doc")
     await store.add(user, "other", [t("x", "knows", "y")], document="doc")
     weights: Counter[tuple[str, str]] = Counter()
+    labels: dict[str, str] = {}
     after, pages = 0, 0
     while after is not None:
         page = await store.edges(*scope, after=after, limit=2)
         weights.update(page.weights)
+        labels.update(page.labels)
         after, pages = page.next, pages + 1
-    # one triple per pair here; literals and the self-loop left out
-    assert weights == {("a", "b"): 1, ("b", "c"): 1, ("a", "c"): 1, ("c", "a"): 1}
+    # a→c by two predicates weighs 2; literals and the self-loop are left out
+    assert weights == {("a", "b"): 1, ("b", "c"): 1, ("a", "c"): 2, ("c", "a"): 1}
     assert pages >= 2
+    assert labels == {"a": "Alice", "b": "Bob"}
     assert (await store.edges(f"{user}-nobody", collection)).weights == {}

@@ -13,7 +13,7 @@ from tests.support.lazy_rag import Stores
 from trustgraph.extract.vocabulary import entity_iri
 from trustgraph.prompt.defaults import DEFAULT_TEMPLATES
 from trustgraph.prompt.templates import compile_template
-from trustgraph.retrieval.lazy_rag.cache import CommunityCache, CommunityStore, worker_pool
+from trustgraph.retrieval.lazy_rag.cache import CommunityCache, CommunityStore
 from trustgraph.retrieval.lazy_rag.context import prompt_variables
 from trustgraph.retrieval.lazy_rag.retrieve import retrieve
 from trustgraph.retrieval.lazy_rag.settings import Limits
@@ -32,13 +32,6 @@ ZETA = [("Zeta Motors", "makes", "electric scooters"),
         ("Zeta Motors", "is based in", "Lyon"),
         ("electric scooters", "are sold in", "Lyon")]
 USER, COLLECTION = "alice", "acme"
-
-
-@pytest.fixture(scope="module")
-def pool():
-    pool = worker_pool()
-    yield pool
-    pool.shutdown()
 
 
 @pytest.fixture
@@ -60,9 +53,9 @@ async def stores(tmp_path):
 
 
 @pytest.fixture
-def cache(tmp_path, pool):
+def cache(tmp_path):
     store = CommunityStore(tmp_path / "lazy-rag" / "communities.sqlite")
-    yield CommunityCache(store, pool)
+    yield CommunityCache(store)
     store.close()
 
 
@@ -141,12 +134,11 @@ async def test_communities_group_the_subgraph_and_are_reused_until_the_graph_cha
     assert again.communities
 
 
-async def test_communities_survive_a_restart_in_durable_storage(stores, cache, tmp_path,
-                                                                 pool):
+async def test_communities_survive_a_restart_in_durable_storage(stores, cache, tmp_path):
     await run(stores, cache, "Who founded Acme Rockets?")
     reopened = CommunityStore(tmp_path / "lazy-rag" / "communities.sqlite")
     try:
-        fresh = CommunityCache(reopened, pool)
+        fresh = CommunityCache(reopened)
         await run(stores, fresh, "Who founded Acme Rockets?")
         assert (fresh.hits, fresh.misses) == (1, 0)
     finally:

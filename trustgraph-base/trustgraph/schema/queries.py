@@ -145,7 +145,8 @@ class GraphEdge(Record):
 
 class GraphEdgesResponse(Response):
     edges: list[GraphEdge] | None = None  # absent only on an error
-    labels: dict[str, str] | None = None  # IRI → rdfs:label, for the page's IRIs that have one
+    # IRI → rdfs:label; read to the end, the pages label every IRI that has one
+    labels: dict[str, str] | None = None
     next: int | None = None  # the cursor of the next page; None: this was the last
     version: int | None = None  # the scope's graph version when the page was read
     end_of_stream: bool = True

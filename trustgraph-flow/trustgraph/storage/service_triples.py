@@ -211,12 +211,9 @@ def edges_handler(store: TriplesStore):
         version = await store.version(request.user, request.collection)
         page = await store.edges(request.user, request.collection, request.after,
                                  request.limit)
-        named = dict.fromkeys(iri for pair in page.weights for iri in pair)
-        labels = await store.labels(request.user, request.collection, map(Term.iri, named))
         response = GraphEdgesResponse(
             edges=[GraphEdge(s=s, o=o, weight=w) for (s, o), w in page.weights.items()],
-            labels={term.i: label for term, label in labels.items()},
-            next=page.next, version=version)
+            labels=dict(page.labels), next=page.next, version=version)
         fits_one_message(response, len(page.weights), "graph-edges")
         return response
     return edges

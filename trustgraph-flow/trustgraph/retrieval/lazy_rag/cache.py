@@ -5,23 +5,25 @@ Lazy: nothing is computed when documents are loaded. A query that wants communit
 asks the triples store for the collection's graph version (one round trip); if the
 cached communities were built at another version, they are rebuilt then, once: a
 second query for the same collection waits for the same computation. Leiden runs in
-a worker process, so a 100k-triple computation neither blocks this process's event
-loop nor holds its GIL while other requests are answered.
+a child process (``worker.py``), one computation at a time, so a 100k-triple
+computation neither blocks this process's event loop nor holds its GIL while other
+requests are answered.
 """
 import asyncio
 import json
 import logging
-import multiprocessing
 import sqlite3
 import time
 from collections import OrderedDict
-from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
+from collections.abc import Awaitable, Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from trustgraph.schema import CommunityCacheState
 
-from .communities import Communities, detect
+from .communities import Communities
 from .graph import GraphSource
+from .worker import detect_in_subprocess
 
 log = logging.getLogger(__name__)
 
@@ -37,12 +39,6 @@ CREATE TABLE IF NOT EXISTS communities (
 """
 SUMMARY = ("SELECT collection, version, computed_at, seconds, levels, communities, entities"
            " FROM communities WHERE user = ?")
-
-
-def worker_pool() -> Executor:
-    """One worker process (spawned: forking a process with threads is unsafe), so
-    computations queue rather than share the machine's cores with request handling."""
-    return ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
 
 
 class CommunityStore:
@@ -83,10 +79,16 @@ class CommunityStore:
         self._db.close()
 
 
+Detect = Callable[[int, Mapping[tuple[str, str], int], Mapping[str, str]],
+                  Awaitable[Communities]]
+
+
 class CommunityCache:
-    def __init__(self, store: CommunityStore, pool: Executor) -> None:
+    def __init__(self, store: CommunityStore, detect: Detect = detect_in_subprocess) -> None:
         self._store = store
-        self._pool = pool
+        self._detect = detect
+        # One computation at a time, whatever the collection: each takes a core.
+        self._computing = asyncio.Semaphore(1)
         self._loaded: OrderedDict[Scope, Communities] = OrderedDict()
         self._locks: dict[Scope, asyncio.Lock] = {}
         self.hits = self.misses = 0
@@ -127,10 +129,9 @@ class CommunityCache:
         started = time.perf_counter()
         # Tagged with the version read before the graph: a write landing meanwhile
         # makes the next query rebuild rather than trust what may have missed it.
-        read = await graph.read(*scope, version)
-        loop = asyncio.get_running_loop()
-        found = await loop.run_in_executor(self._pool, detect, version, read.weights,
-                                           read.labels)
+        async with self._computing:
+            read = await graph.read(*scope, version)
+            found = await self._detect(version, read.weights, read.labels)
         found.computed_at, found.seconds = time.time(), time.perf_counter() - started
         await self._store.save(scope, found)
         self._remember(scope, found)

@@ -66,7 +66,7 @@ def describe(entities: list[LazyEntity], found: Communities) -> list[LazyCommuni
     the ones holding most of them first."""
     if not found.levels:
         return []
-    index, level0 = found.index(), found.levels[0]
+    index, level0 = found.index, found.levels[0]
     held: Counter[int] = Counter()
     for entity in entities:
         node = index.get(entity.id)

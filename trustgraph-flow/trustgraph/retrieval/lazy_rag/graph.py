@@ -12,7 +12,7 @@ from typing import Protocol
 from trustgraph.base import Clients
 from trustgraph.extract.vocabulary import CHUNK, DOCUMENT
 from trustgraph.schema import (GraphEdgesRequest, GraphEdgesResponse, GraphVersionRequest,
-                               GraphVersionResponse, Term)
+                               GraphVersionResponse)
 from trustgraph.storage.triples.store import TriplesStore
 
 PAGE = 5000  # edges per page: each page's decoding is a short stop of the event loop
@@ -78,8 +78,6 @@ class StoreGraph:
         graph, after = EntityGraph(version), 0
         while after is not None:
             page = await self._store.edges(user, collection, after, PAGE)
-            named = dict.fromkeys(iri for pair in page.weights for iri in pair)
-            labels = await self._store.labels(user, collection, map(Term.iri, named))
-            graph.add(page.weights, {t.i: label for t, label in labels.items()})
+            graph.add(page.weights, page.labels)
             after = page.next
         return graph

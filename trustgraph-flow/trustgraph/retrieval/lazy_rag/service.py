@@ -29,7 +29,7 @@ from trustgraph.schema import (Error, LazyRagExpandRequest, LazyRagExpandRespons
                                LazyRagStatusResponse)
 
 from ..answer import Found, answer_frames
-from .cache import CommunityCache, CommunityStore, worker_pool
+from .cache import CommunityCache, CommunityStore
 from .context import TEMPLATE, Result, prompt_variables
 from .graph import BusGraph
 from .retrieve import retrieve
@@ -117,11 +117,9 @@ def services(runtime: Runtime) -> list[Service]:
         raise SystemExit("lazy-rag is turned off (LAZY_RAG_ENABLED=false); set "
                          "LAZY_RAG_ENABLED=true to run it")
     store = CommunityStore(Path(settings.tg_data_dir) / "lazy-rag" / "communities.sqlite")
-    pool = worker_pool()
-    cache = CommunityCache(store, pool)
+    cache = CommunityCache(store)
 
     async def close() -> None:
-        pool.shutdown(wait=False, cancel_futures=True)
         store.close()
 
     return [

@@ -28,9 +28,10 @@ VECTOR_SEEDS = 10
 # nearest entities, near or not, and a far seed spends the entity budget on noise.
 RELATIVE_SIMILARITY = 0.75
 MAX_CANDIDATES = 60  # question windows probed for an exact match
-STORE_ENTITY_FACTOR = 4  # chunk nodes and far entities the store may reach, cut here
+STORE_ENTITY_FACTOR = 2  # chunk nodes and far entities the store may reach, cut here
 MAX_STORE_ENTITIES = 1000
-TRIPLES_PER_ENTITY = 30
+TRIPLES_PER_ENTITY = 30  # followed per entity per hop
+TRIPLES_PER_STORE_ENTITY = 4  # kept by the store, per entity of its budget
 RELATIONSHIPS_PER_ENTITY = 3
 
 
@@ -72,7 +73,7 @@ async def find_subgraph(request: LazyRagExpandRequest, max_entities: int, max_ho
         found = await subgraph.call(SubgraphRequest(
             user=request.user, collection=request.collection,
             seeds=[Term.iri(s.iri) for s in seeds], max_path_length=max_hops,
-            max_entities=budget, max_subgraph_size=budget * TRIPLES_PER_ENTITY // 4,
+            max_entities=budget, max_subgraph_size=budget * TRIPLES_PER_STORE_ENTITY,
             triple_limit=TRIPLES_PER_ENTITY), SubgraphResponse)
     labels = {s.iri: s.label for s in seeds if s.label}
     labels.update(found.labels or {})

@@ -262,7 +262,12 @@ class Neo4jTriplesStore:
         records = await self._read(EDGES, user=user, collection=collection, after=after,
                                    limit=limit)
         weights = {(r["subject"], r["object"]): r["weight"] for r in records}
-        return EdgePage(weights, after + len(records) if len(records) == limit else None)
+        named = {iri for pair in weights for iri in pair}
+        keys = [json.dumps([user, collection, "i", iri]) for iri in named]  # term_key's
+        labels = {r["entity"]: r["label"]
+                  for r in await self._read(LABELS, keys=keys, label=RDFS_LABEL)}
+        return EdgePage(weights, after + len(records) if len(records) == limit else None,
+                        labels)
 
 
 def _triple(record) -> Triple:

@@ -58,11 +58,16 @@ ON CONFLICT (user, collection) DO UPDATE SET version = version + 1
 
 SCOPE = "(SELECT id FROM scopes WHERE user = ? AND collection = ?)"
 
-# Keyset pages over the scope's triples between two IRIs, in id order; the caller
-# sums the weight of a pair spread over several triples.
+# Keyset pages over the scope's triples between two IRIs and its label triples, in
+# id order: a page's labels come from the same range scan, with no lookup per IRI
+# (an IRI's label may arrive on another page than its edges; the reader joins them).
+# The caller sums the weight of a pair spread over several triples. NOT INDEXED
+# keeps SQLite on the id range: through the scope's index it would sort the whole
+# scope for every page.
 EDGES = f"""
-SELECT id, s, o FROM triples
-WHERE scope = {SCOPE} AND o_iri = 1 AND id > ? AND s <> o ORDER BY id LIMIT ?
+SELECT id, s, o, o_iri FROM triples NOT INDEXED
+WHERE id > ? AND scope = {SCOPE} AND ((o_iri = 1 AND s <> o) OR (p = ? AND o_iri = 0))
+ORDER BY id LIMIT ?
 """
 
 NEIGHBOURS = f"""
@@ -279,6 +284,11 @@ class SqliteTriplesStore:
     async def edges(self, user: str, collection: str, after: int = 0,
                     limit: int = 10000) -> EdgePage:
         rows = await self._read(lambda db: db.execute(
-            EDGES, (user, collection, after, limit)).fetchall())
-        weights: Counter[tuple[str, str]] = Counter((s, o) for _, s, o in rows)
-        return EdgePage(weights, rows[-1][0] if len(rows) == limit else None)
+            EDGES, (after, user, collection, RDFS_LABEL, limit)).fetchall())
+        weights: Counter[tuple[str, str]] = Counter(
+            (s, o) for _, s, o, o_iri in rows if o_iri)
+        labels: dict[str, str] = {}
+        for _, s, o, o_iri in rows:
+            if not o_iri:
+                labels[s] = min(o, labels.get(s, o))  # the least, as ``labels`` gives
+        return EdgePage(weights, rows[-1][0] if len(rows) == limit else None, labels)

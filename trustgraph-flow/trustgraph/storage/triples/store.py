@@ -56,8 +56,10 @@ class TriplesStore(Protocol):
     async def edges(self, user: str, collection: str, after: int = 0,
                     limit: int = 10000) -> "EdgePage":
         """A page of the scope's entity graph: pairs of distinct IRIs joined by
-        triples, with how many. ``after`` is 0 or the ``next`` of the page before;
-        a pair may recur on later pages (its weights add up)."""
+        triples, with how many, and labels of IRIs. ``after`` is 0 or the ``next`` of
+        the page before; a pair may recur on later pages (its weights add up). Read
+        to the end, the pages give every IRI's label, though not necessarily on the
+        page of its edges."""
 
     async def close(self) -> None: ...
 
@@ -66,6 +68,9 @@ class TriplesStore(Protocol):
 class EdgePage:
     weights: Mapping[tuple[str, str], int]  # (subject IRI, object IRI) → triples
     next: int | None  # the cursor of the next page; None: this was the last
+    # IRI → rdfs:label (plain strings: a page names thousands of IRIs, too many to
+    # build terms for)
+    labels: Mapping[str, str]
 
 
 @dataclass(frozen=True)
