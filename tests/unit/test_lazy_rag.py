@@ -229,3 +229,17 @@ def test_requests_are_validated_as_the_protocol_says():
 def _graph(stores):
     from trustgraph.retrieval.lazy_rag.graph import BusGraph
     return BusGraph(stores)
+
+
+async def test_a_failed_community_computation_leaves_the_answer_without_communities(
+        stores, tmp_path):
+    async def broken(version, weights, labels):
+        raise RuntimeError("community detection failed: worker died")
+
+    store = CommunityStore(tmp_path / "broken.sqlite")
+    try:
+        result = await run(stores, CommunityCache(store, broken), "Who founded Acme Rockets?")
+    finally:
+        store.close()
+    assert result.entities and result.communities == [] and result.cache is None
+    assert result.coverage.confidence >= 0.9
