@@ -233,7 +233,7 @@ def _graph(stores):
 
 async def test_a_failed_community_computation_leaves_the_answer_without_communities(
         stores, tmp_path):
-    async def broken(version, weights, labels):
+    async def broken(version, pages):
         raise RuntimeError("community detection failed: worker died")
 
     store = CommunityStore(tmp_path / "broken.sqlite")

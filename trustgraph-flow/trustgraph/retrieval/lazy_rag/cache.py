@@ -15,14 +15,14 @@ import logging
 import sqlite3
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from trustgraph.schema import CommunityCacheState
 
 from .communities import Communities
-from .graph import GraphSource
+from .graph import GraphSource, Page
 from .worker import detect_in_subprocess
 
 log = logging.getLogger(__name__)
@@ -57,19 +57,21 @@ class CommunityStore:
 
     async def load(self, scope: Scope) -> Communities | None:
         def load() -> Communities | None:
-            row = self._db.execute("SELECT body FROM communities WHERE user = ? AND "
-                                   "collection = ?", scope).fetchone()
-            return Communities.from_json(json.loads(row[0])) if row else None
+            row = self._db.execute("SELECT body, computed_at, seconds FROM communities "
+                                   "WHERE user = ? AND collection = ?", scope).fetchone()
+            if row is None:
+                return None
+            found = Communities.from_json(json.loads(row[0]))
+            found.computed_at, found.seconds = row[1], row[2]
+            return found
         return await self._run(load)
 
-    async def save(self, scope: Scope, found: Communities) -> None:
-        def save() -> None:
-            row = (*scope, found.version, found.computed_at, found.seconds,
-                   len(found.levels), len(found.sizes), len(found.nodes),
-                   json.dumps(found.to_json()))
-            self._db.execute(
-                "INSERT OR REPLACE INTO communities VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", row)
-        await self._run(save)
+    async def save(self, scope: Scope, found: Communities, body: str) -> None:
+        """``body``: ``found`` as JSON, as the worker wrote it (not encoded again)."""
+        row = (*scope, found.version, found.computed_at, found.seconds, len(found.levels),
+               len(found.sizes), len(found.nodes), body)
+        await self._run(lambda: self._db.execute(
+            "INSERT OR REPLACE INTO communities VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", row))
 
     async def summaries(self, user: str) -> list[tuple]:
         return await self._run(lambda: self._db.execute(SUMMARY, (user,)).fetchall())
@@ -79,8 +81,8 @@ class CommunityStore:
         self._db.close()
 
 
-Detect = Callable[[int, Mapping[tuple[str, str], int], Mapping[str, str]],
-                  Awaitable[Communities]]
+# (graph version, the graph's pages) → the communities and their JSON
+Detect = Callable[[int, AsyncIterator[Page]], Awaitable[tuple[Communities, str]]]
 
 
 class CommunityCache:
@@ -130,10 +132,9 @@ class CommunityCache:
         # Tagged with the version read before the graph: a write landing meanwhile
         # makes the next query rebuild rather than trust what may have missed it.
         async with self._computing:
-            read = await graph.read(*scope, version)
-            found = await self._detect(version, read.weights, read.labels)
+            found, body = await self._detect(version, graph.pages(*scope))
         found.computed_at, found.seconds = time.time(), time.perf_counter() - started
-        await self._store.save(scope, found)
+        await self._store.save(scope, found, body)
         self._remember(scope, found)
         log.info("communities of %s/%s at version %d: %d entities, %d communities, %d "
                  "levels in %.2f s", *scope, version, len(found.nodes), len(found.sizes),

@@ -35,7 +35,7 @@ class Communities:
 
     version: int
     nodes: list[str]  # entity IRIs; a node is its index here
-    labels: list[str]  # "" when the entity has none
+    labels: dict[int, str]  # of the members and relation ends kept below
     levels: list[list[int]]  # levels[level][node] = its community at that level
     sizes: list[int]  # level-0 community → number of members
     members: dict[int, list[int]]  # level-0 community → its best-connected members
@@ -49,6 +49,7 @@ class Communities:
     @classmethod
     def from_json(cls, value: dict) -> "Communities":
         value = dict(value)
+        value["labels"] = {int(k): v for k, v in value["labels"].items()}
         value["members"] = {int(k): v for k, v in value["members"].items()}
         value["relations"] = {int(k): [tuple(e) for e in v]
                               for k, v in value["relations"].items()}
@@ -68,16 +69,18 @@ def detect(version: int, weights: Mapping[tuple[str, str], int],
     edges = [(index.setdefault(s, len(index)), index.setdefault(o, len(index)), w)
              for (s, o), w in weights.items()]
     nodes = list(index)
-    labels = [labels.get(node, "") for node in nodes]
     if not nodes:
-        return Communities(version, [], [], [], [], {}, {})
+        return Communities(version, [], {}, [], [], {}, {})
     graph = igraph.Graph(n=len(nodes), edges=[(s, o) for s, o, _ in edges], directed=False)
     graph.es["weight"] = [w for _, _, w in edges]
     graph.simplify(multiple=True, loops=True, combine_edges="sum")
     levels = _hierarchy(graph)
     sizes = np.bincount(np.asarray(levels[0]), minlength=max(levels[0]) + 1).tolist()
     members, relations = _describe(graph, levels[0])
-    return Communities(version, nodes, labels, levels, sizes, members, relations)
+    shown = {n for kept in members.values() for n in kept} | {
+        n for kept in relations.values() for s, o, _ in kept for n in (s, o)}
+    named = {n: labels[nodes[n]] for n in sorted(shown) if nodes[n] in labels}
+    return Communities(version, nodes, named, levels, sizes, members, relations)
 
 
 def _hierarchy(graph: igraph.Graph) -> list[list[int]]:

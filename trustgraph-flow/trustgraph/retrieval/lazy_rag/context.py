@@ -78,7 +78,7 @@ def describe(entities: list[LazyEntity], found: Communities) -> list[LazyCommuni
 
 def _community(found: Communities, community: int) -> LazyCommunity:
     def name(node: int) -> str:
-        return found.labels[node] or found.nodes[node]
+        return found.labels.get(node) or found.nodes[node]
     return LazyCommunity(
         id=f"c{community}", level=0, size=found.sizes[community],
         members=[name(n) for n in found.members.get(community, [])],

@@ -1,12 +1,10 @@
 """Where the community cache reads a collection's entity graph from: the triples
 store's ``graph-version`` and ``graph-edges`` services (``BusGraph``), or a store
 object in this process (``StoreGraph``, for tools and tests). Both give the same
-``EntityGraph``: entities are the IRIs joined by triples, minus extraction's chunk
+pages: entities are the IRIs joined by triples, minus extraction's chunk
 and document nodes, which would join every entity of a passage to every other one
 and are already represented by the ``co-occurs`` edges."""
-from collections import Counter
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Mapping
 from typing import Protocol
 
 from trustgraph.base import Clients
@@ -18,17 +16,13 @@ from trustgraph.storage.triples.store import TriplesStore
 PAGE = 5000  # edges per page: each page's decoding is a short stop of the event loop
 
 
-@dataclass
-class EntityGraph:
-    version: int
-    weights: Counter[tuple[str, str]] = field(default_factory=Counter)
-    labels: dict[str, str] = field(default_factory=dict)
+# One page of the entity graph: ((subject, object) → triples joining them, IRI → label).
+Page = tuple[dict[tuple[str, str], int], dict[str, str]]
 
-    def add(self, weights: Mapping[tuple[str, str], int], labels: Mapping[str, str]) -> None:
-        for (s, o), weight in weights.items():
-            if _entity(s) and _entity(o):
-                self.weights[(s, o)] += weight
-        self.labels.update(labels)
+
+def entity_page(weights: Mapping[tuple[str, str], int], labels: Mapping[str, str]) -> Page:
+    return ({pair: w for pair, w in weights.items() if _entity(pair[0]) and _entity(pair[1])},
+            dict(labels))
 
 
 def _entity(iri: str) -> bool:
@@ -38,7 +32,9 @@ def _entity(iri: str) -> bool:
 class GraphSource(Protocol):
     async def version(self, user: str, collection: str) -> int: ...
 
-    async def read(self, user: str, collection: str, version: int) -> EntityGraph: ...
+    def pages(self, user: str, collection: str) -> AsyncIterator[Page]:
+        """The scope's entity graph, a page at a time (a pair may recur on a later
+        page: its weights add up)."""
 
 
 class BusGraph:
@@ -53,16 +49,16 @@ class BusGraph:
                                       GraphVersionResponse)
         return answer.version or 0
 
-    async def read(self, user: str, collection: str, version: int) -> EntityGraph:
+    async def pages(self, user: str, collection: str) -> AsyncIterator[Page]:
         requester = await self._clients.get("graph-edges")
-        graph, after = EntityGraph(version), 0
+        after: int | None = 0
         while after is not None:
             page = await requester.call(GraphEdgesRequest(
                 user=user, collection=collection, after=after, limit=PAGE),
                 GraphEdgesResponse)
-            graph.add({(e.s, e.o): e.weight for e in page.edges or []}, page.labels or {})
+            yield entity_page({(e.s, e.o): e.weight for e in page.edges or []},
+                              page.labels or {})
             after = page.next
-        return graph
 
 
 class StoreGraph:
@@ -74,10 +70,9 @@ class StoreGraph:
     async def version(self, user: str, collection: str) -> int:
         return await self._store.version(user, collection)
 
-    async def read(self, user: str, collection: str, version: int) -> EntityGraph:
-        graph, after = EntityGraph(version), 0
+    async def pages(self, user: str, collection: str) -> AsyncIterator[Page]:
+        after: int | None = 0
         while after is not None:
             page = await self._store.edges(user, collection, after, PAGE)
-            graph.add(page.weights, page.labels)
+            yield entity_page(page.weights, page.labels)
             after = page.next
-        return graph

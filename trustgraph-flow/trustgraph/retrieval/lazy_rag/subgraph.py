@@ -30,8 +30,8 @@ RELATIVE_SIMILARITY = 0.75
 MAX_CANDIDATES = 60  # question windows probed for an exact match
 STORE_ENTITY_FACTOR = 2  # chunk nodes and far entities the store may reach, cut here
 MAX_STORE_ENTITIES = 1000
-TRIPLES_PER_ENTITY = 30  # followed per entity per hop
-TRIPLES_PER_STORE_ENTITY = 4  # kept by the store, per entity of its budget
+TRIPLES_PER_ENTITY = 10  # followed per entity per hop (hubs are sampled, not walked whole)
+TRIPLES_PER_STORE_ENTITY = 3  # kept by the store, per entity of its budget
 RELATIONSHIPS_PER_ENTITY = 3
 
 
