@@ -39,6 +39,7 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.ingestion
 	$(BIN)/python -m bench.rag
 	$(BIN)/python -m bench.agent
+	$(BIN)/python -m bench.lazyrag
 
 clean:
 	rm -rf $(VENV) tg-data

@@ -152,7 +152,7 @@ async def test_query_failure_mid_answer_raises_the_services_error(rig, tg):
 
 
 @pytest.mark.parametrize("options, error_type, named", [
-    ({"mode": "lazy"}, "mode-unavailable", "not available yet"),
+    ({"mode": "lazy"}, "disabled", "LAZY_RAG_ENABLED=true"),
     ({"mode": "graph", "doc_limit": 3}, "bad-request", "doc_limit"),
     ({"flow": "nowhere"}, "unknown-flow", "nowhere"),
 ])

@@ -254,7 +254,7 @@ async def test_query_failure_without_stream_is_502(rig, http):
     ({"query": "q", "mode": "document", "triple-limit": 3}, 400, "bad-request",
      "triple_limit:"),
     ({"query": "q", "collection": 7}, 400, "bad-request", "collection:"),
-    ({"query": "q", "mode": "lazy"}, 404, "mode-unavailable", "not available yet"),
+    ({"query": "q", "mode": "lazy"}, 404, "disabled", "LAZY_RAG_ENABLED=true"),
     ({"query": "q", "flow": "elsewhere"}, 404, "unknown-flow", "elsewhere"),
 ])
 async def test_query_bad_input(rig, http, body, status, error_type, named):

@@ -1,7 +1,7 @@
 """``POST /api/v1/query`` (also ``/query``): the answer-stream API (PROTOCOL §3).
 
-One question in; the service of the chosen ``mode`` answers it (a RAG service, or
-the agent). The service is always asked to stream, whatever ``stream`` says: its
+One question in; the service of the chosen ``mode`` answers it (a RAG service,
+LazyRAG, or the agent). The service is always asked to stream, whatever ``stream`` says: its
 metadata record carries the sources, the rewritten question and the sub-questions,
 so streamed and collected answers are the same code and say the same things. Its
 records become the API's own lines: ``metadata``, ``content`` deltas (the agent's
@@ -10,40 +10,41 @@ with the usage, or ``error`` instead of ``done``. ``stream: false`` collects the
 into one JSON object.
 """
 import json
-from dataclasses import asdict
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import aclosing
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
 from trustgraph.base import ServiceError
-from trustgraph.schema import Error, Record, Source, Usage
+from trustgraph.schema import (Error, LazyCommunity, LazyEntity, LazyRelationship, Record,
+                               Source, Usage)
 from trustgraph.schema.agent import Pattern
 
 from .dispatch import Dispatcher, new_request_id
-from .errors import GatewayError, bad_request, validation_message
+from .errors import bad_request, validation_message
 from .framing import Frame
 from .metrics import REQUESTS
 from .responses import NDJSON, failed, json_body, streamed
-from .services import SERVICES, ServiceRow
+from .services import ServiceRow
 
 QUERY_PATHS = ("/api/v1/query", "/query")
 # Fields of the API itself; everything else in the body belongs to the service request.
 API_FIELDS = {"stream", "mode", "flow", "query"}
-# Fields that only some modes' services take: refused, naming them, for the others.
-MODE_FIELDS = ("entity_limit", "triple_limit", "max_subgraph_size", "max_path_length",
-               "doc_limit", "optimize_query", "subqueries", "session_id", "group", "pattern",
-               "max_iterations")
+# Options only some modes' services take: given to another mode, a 400 naming them.
+OPTIONS = ("entity_limit", "triple_limit", "max_subgraph_size", "max_path_length",
+           "doc_limit", "max_hops", "max_entities", "use_communities", "optimize_query",
+           "subqueries", "session_id", "group", "pattern", "max_iterations")
 
 
 class QueryRequest(Record):
-    """The body. The RAG limits and options apply to the modes whose service takes
-    them (graph: entity/triple limits, subgraph size, path length; document:
-    doc_limit); ``session_id``, ``group``, ``pattern`` and ``max_iterations`` to mode
-    agent. Left out, the service's defaults apply."""
+    """The body. The options apply to the modes whose service takes them (graph:
+    entity/triple limits, subgraph size, path length; document: doc_limit; both:
+    optimize_query, subqueries; lazy: max_hops, max_entities, use_communities; agent:
+    session_id, group, pattern, max_iterations); left out, the service's defaults
+    apply."""
 
     query: str = Field(min_length=1)
     stream: bool = False
@@ -62,6 +63,9 @@ class QueryRequest(Record):
     group: list[str] | None = None  # agent: only the tools of these groups
     pattern: Pattern | None = None  # agent: react or ask (default: the service's)
     max_iterations: int | None = None  # agent: the most reasoning steps
+    max_hops: int | None = None
+    max_entities: int | None = None
+    use_communities: bool | None = None
 
 
 # What the answers look like, for the OpenAPI document (a unit test holds the lines
@@ -110,6 +114,31 @@ class DoneLine(_Line):
     session_id: str | None = None  # mode agent: the conversation, to continue it
 
 
+class LazySubgraph(_Line):
+    """LazyRAG's retrieval: the subgraph, its communities, the confidence that it
+    answers the question and what it leaves out."""
+
+    entities: list[LazyEntity] | None
+    relationships: list[LazyRelationship] | None
+    communities: list[LazyCommunity] | None
+    confidence: float | None
+    missing_info: list[str] | None
+    generation_time_ms: float | None
+    community_cache: Literal["hit", "miss"] | None  # null: communities not used
+
+
+class LazyResult(LazySubgraph):
+    """What a lazy-mode answer adds to ``done`` and to the collected answer: the
+    subgraph it was written from and, when the LLM failed, ``summary_error`` in place
+    of the answer's text."""
+
+    summary_error: Error | None
+
+
+class LazyDoneLine(DoneLine, LazyResult):
+    pass
+
+
 class ErrorLine(_Line):
     type: Literal["error"]
     message: str
@@ -123,6 +152,10 @@ class CollectedAnswer(_Line):
     subqueries: list[str]
     request_id: str
     usage: UsageLine
+
+
+class LazyCollectedAnswer(CollectedAnswer, LazyResult):
+    pass
 
 
 class AgentStep(_Line):
@@ -147,36 +180,41 @@ async def answer(dispatcher: Dispatcher, request: web.Request) -> web.StreamResp
     """The route: validate, ask the service, answer as NDJSON lines or one object."""
     query, row, record = parse(dispatcher, await json_body(request))
     REQUESTS.labels(row.name, "query").inc()
-    request_id = new_request_id()
-    lines = MODES[query.mode].lines(request_id)
-    async with aclosing(dispatcher.frames(row, query.flow, record, request_id)) as frames:
+    return await respond(request, dispatcher, row, query.flow, record, query.stream,
+                         MODES[query.mode].lines)
+
+
+async def respond(request: web.Request, dispatcher: Dispatcher, row: ServiceRow, flow: str,
+                  record: Record, stream: bool, kind: type["AnswerLines"] | None = None,
+                  collected: Callable[["AnswerLines"], Any] = lambda lines: lines.collected()
+                  ) -> web.StreamResponse:
+    """Ask ``row``'s service (``record`` asks it to stream); answer as NDJSON lines
+    (``kind``: how its records become lines) or, without ``stream``, one JSON object:
+    ``collected(lines)`` once all have arrived."""
+    lines = (kind or AnswerLines)(new_request_id(), row.result_fields)
+    async with aclosing(dispatcher.frames(row, flow, record, lines.request_id)) as frames:
         async with aclosing(lines.translate(frames)) as batches:
-            if query.stream:
+            if stream:
                 return await streamed(request, batches, NDJSON, error_line)
             async for _ in batches:
                 pass
-    return web.json_response(lines.collected(), dumps=_dumps)
+    return web.json_response(collected(lines), dumps=_dumps)
 
 
 def parse(dispatcher: Dispatcher, body: dict) -> tuple[QueryRequest, ServiceRow, Record]:
     """The query, the service row of its mode and the service's request record; a bad
-    field is a 400 naming it, a mode with no service here a 404 saying so."""
+    field is a 400 naming it, a mode whose service is off here a 404 saying so."""
     try:
         query = QueryRequest.model_validate(body)
     except ValidationError as error:
         raise bad_request(validation_message(error, where="")) from None
     mode = MODES[query.mode]
-    row = SERVICES.get(mode.service)
-    if row is None:
-        available = ", ".join(repr(name) for name, known in MODES.items()
-                              if known.service in SERVICES)
-        raise GatewayError("mode-unavailable", f"mode: {query.mode!r} is not available yet "
-                           f"(this gateway has no {mode.service} service); use "
-                           f"{available}", 404)
-    dispatcher.resolve(row.name, query.flow)
-    for name in MODE_FIELDS:
-        if name in query.model_fields_set and name not in row.request_model.model_fields:
-            raise bad_request(f"{name}: not a parameter of mode {query.mode!r}")
+    row = dispatcher.resolve(mode.service, query.flow)
+    for option in OPTIONS:
+        # Given, and not just its default (clients send ``optimize_query: false``).
+        given = getattr(query, option) != QueryRequest.model_fields[option].default
+        if given and option not in row.request_model.model_fields:
+            raise bad_request(f"{option}: not a parameter of mode {query.mode!r}")
     fields = {key: value for key, value in body.items() if key not in API_FIELDS}
     return query, row, dispatcher.prepare(
         row, {**fields, mode.question: query.query, "streaming": True}, where="")
@@ -187,11 +225,13 @@ class AnswerLines:
     collected answer need. A record carrying ``error`` raises ``ServiceError``, which
     the caller turns into an HTTP status (nothing sent yet) or an ``error`` line."""
 
-    def __init__(self, request_id: str) -> None:
+    def __init__(self, request_id: str, result_fields: tuple[str, ...] = ()) -> None:
         self.request_id = request_id
         self.metadata: dict[str, Any] | None = None
         self.parts: list[str] = []
         self.usage = Usage()
+        # the service's own result fields, from its final record (ServiceRow.result_fields)
+        self.result: dict[str, Any] = dict.fromkeys(result_fields)
 
     async def translate(self, frames: AsyncIterator[list[Frame]]) -> AsyncIterator[list[Frame]]:
         async for batch in frames:
@@ -209,6 +249,7 @@ class AnswerLines:
         if delta:
             lines.append(self._content(delta))
         if final:
+            self.result = {key: record.get(key) for key in self.result}
             lines.append(self._done())
         return lines
 
@@ -218,7 +259,7 @@ class AnswerLines:
         return {"response": "".join(self.parts), "sources": metadata["sources"],
                 "optimized_query": metadata["optimized_query"],
                 "subqueries": metadata["subqueries"], "request_id": self.request_id,
-                "usage": asdict(self.usage)}
+                "usage": asdict(self.usage), **self.result}
 
     def _opening(self, record: dict[str, Any]) -> list[Frame]:
         """Any record: raise its error, count its tokens; before the first, the
@@ -236,7 +277,8 @@ class AnswerLines:
         return _dumps({"type": "content", "delta": delta}).encode(), False
 
     def _done(self) -> Frame:
-        return _dumps({"type": "done", "usage": asdict(self.usage)}).encode(), True
+        return _dumps({"type": "done", "usage": asdict(self.usage), **self.result}
+                      ).encode(), True
 
     def _metadata(self, record: dict[str, Any]) -> dict[str, Any]:
         return {"type": "metadata", "sources": record.get("sources") or [],
@@ -257,8 +299,8 @@ class AgentLines(AnswerLines):
     lines, its answer ``content`` lines; ``done`` also names the session. Collected,
     the steps are whole messages (their deltas joined) before the answer."""
 
-    def __init__(self, request_id: str) -> None:
-        super().__init__(request_id)
+    def __init__(self, request_id: str, result_fields: tuple[str, ...] = ()) -> None:
+        super().__init__(request_id, result_fields)
         self.session_id: str | None = None
         self.sources: list[Any] = []
         self.steps: list[dict[str, Any]] = []

@@ -9,7 +9,10 @@ from trustgraph.schema import (CONFIG_FLOW, LIBRARIAN_FLOW, AgentRequest, AgentR
                                DocumentLoadRequest, DocumentRagRequest, EmbeddingsRequest,
                                EmbeddingsResponse, GraphEmbeddingsRequest,
                                GraphEmbeddingsResponse, GraphRagRequest,
-                               KnowledgeLoadRequest, KnowledgeLoadResponse, LibrarianRequest,
+                               KnowledgeLoadRequest, KnowledgeLoadResponse,
+                               LazyRagExpandRequest, LazyRagExpandResponse, LazyRagRequest,
+                               LazyRagResponse, LazyRagStatusRequest, LazyRagStatusResponse,
+                               LibrarianRequest,
                                LibrarianResponse, LoadResponse, LoadStatusRequest,
                                LoadStatusResponse, PromptRequest, PromptResponse,
                                RagResponse, Record, Response, SubgraphRequest,
@@ -18,6 +21,7 @@ from trustgraph.schema import (CONFIG_FLOW, LIBRARIAN_FLOW, AgentRequest, AgentR
                                TriplesQueryResponse)
 
 from .framing import Frame, RunKey, coalesce, same_keys
+from .metrics import lazy_rag_answered
 
 
 @dataclass(frozen=True)
@@ -35,6 +39,15 @@ class ServiceRow:
     # normalises a response's first and final records to the protocol's exact shape
     # (None: unchanged); decoded once each per request, the deltas between pass untouched
     run_key: RunKey = same_keys  # which waiting deltas may be merged (see ``coalesce``)
+    observe: Callable[[float, bytes], None] | None = None
+    # given the seconds a request took and its final record, whatever transport carried
+    # it: for metrics of the service's own (None: nothing beyond the request counts)
+    optional: str | None = None
+    # a service a stack may run without: how to turn it on. Turned off in the gateway's
+    # settings, or with no processor taking its requests, it is a 404 saying this
+    result_fields: tuple[str, ...] = ()
+    # fields of an answer's final record beyond RAG's own that the answer-stream API
+    # passes on (its ``done`` line and collected answer)
 
     def bus_flow(self, flow: str) -> str:
         """The flow the request goes to on the bus."""
@@ -96,6 +109,13 @@ def agent_run(record: dict) -> Hashable | None:
     return record.get("chunk_type"), frozenset(record)
 
 
+# LazyRAG is optional (LAZY_RAG_ENABLED); its answers carry the subgraph they were
+# written from, the confidence and what is missing, beyond the RAG fields.
+LAZY_RAG_HOW = ("to enable it, set LAZY_RAG_ENABLED=true (the default) where tg-start and "
+                "the gateway run and restart them, or run the service: tg-run lazy-rag")
+LAZY_RAG_RESULT = tuple(name for name in LazyRagResponse.model_fields
+                        if name not in RagResponse.model_fields)
+
 # A load is answered ``{}`` (PROTOCOL §2); an error still arrives as ``{"error": ...}``.
 LOADED = frozenset({"end_of_stream"})
 
@@ -119,4 +139,14 @@ SERVICES: dict[str, ServiceRow] = {row.name: row for row in (
     ServiceRow("graph-rag", GraphRagRequest, RagResponse, "chunk", edges=rag_edges),
     ServiceRow("document-rag", DocumentRagRequest, RagResponse, "chunk", edges=rag_edges),
     ServiceRow("agent", AgentRequest, AgentResponse, "content", run_key=agent_run),
+    ServiceRow("lazy-rag", LazyRagRequest, LazyRagResponse, "chunk", edges=rag_edges,
+               observe=lazy_rag_answered, optional=LAZY_RAG_HOW,
+               result_fields=LAZY_RAG_RESULT),
+    ServiceRow("lazy-rag-expand", LazyRagExpandRequest, LazyRagExpandResponse, None,
+               optional=LAZY_RAG_HOW),
+    ServiceRow("lazy-rag-status", LazyRagStatusRequest, LazyRagStatusResponse, None,
+               optional=LAZY_RAG_HOW),
 )}
+
+# The services LAZY_RAG_ENABLED=false turns off at the gateway.
+LAZY_RAG_SERVICES = ("lazy-rag", "lazy-rag-expand", "lazy-rag-status")
