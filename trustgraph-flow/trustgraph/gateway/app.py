@@ -2,7 +2,8 @@
 
 ``Gateway(settings)`` serves ``/api/v1/socket`` (PROTOCOL §1), ``/api/v1/flow/{flow}/
 service/{kind}`` and the answer-stream API ``/api/v1/query`` (§3),
-``/api/v1/openapi.json`` and ``/metrics``; ``main`` is its console entry
+``/api/v1/openapi.json``, ``/metrics`` and the workbench page at ``/`` (``page.py``);
+``main`` is its console entry
 (``tg-run gateway``).
 """
 import asyncio
@@ -25,6 +26,7 @@ from .answers import QUERY_PATHS
 from .auth import Auth
 from .dispatch import Dispatcher
 from .openapi import openapi
+from .page import add_page_routes
 from .rest import RestEndpoint
 from .services import SERVICES
 from .websocket import Limits, SocketEndpoint
@@ -131,6 +133,7 @@ def _application(sockets: SocketEndpoint, rest: RestEndpoint, flows: tuple[str, 
         app.router.add_post(path, rest.query)
     app.router.add_get("/api/v1/openapi.json", openapi_json)
     app.router.add_get("/metrics", metrics)
+    add_page_routes(app)
     return app
 
 
