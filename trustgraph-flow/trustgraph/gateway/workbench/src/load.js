@@ -192,7 +192,7 @@ function describe(f) {
     case "accepted": return "accepted, waiting for the decoder";
     case "decoding": return "decoding";
     case "embedding": return `${f.stored} of ${f.chunks ?? "?"} chunks stored`;
-    case "done": return `done: ${f.chunks} chunks stored`;
+    case "done": return `done: ${f.chunks} chunk${f.chunks === 1 ? "" : "s"} stored`;
     case "failed": return `failed: ${f.error || "unknown reason"}`;
     default: return f.state;
   }
