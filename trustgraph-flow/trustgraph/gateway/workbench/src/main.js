@@ -59,6 +59,7 @@ gateway.addEventListener("state", ({ detail: { state, detail } }) => {
     banner.textContent = "connected";
     if (!probed) {
       probed = true;
+      performance.mark("tg:connected");
       probeModes(gateway, gateway.token).then((modes) => ask.setModes(modes));
     }
   } else if (state === "refused") {

@@ -1,0 +1,190 @@
+"""``make bench`` (workbench part): how fast the page paints, and what it adds to the
+first answer token, from the browser's own performance marks.
+
+The default stack (``tg-start``, gateway with a token) with one small document
+loaded, a scripted OpenAI-format LLM in its own process (first token after 200 ms,
+then one every 10 ms), and Debian's headless Chromium.
+
+* first paint: ``first-paint`` / ``first-contentful-paint`` of the page and its
+  ``tg:connected`` mark (socket open and token accepted): once from an empty
+  profile (cold), then the median of reloads (assets cached, as for a returning user);
+* ask → first token: ``tg:ask`` (Enter pressed in the question box) to
+  ``tg:first-token`` (the first token drawn in the page), document-rag, in rounds
+  with the same question asked straight of the LLM server and over a raw websocket
+  client, so the report can say what the whole stack adds beyond the LLM's own TTFT
+  and what the page adds beyond a raw client.
+"""
+import argparse
+import asyncio
+import json
+import time
+
+import aiohttp
+
+from bench import clients
+from bench.stats import median, percentile
+from bench.streaming import llm_server
+from tests.support.browser import chromium, missing
+from tests.support.stack import Stack
+from tests.support.workbench import WorkbenchPage
+from trustgraph.api import TrustGraph
+
+TOKEN = "bench-token"
+USER, COLLECTION = "bench", "workbench"
+QUESTION = "Who walked on the Moon?"
+DOCUMENT = ("The Apollo lunar module Eagle landed in the Sea of Tranquility. Neil Armstrong "
+            "and Buzz Aldrin walked on the Moon while Michael Collins orbited in the "
+            "command module Columbia.")
+# Installed before the page's own scripts: when the page sends a request and when
+# the socket hands it the sources and the first answer chunk, so the page's time
+# can be split into its own code (before the send, after the receipt) and the
+# browser's network path (send to receipt) beyond what a raw client sees.
+SOCKET_LOG = """
+const Native = window.WebSocket;
+window.__ws = [];
+window.WebSocket = class extends Native {
+  constructor(...args) {
+    super(...args);
+    this.addEventListener('message', (event) => {
+      const data = String(event.data);
+      if (data.includes('"message_type":"metadata"')) __ws.push(['metadata', performance.now()]);
+      else if (/"chunk":"[^"]/.test(data)) __ws.push(['chunk', performance.now()]);
+    });
+  }
+  send(data) {
+    if (String(data).includes('"service":"document-rag"')) __ws.push(['send', performance.now()]);
+    return super.send(data);
+  }
+};
+"""
+# For the newest request: times relative to its tg:ask mark.
+SPLIT = """
+const ask = performance.getEntriesByName('tg:ask').pop().startTime;
+const out = {};
+for (const [name, t] of __ws) if (t >= ask && out[name] === undefined) out[name] = t - ask;
+return out;
+"""
+PAINT = """
+const paint = Object.fromEntries(performance.getEntriesByType('paint')
+  .map(e => [e.name, e.startTime]));
+const connected = performance.getEntriesByName('tg:connected')[0];
+return {fp: paint['first-paint'], fcp: paint['first-contentful-paint'],
+        connected: connected ? connected.startTime : null};
+"""
+
+
+def load_corpus(stack: Stack) -> None:
+    with TrustGraph(stack.gateway_url, TOKEN) as client:
+        client.load_text(DOCUMENT, "apollo.txt", user=USER, collection=COLLECTION)
+        deadline = time.monotonic() + 120
+        while client.load_status(["apollo.txt"], user=USER, collection=COLLECTION
+                                 )[0]["state"] != "done":
+            assert time.monotonic() < deadline, "the document was not stored in 120 s"
+            time.sleep(0.2)
+
+
+def paint_times(page: WorkbenchPage) -> dict:
+    page.wait(lambda: None not in page.js(PAINT).values(), "the paint and the socket", 30)
+    return page.js(PAINT)
+
+
+async def socket_ttft(gateway: str) -> tuple[float, float]:
+    """(sources, first answer token) after the send, for a raw websocket client."""
+    url = f"{gateway.replace('http', 'ws', 1)}api/v1/socket?token={TOKEN}"
+    async with aiohttp.ClientSession() as session, session.ws_connect(url) as ws:
+        started = time.perf_counter()
+        await ws.send_str(json.dumps({"id": "b", "service": "document-rag", "request": {
+            "query": QUESTION, "streaming": True, "user": USER, "collection": COLLECTION}}))
+        metadata = first = None
+        while True:
+            frame = json.loads((await ws.receive()).data)
+            response = frame.get("response") or {}
+            if metadata is None and response.get("message_type") == "metadata":
+                metadata = time.perf_counter() - started
+            if first is None and response.get("chunk"):
+                first = time.perf_counter() - started
+            if frame.get("complete"):
+                return metadata, first
+
+
+async def direct_ttft(llm: str) -> float:
+    async with aiohttp.ClientSession() as session:
+        return (await clients.direct(session, llm, "openai"))[0]
+
+
+def report(name: str, values: list[float]) -> str:
+    return (f"{name:<46} p50 {median(values) * 1000:7.1f} ms   "
+            f"p90 {percentile(values, 90) * 1000:7.1f} ms")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=20)
+    parser.add_argument("--reloads", type=int, default=10)
+    args = parser.parse_args()
+    if missing():
+        raise SystemExit(f"bench.workbench: {missing()}")
+
+    loop = asyncio.new_event_loop()
+    with llm_server(tokens=20, first=0.2, delay=0.01) as llm, \
+            Stack(env={"OPENAI_BASE_URL": f"{llm}/v1", "OPENAI_API_KEY": "bench"},
+                  token=TOKEN, startup_timeout=180) as stack:
+        load_corpus(stack)
+        with chromium() as driver:
+            driver.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument",
+                                   {"source": SOCKET_LOG})
+            page = WorkbenchPage(driver, stack.gateway_url)
+            page.open(TOKEN)
+            cold = paint_times(page)
+            warm = []
+            for _ in range(args.reloads):
+                page.driver.refresh()
+                warm.append(paint_times(page))
+            page.set_scope(USER, COLLECTION)
+            direct, socket, socket_sources, in_page, sources, splits = [], [], [], [], [], []
+            for _ in range(args.rounds):
+                direct.append(loop.run_until_complete(direct_ttft(llm)))
+                metadata, first = loop.run_until_complete(socket_ttft(stack.gateway_url))
+                socket_sources.append(metadata)
+                socket.append(first)
+                # WebDriver polls run scripts on the page's main thread; none runs
+                # while the answer streams, so the marks are the page's alone.
+                page.ask("document", QUESTION, wait=False)
+                time.sleep(1.0)
+                turn = page.finished()
+                assert turn["state"] == "done", turn
+                in_page.append(turn["marks"]["first-token"] / 1000)
+                sources.append(turn["marks"]["sources"] / 1000)
+                splits.append({**page.js(SPLIT), **turn["marks"]})
+    loop.close()
+
+    print(f"bench.workbench: page paint (Chromium {driver.capabilities.get('browserVersion')}"
+          f", headless, loopback)")
+    print(f"  cold (empty profile): first paint {cold['fp']:.1f} ms, first contentful paint "
+          f"{cold['fcp']:.1f} ms, connected {cold['connected']:.1f} ms")
+    for key, label in (("fp", "first paint"), ("fcp", "first contentful paint"),
+                       ("connected", "connected (socket open, token accepted)")):
+        print("  " + report(f"warm {label}", [w[key] / 1000 for w in warm]))
+    print(f"bench.workbench: ask -> first token, document-rag, {args.rounds} rounds "
+          "(LLM: first token after 200 ms)")
+    print("  " + report("LLM straight (its own TTFT)", direct))
+    print("  " + report("raw websocket client: sources", socket_sources))
+    print("  " + report("raw websocket client: first token", socket))
+    print("  " + report("page: tg:ask -> tg:sources", sources))
+    print("  " + report("page: tg:ask -> tg:first-token", in_page))
+    beyond_llm = [p - d for p, d in zip(in_page, direct)]
+    beyond_socket = [p - s for p, s in zip(in_page, socket)]
+    print("  " + report("page beyond the LLM's TTFT (target <= 30 ms)", beyond_llm))
+    print("  " + report("  of which the page beyond a raw client", beyond_socket))
+    print("  where the page's time goes (median over rounds):")
+    for label, values in (
+            ("its code, Enter -> request sent", [s["send"] for s in splits]),
+            ("browser socket, sent -> first chunk received",
+             [s["chunk"] - s["send"] for s in splits]),
+            ("its code, chunk received -> token in the DOM",
+             [s["first-token"] - s["chunk"] for s in splits])):
+        print("  " + report(f"  {label}", [v / 1000 for v in values]))
+
+
+if __name__ == "__main__":
+    main()
