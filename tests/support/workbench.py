@@ -62,6 +62,23 @@ const observer = new MutationObserver(() => {
 observer.observe(history, {subtree: true, childList: true, characterData: true});
 """
 
+# What the newest turn shows (innerText: the text as rendered).
+TURN = """
+const turn = document.querySelector('#history').lastElementChild;
+const answer = turn.querySelector('.answer');
+return {
+  state: turn.dataset.state,
+  text: turn.innerText,
+  answer: answer.innerText.trim(),
+  answer_html: answer.innerHTML,
+  sources: [...turn.querySelectorAll('.sources li')].map(li => li.innerText.trim()),
+  error: turn.querySelector('.error').textContent,
+  meta: turn.querySelector('.meta').innerText,
+  seen: window.__turn,
+  marks: (() => { %s })(),
+};
+"""
+
 # The page's own User Timing marks for the newest request, relative to its tg:ask.
 MARKS = """
 const marks = performance.getEntriesByType('mark').filter(m => m.name.startsWith('tg:'));
@@ -73,6 +90,7 @@ for (const m of marks) if (m.startTime >= ask.startTime) {
 }
 return out;
 """
+TURN = TURN % MARKS
 
 
 class WorkbenchPage:
@@ -139,20 +157,11 @@ class WorkbenchPage:
         return self.all("#history .turn")[-1]
 
     def finished(self, timeout: float = 30.0) -> dict:
+        """The newest turn once it has stopped streaming, read in one script (a
+        WebDriver call per source would take seconds with 150 graph sources)."""
         self.wait(lambda: self.turn().get_attribute("data-state") != "streaming",
                   "the answer to finish", timeout)
-        turn = self.turn()
-        return {
-            "state": turn.get_attribute("data-state"),
-            "answer": turn.find_element(By.CSS_SELECTOR, ".answer").text,
-            "answer_html": turn.find_element(By.CSS_SELECTOR, ".answer")
-                               .get_attribute("innerHTML"),
-            "sources": [li.text for li in turn.find_elements(By.CSS_SELECTOR, ".sources li")],
-            "error": turn.find_element(By.CSS_SELECTOR, ".error").get_attribute("textContent"),
-            "meta": turn.find_element(By.CSS_SELECTOR, ".meta").text,
-            "seen": self.js("return window.__turn"),
-            "marks": self.js(MARKS),
-        }
+        return self.js(TURN)
 
     # --- loading -----------------------------------------------------------------------
 

@@ -5,14 +5,21 @@
 // The page marks its own progress with the User Timing API (`tg:ask`, `tg:sources`,
 // `tg:first-token`, `tg:done`, each with the request id in `detail`), which the
 // browser tests and bench/workbench.py read.
-import { h, seconds, termText } from "./dom.js";
+//
+// Every call the stream makes is also logged (`this.log`), so a finished turn can
+// be kept (history.js) and drawn again by replaying it through the same methods.
+import { fill, h, seconds, termText } from "./dom.js";
 import { renderMarkdown } from "./markdown.js";
 
 const STEP_LABELS = { thought: "Thought", action: "Action", observation: "Observation" };
+const SOURCES_SHOWN = 8; // the rest behind "Show all": a graph answer can cite 150 triples
 
 export class AnswerView {
-  constructor(mode, question, { onStop, onGraph }) {
+  constructor(mode, question, { onStop, onGraph, onFinish = () => {} }) {
     this.mode = mode;
+    this.question = question;
+    this.log = [];
+    this.onFinish = onFinish;
     this.text = "";
     this.hasSources = false;
     this.triples = [];
@@ -33,23 +40,53 @@ export class AnswerView {
   }
 
   mark(name) {
-    if (this.times[name] !== undefined) return;
+    if (this.times[name] !== undefined || this.replaying) return;
     this.times[name] = performance.now() - this.started;
     performance.mark(`tg:${name}`, { detail: this.id });
+  }
+
+  // A kept turn ({mode, question, log, times}) drawn again.
+  static replay(kept, handlers) {
+    const view = new AnswerView(kept.mode, kept.question, handlers);
+    view.replaying = true;
+    for (const [method, ...args] of kept.log) view[method](...args);
+    view.times = kept.times || {};
+    view.status();
+    return view;
+  }
+
+  // What history.js keeps: the log with consecutive tokens joined, snippets cut short.
+  kept() {
+    const log = [];
+    for (const entry of this.log) {
+      const last = log[log.length - 1];
+      if (entry[0] === "token" && last && last[0] === "token") last[1] += entry[1];
+      else if (entry[0] === "sources") log.push(["sources", entry[1].map((source) =>
+        ({ ...source, text: (source.text || "").slice(0, 1500) })), ...entry.slice(2)]);
+      else log.push(entry);
+    }
+    return { mode: this.mode, question: this.question, log, times: this.times };
   }
 
   // --- what the stream calls ----------------------------------------------------
 
   sources(sources, optimizedQuery, subqueries = []) {
+    this.log.push(["sources", sources, optimizedQuery, subqueries]);
     this.mark("sources");
     this.hasSources = sources.length > 0;
     const items = sources.map((source) => this.source(source));
-    this.sourceBox.replaceChildren(
+    const list = h("ol", {}, items.slice(0, SOURCES_SHOWN));
+    const more = items.length > SOURCES_SHOWN ? h("button", { type: "button",
+      class: "secondary more", onclick: () => {
+        list.append(...items.slice(SOURCES_SHOWN));
+        more.remove();
+      } }, `Show all ${items.length} sources`) : null;
+    fill(this.sourceBox,
       h("h4", {}, sources.length ? `Sources (${sources.length})`
-        : "Sources: nothing in this collection matched"), h("ol", {}, items));
+        : "Sources: nothing in this collection matched"), list, more);
     this.sourceBox.hidden = false;
     if (optimizedQuery || subqueries.length) {
-      this.rewrites.replaceChildren(
+      fill(this.rewrites,
         optimizedQuery ? `Rewritten: ${optimizedQuery}` : "",
         subqueries.length ? ` · Sub-questions: ${subqueries.join(" | ")}` : "");
       this.rewrites.hidden = false;
@@ -75,6 +112,7 @@ export class AnswerView {
   }
 
   step(kind, content, endOfMessage) {
+    this.log.push(["step", kind, content, endOfMessage]);
     let step = this.openStep;
     if (!step || step.kind !== kind) {
       const body = h("div", { class: "step-body" });
@@ -91,6 +129,7 @@ export class AnswerView {
 
   token(delta) {
     if (!delta) return;
+    this.log.push(["token", delta]);
     this.openStep = null;
     this.text += delta;
     if (this.times["first-token"] === undefined) {
@@ -108,6 +147,7 @@ export class AnswerView {
   }
 
   final(record) {
+    this.log.push(["final", record]);
     cancelAnimationFrame(this.frame);
     this.frame = null;
     renderMarkdown(this.answer, this.text);
@@ -123,7 +163,7 @@ export class AnswerView {
     if (typeof record.confidence !== "number" && !record.missing_info) return;
     const percent = Math.round((record.confidence || 0) * 100);
     const missing = record.missing_info || [];
-    this.lazyBox.replaceChildren(
+    fill(this.lazyBox,
       h("p", {}, "Confidence ",
         h("meter", { min: 0, max: 100, value: percent, "aria-label": "confidence" }),
         ` ${percent} %`),
@@ -138,6 +178,7 @@ export class AnswerView {
   }
 
   error(message, state = "error") {
+    this.log.push(["error", message, state]);
     this.errorBox.textContent = message;
     this.errorBox.hidden = false;
     if (this.text) renderMarkdown(this.answer, this.text);
@@ -145,6 +186,7 @@ export class AnswerView {
   }
 
   stopped() {
+    this.log.push(["stopped"]);
     if (this.text) renderMarkdown(this.answer, this.text);
     this.finish("stopped");
   }
@@ -152,9 +194,11 @@ export class AnswerView {
   // --- state ----------------------------------------------------------------------
 
   finish(state) {
+    if (this.element.dataset.state !== "streaming") return; // e.g. an error after Stop
     this.element.dataset.state = state;
     this.stopButton.remove();
     this.status();
+    if (!this.replaying) this.onFinish(this);
   }
 
   graphButton() {

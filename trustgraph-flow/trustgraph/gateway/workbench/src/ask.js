@@ -1,9 +1,10 @@
 // The Ask view: the mode switch (with the modes this stack does not run switched
 // off and saying why), the question box, and the conversation: one AnswerView per
-// turn. An agent conversation keeps one session_id across turns until "New
-// conversation".
+// turn, kept across reloads of the tab. An agent conversation keeps one session_id
+// across turns until "New conversation".
 import { AnswerView } from "./answer.js";
 import { $ } from "./dom.js";
+import { agentSession, forgetTurns, keep, keptTurns } from "./history.js";
 import { ABSENT, MODES, absence, route } from "./modes.js";
 
 export class AskPanel {
@@ -16,8 +17,12 @@ export class AskPanel {
     this.question = $("#question", root);
     this.history = $("#history", root);
     this.modeNote = $("#mode-note", root);
-    this.session = newSession();
+    this.session = agentSession();
     this.current = null;
+    this.handlers = { onGraph, onFinish: (view) => keep(view.kept()) };
+    for (const kept of keptTurns()) {
+      this.history.append(AnswerView.replay(kept, this.handlers).element);
+    }
 
     this.form.addEventListener("submit", (event) => {
       event.preventDefault();
@@ -34,7 +39,8 @@ export class AskPanel {
       if (event.key === "Escape" && this.current) this.current.stop();
     });
     $("#new-conversation", root).addEventListener("click", () => {
-      this.session = newSession();
+      this.session = agentSession(true);
+      forgetTurns();
       this.history.replaceChildren();
       this.question.focus();
     });
@@ -69,9 +75,7 @@ export class AskPanel {
     const spec = MODES[mode];
     performance.mark("tg:ask");
     const view = new AnswerView(mode, question, {
-      onStop: () => this.current && this.current.stop(),
-      onGraph: this.onGraph,
-    });
+      ...this.handlers, onStop: () => this.current && this.current.stop() });
     this.history.append(view.element);
     const settings = this.settings();
     const handle = this.gateway.request(spec.service, spec.request(question, settings, this.session), {
@@ -104,11 +108,6 @@ export class AskPanel {
   setBusy(busy) {
     this.root.classList.toggle("busy", busy);
     $("#ask-button", this.root).disabled = busy;
-    if (!busy) this.question.focus();
+    if (!busy && !this.root.hidden) this.question.focus();
   }
-}
-
-function newSession() {
-  return crypto.randomUUID ? crypto.randomUUID()
-    : `s-${Date.now().toString(36)}-${Math.random().toString(36).slice(2)}`;
 }

@@ -13,11 +13,18 @@ export function h(tag, props = {}, ...children) {
   return element;
 }
 
+// replaceChildren without the surprise: a null child is left out, not shown as "null".
+export function fill(element, ...children) {
+  element.replaceChildren(...children.flat().filter((c) => c !== null && c !== undefined && c !== false));
+  return element;
+}
+
 export const $ = (selector, root = document) => root.querySelector(selector);
 
-// The last part of an IRI, readable: "http://x/e/neil-armstrong" -> "neil armstrong".
+// The last part of an IRI, readable: "http://x/e/neil-armstrong" and
+// "urn:tg:entity:neil-armstrong" -> "neil armstrong".
 export function shortName(iri) {
-  const tail = String(iri).replace(/[#/]+$/, "").split(/[#/]/).pop() || String(iri);
+  const tail = String(iri).replace(/[#/:]+$/, "").split(/[#/:]/).pop() || String(iri);
   try {
     return decodeURIComponent(tail).replace(/[-_]+/g, " ");
   } catch {

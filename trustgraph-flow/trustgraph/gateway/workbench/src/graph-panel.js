@@ -54,9 +54,13 @@ export class GraphPanel {
         return;
       }
       const found = await this.subgraph(entities.map((e) => e.entity), 2);
-      this.note.textContent = `around ${entities.map((e) => termText(e.entity)).join(", ")}: ` +
-        `${found.triples.length} triples (click a node to expand it)`;
-      await this.draw(found.triples, found.labels);
+      // graph-embeddings gives each entity's label too; the subgraph's labels win.
+      const labels = Object.fromEntries(entities.filter((e) => e.label)
+        .map((e) => [e.entity.i, e.label]));
+      Object.assign(labels, found.labels);
+      this.note.textContent = `around ${entities.map((e) => termText(e.entity, labels))
+        .join(", ")}: ${found.triples.length} triples (click a node to expand it)`;
+      await this.draw(found.triples, labels);
     } catch (error) {
       this.note.textContent = `graph search failed: ${error.type}: ${error.message}`;
     }

@@ -1,6 +1,8 @@
 // Cytoscape drawing of triples: one node per subject/object term (IRIs round,
-// literals boxed), one labelled edge per triple; tapping an IRI node asks for its
-// neighbours. Loaded on demand (it is most of the page's bytes).
+// literals boxed), one edge per triple; tapping an IRI node asks for its
+// neighbours. Edge labels show for the edges of the node under the pointer or last
+// tapped (all of them at once make an extracted graph unreadable). Loaded on
+// demand (it is most of the page's bytes).
 import cytoscape from "cytoscape";
 import { termKey, termText } from "./dom.js";
 
@@ -14,20 +16,31 @@ export class GraphView {
       wheelSensitivity: 0.3,
       style: [
         { selector: "node", style: {
-          label: "data(label)", "font-size": 11, color: color("--fg"),
+          label: "data(label)", "font-size": 10, color: color("--fg"),
           "background-color": color("--accent"), "text-valign": "bottom",
-          "text-margin-y": 4, width: 18, height: 18,
+          "text-margin-y": 3, width: 14, height: 14, "min-zoomed-font-size": 6,
           "text-wrap": "ellipsis", "text-max-width": 140 } },
         { selector: "node.literal", style: {
           shape: "round-rectangle", "background-color": color("--muted") } },
         { selector: "edge", style: {
-          label: "data(label)", "font-size": 9, color: color("--muted"),
-          width: 1.5, "line-color": color("--line"), "target-arrow-shape": "triangle",
-          "target-arrow-color": color("--line"), "curve-style": "bezier",
-          "text-rotation": "autorotate" } },
+          width: 1.2, "line-color": color("--line"), "target-arrow-shape": "triangle",
+          "target-arrow-color": color("--line"), "curve-style": "bezier", "arrow-scale": 0.7 } },
+        { selector: "edge.near", style: {
+          label: "data(label)", "font-size": 9, color: color("--fg"), width: 2,
+          "line-color": color("--accent"), "target-arrow-color": color("--accent"),
+          "text-rotation": "autorotate", "text-background-color": color("--bg"),
+          "text-background-opacity": 0.8 } },
       ],
     });
-    this.cy.on("tap", "node", (event) => onExpand(this.terms.get(event.target.id())));
+    const near = (node) => {
+      this.cy.edges().removeClass("near");
+      node.connectedEdges().addClass("near");
+    };
+    this.cy.on("mouseover", "node", (event) => near(event.target));
+    this.cy.on("tap", "node", (event) => {
+      near(event.target);
+      onExpand(this.terms.get(event.target.id()));
+    });
   }
 
   draw(triples, labels = {}, merge = false) {
@@ -54,7 +67,9 @@ export class GraphView {
       }
     }
     this.cy.add(elements);
-    this.cy.layout({ name: "cose", animate: false, fit: true, padding: 20 }).run();
+    this.cy.layout({ name: "cose", animate: false, fit: true, padding: 24,
+      nodeRepulsion: () => 60000, idealEdgeLength: () => 90, nodeOverlap: 20,
+      randomize: !merge }).run();
   }
 
   nodes() {
