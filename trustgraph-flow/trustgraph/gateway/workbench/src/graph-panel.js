@@ -73,6 +73,7 @@ export class GraphPanel {
       this.note.textContent = `${termText(term, found.labels)}: ${found.triples.length} ` +
         "triples added";
       await this.draw(found.triples, found.labels, true);
+      this.view.near(term);
     } catch (error) {
       this.note.textContent = `expanding failed: ${error.type}: ${error.message}`;
     }

@@ -32,13 +32,9 @@ export class GraphView {
           "text-background-opacity": 0.8 } },
       ],
     });
-    const near = (node) => {
-      this.cy.edges().removeClass("near");
-      node.connectedEdges().addClass("near");
-    };
-    this.cy.on("mouseover", "node", (event) => near(event.target));
+    this.cy.on("mouseover", "node", (event) => this.near(event.target));
     this.cy.on("tap", "node", (event) => {
-      near(event.target);
+      this.near(event.target);
       onExpand(this.terms.get(event.target.id()));
     });
   }
@@ -70,6 +66,13 @@ export class GraphView {
     this.cy.layout({ name: "cose", animate: false, fit: true, padding: 24,
       nodeRepulsion: () => 60000, idealEdgeLength: () => 90, nodeOverlap: 20,
       randomize: !merge }).run();
+  }
+
+  // Labels the edges of one node (a cy node, or a term).
+  near(node) {
+    if (!node.connectedEdges) node = this.cy.getElementById(termKey(node));
+    this.cy.edges().removeClass("near");
+    node.connectedEdges().addClass("near");
   }
 
   nodes() {
