@@ -64,6 +64,24 @@ const out = {};
 for (const [name, t] of __ws) if (t >= ask && out[name] === undefined) out[name] = t - ask;
 return out;
 """
+# A gateway round trip with no bus behind it (an unknown service is refused at
+# once), from a socket in the page and from a raw client: what the browser's own
+# socket path costs, whatever page runs in it.
+PAGE_ROUND_TRIPS = """
+const [url, rounds, done] = [arguments[0], arguments[1], arguments[arguments.length - 1]];
+const ws = new WebSocket(url);
+const times = [];
+let started;
+const next = () => {
+  started = performance.now();
+  ws.send(JSON.stringify({id: 'rt', service: 'no-such-service', request: {}}));
+};
+ws.onmessage = () => {
+  times.push(performance.now() - started);
+  if (times.length === rounds) { ws.close(); done(times); } else next();
+};
+ws.onopen = next;
+"""
 PAINT = """
 const paint = Object.fromEntries(performance.getEntriesByType('paint')
   .map(e => [e.name, e.startTime]));
@@ -107,6 +125,18 @@ async def socket_ttft(gateway: str) -> tuple[float, float]:
                 return metadata, first
 
 
+async def socket_round_trips(gateway: str, rounds: int) -> list[float]:
+    url = f"{gateway.replace('http', 'ws', 1)}api/v1/socket?token={TOKEN}"
+    times = []
+    async with aiohttp.ClientSession() as session, session.ws_connect(url) as ws:
+        for _ in range(rounds):
+            started = time.perf_counter()
+            await ws.send_str('{"id":"rt","service":"no-such-service","request":{}}')
+            await ws.receive()
+            times.append(time.perf_counter() - started)
+    return times
+
+
 async def direct_ttft(llm: str) -> float:
     async with aiohttp.ClientSession() as session:
         return (await clients.direct(session, llm, "openai"))[0]
@@ -141,12 +171,17 @@ def main() -> None:
                 page.driver.refresh()
                 warm.append(paint_times(page))
             page.set_scope(USER, COLLECTION)
+            socket_url = f"{stack.gateway_url.replace('http', 'ws', 1)}api/v1/socket?token={TOKEN}"
+            page_trips = [t / 1000 for t in driver.execute_async_script(
+                PAGE_ROUND_TRIPS, socket_url, 50)]
+            raw_trips = loop.run_until_complete(socket_round_trips(stack.gateway_url, 50))
             direct, socket, socket_sources, in_page, sources, splits = [], [], [], [], [], []
-            for _ in range(args.rounds):
-                direct.append(loop.run_until_complete(direct_ttft(llm)))
+            def raw_client() -> None:
                 metadata, first = loop.run_until_complete(socket_ttft(stack.gateway_url))
                 socket_sources.append(metadata)
                 socket.append(first)
+
+            def in_the_page() -> None:
                 # WebDriver polls run scripts on the page's main thread; none runs
                 # while the answer streams, so the marks are the page's alone.
                 page.ask("document", QUESTION, wait=False)
@@ -156,6 +191,14 @@ def main() -> None:
                 in_page.append(turn["marks"]["first-token"] / 1000)
                 sources.append(turn["marks"]["sources"] / 1000)
                 splits.append({**page.js(SPLIT), **turn["marks"]})
+
+            for round in range(args.rounds):
+                direct.append(loop.run_until_complete(direct_ttft(llm)))
+                # Each starts on a settled stack, in alternating order, so neither
+                # pays for what the other left running.
+                for measure in (raw_client, in_the_page)[::1 if round % 2 else -1]:
+                    time.sleep(0.3)
+                    measure()
     loop.close()
 
     print(f"bench.workbench: page paint (Chromium {driver.capabilities.get('browserVersion')}"
@@ -176,6 +219,9 @@ def main() -> None:
     beyond_socket = [p - s for p, s in zip(in_page, socket)]
     print("  " + report("page beyond the LLM's TTFT (target <= 30 ms)", beyond_llm))
     print("  " + report("  of which the page beyond a raw client", beyond_socket))
+    print("bench.workbench: gateway round trip with no bus (unknown service refused), 50 each")
+    print("  " + report("raw websocket client", raw_trips))
+    print("  " + report("a socket in the page (Chromium's socket path)", page_trips))
     print("  where the page's time goes (median over rounds):")
     for label, values in (
             ("its code, Enter -> request sent", [s["send"] for s in splits]),
