@@ -8,11 +8,14 @@ then one every 10 ms), and Debian's headless Chromium.
 * first paint: ``first-paint`` / ``first-contentful-paint`` of the page and its
   ``tg:connected`` mark (socket open and token accepted): once from an empty
   profile (cold), then the median of reloads (assets cached, as for a returning user);
-* ask → first token: ``tg:ask`` (Enter pressed in the question box) to
+* ask → first token: ``tg:ask`` (the question submitted, as Enter does) to
   ``tg:first-token`` (the first token drawn in the page), document-rag, in rounds
-  with the same question asked straight of the LLM server and over a raw websocket
-  client, so the report can say what the whole stack adds beyond the LLM's own TTFT
-  and what the page adds beyond a raw client.
+  with the LLM server asked straight, and the page's exact request sent by a raw
+  websocket client and by a bare socket in the same browser, so the report can say
+  what the whole stack adds beyond the LLM's own TTFT and what the page adds;
+* where the page's time goes: its own code (submit → send, chunk received → token
+  in the DOM) against the time its socket waits, and a gateway round trip with no
+  bus from the page and from a raw client.
 """
 import argparse
 import asyncio
@@ -32,6 +35,9 @@ from trustgraph.api import TrustGraph
 TOKEN = "bench-token"
 USER, COLLECTION = "bench", "workbench"
 QUESTION = "Who walked on the Moon?"
+# The request exactly as the page sends it with its default settings.
+REQUEST = {"query": QUESTION, "user": USER, "collection": COLLECTION, "streaming": True,
+           "doc-limit": 20, "optimize-query": False, "subqueries": False}
 DOCUMENT = ("The Apollo lunar module Eagle landed in the Sea of Tranquility. Neil Armstrong "
             "and Buzz Aldrin walked on the Moon while Michael Collins orbited in the "
             "command module Columbia.")
@@ -82,6 +88,29 @@ ws.onmessage = () => {
 };
 ws.onopen = next;
 """
+# Asks as Enter does, without WebDriver's key events (chromedriver keeps working in
+# the page for a while after a key command, which a user's browser does not).
+SUBMIT = """
+document.querySelector('#ask-form input[name=mode][value=document]').checked = true;
+document.getElementById('question').value = arguments[0];
+document.getElementById('ask-form').requestSubmit();
+"""
+# The same question from a bare socket in the browser, with no page work around
+# it: (sources, first token) after the send, in ms.
+BARE_ASK = """
+const [url, request, done] = [arguments[0], arguments[1], arguments[arguments.length - 1]];
+const go = (ws) => {
+  let started = performance.now(), metadata;
+  ws.onmessage = (event) => {
+    const response = JSON.parse(event.data).response || {};
+    if (metadata === undefined && response.message_type === 'metadata') metadata = performance.now() - started;
+    if (response.chunk) { ws.onmessage = null; done([metadata, performance.now() - started]); }
+  };
+  ws.send(JSON.stringify({id: 'bare' + Math.random(), service: 'document-rag', request}));
+};
+if (window.__bare && window.__bare.readyState === 1) go(window.__bare);
+else { const ws = window.__bare = new WebSocket(url); ws.onopen = () => go(ws); }
+"""
 PAINT = """
 const paint = Object.fromEntries(performance.getEntriesByType('paint')
   .map(e => [e.name, e.startTime]));
@@ -111,8 +140,8 @@ async def socket_ttft(gateway: str) -> tuple[float, float]:
     url = f"{gateway.replace('http', 'ws', 1)}api/v1/socket?token={TOKEN}"
     async with aiohttp.ClientSession() as session, session.ws_connect(url) as ws:
         started = time.perf_counter()
-        await ws.send_str(json.dumps({"id": "b", "service": "document-rag", "request": {
-            "query": QUESTION, "streaming": True, "user": USER, "collection": COLLECTION}}))
+        await ws.send_str(json.dumps({"id": "b", "service": "document-rag",
+                                      "request": REQUEST}))
         metadata = first = None
         while True:
             frame = json.loads((await ws.receive()).data)
@@ -184,7 +213,8 @@ def main() -> None:
             def in_the_page() -> None:
                 # WebDriver polls run scripts on the page's main thread; none runs
                 # while the answer streams, so the marks are the page's alone.
-                page.ask("document", QUESTION, wait=False)
+                page.tab("ask")
+                page.js(SUBMIT, QUESTION)
                 time.sleep(1.0)
                 turn = page.finished()
                 assert turn["state"] == "done", turn
@@ -192,11 +222,18 @@ def main() -> None:
                 sources.append(turn["marks"]["sources"] / 1000)
                 splits.append({**page.js(SPLIT), **turn["marks"]})
 
+            bare_sources, bare = [], []
+
+            def bare_socket() -> None:
+                metadata, first = driver.execute_async_script(BARE_ASK, socket_url, REQUEST)
+                bare_sources.append(metadata / 1000)
+                bare.append(first / 1000)
+
             for round in range(args.rounds):
                 direct.append(loop.run_until_complete(direct_ttft(llm)))
                 # Each starts on a settled stack, in alternating order, so neither
                 # pays for what the other left running.
-                for measure in (raw_client, in_the_page)[::1 if round % 2 else -1]:
+                for measure in (raw_client, bare_socket, in_the_page)[::1 if round % 2 else -1]:
                     time.sleep(0.3)
                     measure()
     loop.close()
@@ -213,6 +250,8 @@ def main() -> None:
     print("  " + report("LLM straight (its own TTFT)", direct))
     print("  " + report("raw websocket client: sources", socket_sources))
     print("  " + report("raw websocket client: first token", socket))
+    print("  " + report("bare socket in the browser: sources", bare_sources))
+    print("  " + report("bare socket in the browser: first token", bare))
     print("  " + report("page: tg:ask -> tg:sources", sources))
     print("  " + report("page: tg:ask -> tg:first-token", in_page))
     beyond_llm = [p - d for p, d in zip(in_page, direct)]
