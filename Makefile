@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 PROJECTS := trustgraph-base/pyproject.toml trustgraph-flow/pyproject.toml trustgraph-cli/pyproject.toml
 
-.PHONY: install run test bench clean workbench browser
+.PHONY: install run test fuzz bench clean workbench browser
 
 install: $(STAMP)
 
@@ -44,6 +44,13 @@ WORKBENCH := trustgraph-flow/trustgraph/gateway/workbench
 workbench:
 	cd $(WORKBENCH) && npm ci --no-audit --no-fund && node build.mjs
 
+# The gateway fuzz tests with many more cases than `make test` runs: seven fuzz
+# tests x TG_FUZZ_EXAMPLES (10,500 cases; the seed is fixed, so a failure repeats).
+FUZZ_EXAMPLES ?= 1500
+fuzz: $(STAMP)
+	TG_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/python -m pytest tests/integration/test_gateway_fuzz.py \
+		--timeout 7200 --hypothesis-show-statistics
+
 bench: $(STAMP)
 	$(BIN)/python -m bench.streaming
 	$(BIN)/python -m bench.providers
@@ -51,6 +58,7 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.stores
 	$(BIN)/python -m bench.ingestion
 	$(BIN)/python -m bench.rag
+	$(BIN)/python -m bench.agent
 	$(BIN)/python -m bench.workbench
 
 clean:

@@ -174,7 +174,7 @@ async def test_edited_template_is_used_without_a_restart(stack):
     prompt_pid = stack.pid("prompt")
     async with AsyncTrustGraph(stack.gateway_url) as client:
         assert (await answer_of(client, "greeting")).startswith(
-            "prompt-error: no prompt template 'greeting'")
+            "not-found: no prompt template 'greeting'")
         for tokens in (3, 7):
             code, stdout, stderr = await cli(
                 "tg-set-prompt", "-u", stack.gateway_url, "--id", "greeting",

@@ -5,8 +5,10 @@ import uuid
 
 import pytest
 
+from trustgraph.base import Processor
 from trustgraph.base import ConfigClient, ConfigWatcher, ServiceError
-from trustgraph.config.service import ConfigSettings, config_processor
+from trustgraph.config.service import SPEC as CONFIG_SPEC
+from trustgraph.config.service import ConfigSettings
 from trustgraph.pubsub import Bus
 from trustgraph.schema import ConfigRequest, ConfigResponse, Record
 
@@ -29,7 +31,7 @@ async def start_config(broker, tmp_path, client):
     started = []
 
     async def start():
-        processor = config_processor(ConfigSettings(pulsar_url=broker.url,
+        processor = Processor(CONFIG_SPEC, ConfigSettings(pulsar_url=broker.url,
                                                     tg_data_dir=str(tmp_path)))
         started.append(processor)
         await processor.start()

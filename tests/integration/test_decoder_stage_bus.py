@@ -15,9 +15,10 @@ from trustgraph.base import Processor, ProcessorSpec
 from tests.support.pdf import minimal_pdf
 from trustgraph.base.stage import Emitters
 from trustgraph.decoding import decode
-from trustgraph.decoding.stage import (DecoderSettings, chunk_records, decoder_parts,
+from trustgraph.ingest.decoder import (DecoderSettings, chunk_records, decoder_parts,
                                        token_counter)
-from trustgraph.librarian.service import LibrarianSettings, librarian_processor
+from trustgraph.librarian.service import SPEC as LIBRARIAN_SPEC
+from trustgraph.librarian.service import LibrarianSettings
 from trustgraph.librarian.store import LibraryStore
 from trustgraph.pubsub import Bus
 from trustgraph.schema import Chunk, DecodeWork, DocumentMetadata, DocumentRef, encode
@@ -64,7 +65,7 @@ def flow():
 async def stack(broker, tmp_path, flow, bus):
     """A librarian and a decoder on one data dir, a client, and the chunks topic."""
     chunks = await Topic.watch(bus, "chunks", flow, Chunk)
-    librarian = librarian_processor(LibrarianSettings(
+    librarian = Processor(LIBRARIAN_SPEC, LibrarianSettings(
         pulsar_url=broker.url, tg_data_dir=str(tmp_path), tg_flows=[flow]))
     settings = DecoderSettings(pulsar_url=broker.url, tg_data_dir=str(tmp_path),
                                tg_flows=[flow], tg_chunk_size=SIZE, tg_chunk_overlap=OVERLAP)

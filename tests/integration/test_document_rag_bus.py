@@ -19,21 +19,24 @@ import pytest
 from tests.support.openai_server import PROMPT_TOKENS, OpenAiServer, Script, expected_text
 from trustgraph.base import Processor, ProcessorSettings, Requester
 from trustgraph.base.stage import Emitters
-from trustgraph.config.service import ConfigSettings, config_processor
-from trustgraph.embeddings import stages
+from trustgraph.config.service import SPEC as CONFIG_SPEC
+from trustgraph.config.service import ConfigSettings
+from trustgraph.ingest import embedding_stages as stages
 from trustgraph.embeddings.provider import EmbeddingsSettings
 from trustgraph.embeddings.service import SPEC as EMBEDDINGS
 from trustgraph.model.text_completion.openai.provider import Settings as OpenAiSettings
 from trustgraph.model.text_completion.service import spec_for
 from trustgraph.prompt.defaults import DEFAULT_TEMPLATES
-from trustgraph.prompt.service import PromptSettings, prompt_processor
+from trustgraph.prompt.service import SPEC as PROMPT_SPEC
+from trustgraph.prompt.service import PromptSettings
 from trustgraph.pubsub import Bus
 from trustgraph.retrieval.document_rag import service as document_rag
 from trustgraph.retrieval.graph_rag import service as graph_rag
 from trustgraph.schema import (Chunk, DocumentEmbeddingsRequest, DocumentEmbeddingsResponse,
                                DocumentRagRequest, DocumentRef, EmbeddingsRequest,
                                EmbeddingsResponse, RagResponse, Record, decode)
-from trustgraph.storage import service_triples, service_vectors
+from trustgraph.storage.triples import service as service_triples
+from trustgraph.storage.vectors import service as service_vectors
 
 REWRITE = "where and when Acme Rockets was founded"
 SUBQUERIES = ["Who founded Acme Rockets?", "Where is the Roadrunner engine built?"]
@@ -78,11 +81,11 @@ class RagStack:
         common = {"pulsar_url": self.url, "tg_flows": [self.flow], "tg_request_timeout": 30}
         stored = {"tg_data_dir": str(self.data_dir), "neo4j_uri": None, "qdrant_url": None}
         for processor in (
-                config_processor(ConfigSettings(pulsar_url=self.url,
+                Processor(CONFIG_SPEC, ConfigSettings(pulsar_url=self.url,
                                                 tg_data_dir=str(self.data_dir))),
                 Processor(spec_for("openai"), OpenAiSettings(
                     openai_base_url=self.llm.base_url, openai_api_key="test", **common)),
-                prompt_processor(PromptSettings(**common)),
+                Processor(PROMPT_SPEC, PromptSettings(**common)),
                 Processor(EMBEDDINGS, EmbeddingsSettings(tg_embeddings="minilm", **common)),
                 Processor(service_vectors.SPEC,
                           service_vectors.VectorStoreSettings(**common, **stored)),

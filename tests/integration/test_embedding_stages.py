@@ -11,13 +11,13 @@ from tests.integration.test_store_services import Handled, data_dir  # noqa: F40
 from trustgraph.base import (HandledError, Processor, ProcessorSettings, ProcessorSpec,
                              Requester, Service, Stage)
 from trustgraph.base.stage import Emitters
-from trustgraph.embeddings import stages
+from trustgraph.ingest import embedding_stages as stages
 from trustgraph.pubsub import Bus
 from trustgraph.schema import (Chunk, ChunkEntities, ChunkVector, DocumentEmbeddingsRequest,
                                DocumentEmbeddingsResponse, DocumentRef, EmbeddingsRequest,
                                EmbeddingsResponse, EntityContext, EntityVectors,
                                GraphEmbeddingsRequest, GraphEmbeddingsResponse, Term)
-from trustgraph.storage import service_vectors
+from trustgraph.storage.vectors import service as service_vectors
 
 I = Term.iri
 DIM = 384

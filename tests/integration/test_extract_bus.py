@@ -20,7 +20,8 @@ from trustgraph.base.stage import Emitters
 from trustgraph.extract.service import ExtractSettings, extract_stage
 from trustgraph.extract.vocabulary import (CO_OCCURS, DEFINITION, LABEL, MENTIONED_IN,
                                            chunk_iri, entity_iri, relation_iri)
-from trustgraph.prompt.service import PromptSettings, prompt_processor
+from trustgraph.prompt.service import SPEC as PROMPT_SPEC
+from trustgraph.prompt.service import PromptSettings
 from trustgraph.pubsub import Bus
 from trustgraph.schema import (Chunk, ChunkEntities, ChunkTriples, DocumentRef, PromptRequest,
                                PromptResponse, Term, TextCompletionRequest,
@@ -109,11 +110,11 @@ async def stack(broker):
         await start(Processor(ProcessorSpec("scripted-llm", ProcessorSettings, lambda s: [
             Service("text-completion", TextCompletionRequest, TextCompletionResponse,
                     scripted_llm)]), ProcessorSettings(pulsar_url=url, tg_flows=[llm])))
-        await start(prompt_processor(PromptSettings(pulsar_url=url, tg_flows=[llm],
+        await start(Processor(PROMPT_SPEC, PromptSettings(pulsar_url=url, tg_flows=[llm],
                                                     tg_config_wait=0.5)))
         await answering(bus, llm)
         await start(Processor(ProcessorSpec("extract", ExtractSettings,
-                                            lambda s: [extract_stage(s)]),
+                                            lambda runtime: [extract_stage(runtime.settings)]),
                               ExtractSettings(pulsar_url=url, tg_flows=[keyphrase, llm],
                                               tg_extractor=f"{llm}=llm",
                                               tg_request_timeout=10)))

@@ -24,7 +24,8 @@ from trustgraph.base import (Context, Processor, ProcessorSettings, ProcessorSpe
                              Service, ServiceError)
 from trustgraph.base.stage import Emitters
 from trustgraph.gateway.app import Gateway, GatewaySettings
-from trustgraph.librarian.service import LibrarianSettings, librarian_processor
+from trustgraph.librarian.service import SPEC as LIBRARIAN_SPEC
+from trustgraph.librarian.service import LibrarianSettings
 from trustgraph.pubsub import Bus
 from trustgraph.pubsub.embedded import free_port
 from trustgraph.schema import (LIBRARIAN_FLOW, Chunk, ChunkTriples, ChunkVector, DecodeWork,
@@ -33,7 +34,8 @@ from trustgraph.schema import (LIBRARIAN_FLOW, Chunk, ChunkTriples, ChunkVector,
                                EmbeddingsResponse, EntityVector, EntityVectors,
                                LibrarianRequest, LibrarianResponse, Term, Triple,
                                TriplesQueryRequest, TriplesQueryResponse)
-from trustgraph.storage import service_triples, service_vectors
+from trustgraph.storage.triples import service as service_triples
+from trustgraph.storage.vectors import service as service_vectors
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -79,7 +81,7 @@ class IngestStack:
         url, flows = self.broker.url, [self.flow]
         # The librarian is outside flows: asked on LIBRARIAN_FLOW whatever flow is named.
         processors = [
-            librarian_processor(LibrarianSettings(
+            Processor(LIBRARIAN_SPEC, LibrarianSettings(
                 pulsar_url=url, tg_data_dir=str(self.data_dir / "library"),
                 tg_flows=[LIBRARIAN_FLOW, self.flow])),
             Processor(service_triples.SPEC, service_triples.TriplesStoreSettings(
@@ -297,7 +299,7 @@ async def test_librarian_is_reached_whatever_flow_is_named(stack, ws):
         assert frame["response"] == {"documents": [], "end_of_stream": True}
     status, body = await post(stack, "librarian", {"operation": "get-document-metadata",
                                                    "id": "nope"}, flow="elsewhere")
-    assert status == 502 and body["error"]["type"] == "not-found"
+    assert status == 404 and body["error"]["type"] == "not-found"
     frame = await ask(ws, "librarian", {"operation": "shred"}, stack.flow)
     assert frame["error"]["type"] == "bad-request"
     assert frame["error"]["message"].startswith("request.operation: Input should be")

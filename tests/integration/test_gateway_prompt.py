@@ -18,10 +18,12 @@ import pytest_asyncio
 from trustgraph.api import AsyncTrustGraph, TrustGraph, TrustGraphError
 from trustgraph.base import (ConfigClient, Context, Processor, ProcessorSettings,
                              ProcessorSpec, Requester, Service, ServiceError)
-from trustgraph.config.service import ConfigSettings, config_processor
+from trustgraph.config.service import SPEC as CONFIG_SPEC
+from trustgraph.config.service import ConfigSettings
 from trustgraph.gateway.app import Gateway, GatewaySettings
 from trustgraph.prompt.defaults import default_values
-from trustgraph.prompt.service import PromptSettings, prompt_processor
+from trustgraph.prompt.service import SPEC as PROMPT_SPEC
+from trustgraph.prompt.service import PromptSettings
 from trustgraph.pubsub import Bus
 from trustgraph.pubsub.embedded import free_port
 from trustgraph.schema import (PromptRequest, PromptResponse, TextCompletionRequest,
@@ -78,7 +80,7 @@ async def gateway(broker, tmp_path_factory):
                                       tg_gateway_port=free_port(), tg_request_timeout=10))
     try:
         for processor in (
-                config_processor(ConfigSettings(
+                Processor(CONFIG_SPEC, ConfigSettings(
                     pulsar_url=url, tg_data_dir=str(tmp_path_factory.mktemp("config")))),
                 Processor(ProcessorSpec("echo-llm", ProcessorSettings, lambda s: [Service(
                     "text-completion", TextCompletionRequest, TextCompletionResponse, echo)]),
@@ -87,7 +89,7 @@ async def gateway(broker, tmp_path_factory):
             await processor.start()
         config = await ConfigClient.connect(bus, f"test-{uuid.uuid4().hex[:8]}")
         await config.put_many("prompt", {**default_values(), **TEMPLATES})
-        started.append(prompt := prompt_processor(PromptSettings(pulsar_url=url)))
+        started.append(prompt := Processor(PROMPT_SPEC, PromptSettings(pulsar_url=url)))
         await prompt.start()
         await answering(bus, "text-completion", TextCompletionRequest(prompt="hi"),
                         TextCompletionResponse)
@@ -175,7 +177,7 @@ async def test_rest_prompt_as_ndjson_and_config_on_any_flow(gateway):
 
         async with http.post(gateway + "api/v1/flow/default/service/config", json={
                 "operation": "get", "keys": [{"type": "prompt", "key": "nope"}]}) as response:
-            assert response.status == 502
+            assert response.status == 404
             assert (await response.json())["error"]["type"] == "not-found"
 
         async with http.get(gateway + "api/v1/openapi.json") as response:

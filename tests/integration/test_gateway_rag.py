@@ -300,6 +300,6 @@ async def test_openapi_describes_the_rag_services_and_the_query_api(rig, http):
         assert "application/x-ndjson" in operation["responses"]["200"]["content"]
     request = spec["components"]["schemas"]["QueryRequest"]
     assert request["required"] == ["query"]
-    assert request["properties"]["mode"]["enum"] == ["document", "graph", "lazy"]
+    assert request["properties"]["mode"]["enum"] == ["document", "graph", "lazy", "agent"]
     assert {"ContentLine", "MetadataLine", "DoneLine", "ErrorLine"} <= set(
         spec["components"]["schemas"])

@@ -8,10 +8,10 @@ import pytest_asyncio
 
 from tests.integration.test_gateway_ingest import IngestStack, ask, until, vector_of
 from trustgraph.api import AsyncTrustGraph
-from trustgraph.embeddings.stages import ENTITY_SPEC, EmbeddingStageSettings, entity_text
+from trustgraph.ingest.embedding_stages import ENTITY_SPEC, EmbeddingStageSettings, entity_text
 from trustgraph.schema import (RDFS_LABEL, DocumentRef, DocumentRemoved, EntityContext, Term,
                                Triple)
-from trustgraph.storage.service_triples import DEFINITIONS, labelled_entities
+from trustgraph.storage.triples.service import DEFINITIONS, labelled_entities
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

@@ -9,8 +9,8 @@ import pytest
 
 from trustgraph.base import (Processor, ProcessorSpec, Requester, RequestTimeout,
                              ServiceError)
-from trustgraph.librarian.service import (Library, LibrarianSettings, librarian_processor,
-                                          library_services)
+from trustgraph.librarian.service import SPEC as LIBRARIAN_SPEC
+from trustgraph.librarian.service import Library, LibrarianSettings, library_services
 from trustgraph.librarian.store import LibraryStore
 from trustgraph.pubsub import Bus
 from trustgraph.schema import (DecodeWork, DocumentLoadRequest, DocumentRemoved,
@@ -109,7 +109,7 @@ async def start(broker, tmp_path, flow):
     started = []
 
     async def start(processor=None):
-        processor = processor or librarian_processor(LibrarianSettings(
+        processor = processor or Processor(LIBRARIAN_SPEC, LibrarianSettings(
             pulsar_url=broker.url, tg_data_dir=str(tmp_path), tg_flows=[flow]))
         started.append(processor)
         await processor.start()

@@ -24,17 +24,18 @@ from tests.support.pdf import minimal_pdf
 from trustgraph.api import AsyncTrustGraph
 from trustgraph.base import Processor
 from trustgraph.decoding import PLAIN
-from trustgraph.decoding.stage import SPEC as DECODER_SPEC
-from trustgraph.decoding.stage import DecoderSettings, chunk_records, token_counter
+from trustgraph.ingest.decoder import SPEC as DECODER_SPEC
+from trustgraph.ingest.decoder import DecoderSettings, chunk_records, token_counter
 from trustgraph.embeddings import service as embeddings_service
 from trustgraph.embeddings.provider import EmbeddingsSettings
-from trustgraph.embeddings.stages import CHUNK_SPEC, EmbeddingStageSettings
+from trustgraph.ingest.embedding_stages import CHUNK_SPEC, EmbeddingStageSettings
 from trustgraph.gateway.app import Gateway, GatewaySettings
-from trustgraph.librarian.service import LibrarianSettings, librarian_processor
+from trustgraph.librarian.service import SPEC as LIBRARIAN_SPEC
+from trustgraph.librarian.service import LibrarianSettings
 from trustgraph.librarian.store import LibraryStore
 from trustgraph.pubsub.embedded import free_port
 from trustgraph.schema import LIBRARIAN_FLOW, DocumentMetadata
-from trustgraph.storage import service_vectors
+from trustgraph.storage.vectors import service as service_vectors
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -68,7 +69,7 @@ class Pipeline:
         data = {"tg_data_dir": self.data_dir}
         match name:
             case "librarian":
-                return librarian_processor(LibrarianSettings(
+                return Processor(LIBRARIAN_SPEC, LibrarianSettings(
                     **flows | {"tg_flows": [LIBRARIAN_FLOW, self.flow]}, **data))
             case "decoder":
                 return Processor(DECODER_SPEC, DecoderSettings(**flows, **data))

@@ -15,10 +15,12 @@ from tests.support.openai_server import expected_text
 from trustgraph.base import Processor, Requester, ServiceError
 from trustgraph.base.local import LocalRequester
 from trustgraph.base.processor import start_together, stop_together
-from trustgraph.config.service import ConfigSettings, config_processor
+from trustgraph.config.service import SPEC as CONFIG_SPEC
+from trustgraph.config.service import ConfigSettings
 from trustgraph.model.text_completion.openai.provider import Settings as OpenAiSettings
 from trustgraph.model.text_completion.service import spec_for
-from trustgraph.prompt.service import PromptSettings, prompt_processor
+from trustgraph.prompt.service import SPEC as PROMPT_SPEC
+from trustgraph.prompt.service import PromptSettings
 from trustgraph.pubsub import Bus
 from trustgraph.schema import (CANCEL_TOPIC, Cancel, PromptRequest, PromptResponse, decode,
                                encode, request_topic)
@@ -43,14 +45,14 @@ class Pair:
 
     def members(self, flow: str) -> list[Processor]:
         return [
-            prompt_processor(PromptSettings(pulsar_url=self.url, tg_flows=[flow],
+            Processor(PROMPT_SPEC, PromptSettings(pulsar_url=self.url, tg_flows=[flow],
                                             tg_request_timeout=10)),
             Processor(spec_for("openai"), OpenAiSettings(
                 pulsar_url=self.url, tg_flows=[flow],
                 openai_base_url=self.openai_server.base_url))]
 
     async def start(self) -> None:
-        config = config_processor(ConfigSettings(pulsar_url=self.url,
+        config = Processor(CONFIG_SPEC, ConfigSettings(pulsar_url=self.url,
                                                  tg_data_dir=str(self.data_dir)))
         await self._start([config])
         together = self.members("local")
@@ -146,7 +148,7 @@ async def test_in_one_process_the_prompts_call_does_not_cross_the_bus(pair):
 
     assert "id" in await first_seen_after_a_prompt("bus")  # the observer sees requests
     assert await first_seen_after_a_prompt("local") == {"marker": "1"}
-    assert isinstance(await pair.prompt.clients["local"].get("text-completion"),
+    assert isinstance(await pair.prompt.runtime.clients("local").get("text-completion"),
                       LocalRequester)
 
 

@@ -12,18 +12,23 @@ import json
 import time
 import uuid
 from collections.abc import AsyncIterator
+from contextlib import aclosing
 
 import pytest
 
 from tests.support.openai_server import expected_text
 from trustgraph.base import (ConfigClient, Context, Processor, ProcessorSettings, ProcessorSpec,
-                             PromptClient, Requester, Service, ServiceError)
-from trustgraph.config.service import ConfigSettings, config_processor
+                             PromptClient, PromptResult, Requester, Service, ServiceError)
+from trustgraph.config.service import SPEC as CONFIG_SPEC
+from trustgraph.config.service import ConfigSettings
 from trustgraph.model.text_completion.openai.provider import Settings as OpenAiSettings
 from trustgraph.model.text_completion.service import spec_for
 from trustgraph.prompt.defaults import DEFAULT_TEMPLATES, default_values
-from trustgraph.prompt.service import PromptSettings, prompt_processor
+from trustgraph.prompt.service import SPEC as PROMPT_SPEC
+from trustgraph.prompt.service import PromptSettings
 from trustgraph.pubsub import Bus
+from trustgraph.retrieval.document_rag.service import document_variables
+from trustgraph.retrieval.graph_rag.service import kg_variables
 from trustgraph.schema import (PromptRequest, PromptResponse, TextCompletionRequest,
                                TextCompletionResponse, decode)
 
@@ -68,7 +73,7 @@ class Stack:
 
     async def start_backends(self) -> None:
         url = self.broker.url
-        await self.start(config_processor(ConfigSettings(pulsar_url=url,
+        await self.start(Processor(CONFIG_SPEC, ConfigSettings(pulsar_url=url,
                                                          tg_data_dir=str(self.data_dir))))
         await self.start(Processor(spec_for("openai"), OpenAiSettings(
             pulsar_url=url, openai_base_url=self.openai_server.base_url)))
@@ -79,7 +84,7 @@ class Stack:
         self.config = await ConfigClient.connect(self.bus, self._name())
 
     async def start_prompt(self) -> Processor:
-        return await self.start(prompt_processor(PromptSettings(
+        return await self.start(Processor(PROMPT_SPEC, PromptSettings(
             pulsar_url=self.broker.url, tg_flows=["default", "scripted"],
             tg_request_timeout=10)))
 
@@ -224,21 +229,24 @@ async def test_jsonl_template_answers_with_a_list_of_its_lines(prompts):
     assert json.loads(record.object) == [{"name": "Ann", "age": 31}, {"name": "Bo", "age": 4}]
 
 
-@pytest.mark.parametrize("id, variables, message", [
-    ("people", {"answer": '[{"name": "Ann", "age": "old"}]'},
+@pytest.mark.parametrize("id, variables, error_type, message", [
+    ("people", {"answer": '[{"name": "Ann", "age": "old"}]'}, "prompt-error",
      "does not match its schema at /0/age: 'old' is not of type 'integer'"),
-    ("people", {"answer": "I cannot help with that."}, "is not valid JSON"),
-    ("people", {}, "template 'people': variable 'answer' is undefined (the request gave: none)"),
-    ("echo", {"y": 1}, "variable 'x' is undefined (the request gave: y)"),
-    ("missing", {}, "no prompt template 'missing' (known: agent-react, "),
+    ("people", {"answer": "I cannot help with that."}, "prompt-error", "is not valid JSON"),
+    ("people", {}, "bad-request",
+     "template 'people': variable 'answer' is undefined (the request gave: none)"),
+    ("echo", {"y": 1}, "bad-request", "variable 'x' is undefined (the request gave: y)"),
+    ("missing", {}, "not-found", "no prompt template 'missing' (known: agent-classify, agent-code, "),
 ])
-async def test_clear_errors(prompts, id, variables, message):
+async def test_clear_errors(prompts, id, variables, error_type, message):
     stream = prompts.scripted.stream(PromptRequest(id=id, variables=variables, streaming=True),
                                      PromptResponse)
     with pytest.raises(ServiceError) as failure:
         async for record in stream:
             pytest.fail(f"nothing but the error should come: {record}")
-    assert failure.value.error.type == "prompt-error"
+    # The caller's mistakes have the types every service uses (the gateway answers
+    # them 400 / 404); the model's bad answer is the prompt service's own failure.
+    assert failure.value.error.type == error_type
     assert message in failure.value.error.message
 
 
@@ -263,62 +271,65 @@ async def test_edited_template_used_by_the_next_request_without_restart(prompts)
 
 async def test_prompt_client_returns_text_or_the_parsed_object(prompts):
     client = PromptClient(prompts.scripted)
-    assert await client.prompt("people", {"answer": '[{"name": "A", "age": 1}]'},
-                               streaming=True) == [{"name": "A", "age": 1}]
+    assert await client.prompt("people", {"answer": '[{"name": "A", "age": 1}]'}
+                               ) == [{"name": "A", "age": 1}]
     result = await client.invoke("echo", {"x": "there"})
     assert (result.value, result.model, result.out_token) == ("v1 there", "echo", 2)
 
 
-async def test_helpers_stream_chunks_to_the_callback_in_order(prompts):
+async def streamed(client: PromptClient, id: str, variables: dict,
+                   chunks: list[str]) -> PromptResult:
+    """The text pieces into ``chunks`` (yielding to the loop between them, as a
+    caller that sends each on would); returns the end piece."""
+    async with aclosing(client.stream(id, variables)) as pieces:
+        async for piece in pieces:
+            if piece.end:
+                return piece
+            await asyncio.sleep(0)
+            chunks.append(piece.text)
+
+
+async def test_the_stream_yields_text_in_order_then_the_totals(prompts):
     chunks: list[str] = []
-
-    async def collect(chunk: str) -> None:
-        await asyncio.sleep(0)  # a callback that yields must still see chunks in order
-        chunks.append(chunk)
-
-    llm = PromptClient(prompts.llm)
-    answer = await llm.kg_prompt("Who? [tokens=5 delay=0.05]", [("Acme", "founded by", "Ann")],
-                                 streaming=True, chunk_callback=collect)
-    assert answer == expected_text(5) == "".join(chunks)
+    end = await streamed(PromptClient(prompts.llm), "kg-prompt", kg_variables(
+        "Who? [tokens=5 delay=0.05]", [("Acme", "founded by", "Ann")]), chunks)
+    assert "".join(chunks) == expected_text(5)
     assert len(chunks) > 1  # tokens 50 ms apart arrive as pieces, not all at the end
+    assert end.text == "" and end.out_token is not None and end.model
 
     chunks.clear()
     scripted = PromptClient(prompts.scripted)
-    answer = await scripted.document_prompt(
-        "What is X?", ["X is a widget.", "Y is a gadget."], streaming=True,
-        chunk_callback=collect)
-    assert "".join(chunks) == answer
+    await streamed(scripted, "document-prompt", document_variables(
+        "What is X?", ["X is a widget.", "Y is a gadget."]), chunks)
+    answer = "".join(chunks)
     assert "[1]\nX is a widget.\n" in answer and "[2]\nY is a gadget.\n" in answer
     assert "Question: What is X?" in answer
 
-    chunks.clear()
-    answer = await scripted.kg_prompt("Who?", [("Acme", "founded by", "Ann")],
-                                      chunk_callback=collect)
-    assert "- Acme | founded by | Ann\n" in answer and chunks == []  # not streaming
+    answer = await scripted.prompt("kg-prompt", kg_variables(
+        "Who?", [("Acme", "founded by", "Ann")]))
+    assert "- Acme | founded by | Ann\n" in answer  # collected: the same text, whole
 
 
 async def test_prompt_client_passes_on_the_text_then_raises_the_error(prompts):
     chunks: list[str] = []
-
-    async def collect(chunk: str) -> None:
-        chunks.append(chunk)
-
     with pytest.raises(ServiceError) as failure:
-        await PromptClient(prompts.llm).prompt(
-            "say", {"text": "[tokens=10 fail_after=3]"}, streaming=True, chunk_callback=collect)
+        await streamed(PromptClient(prompts.llm), "say",
+                       {"text": "[tokens=10 fail_after=3]"}, chunks)
     assert failure.value.error.type == "llm-error"
     assert "".join(chunks) == expected_text(3)
 
 
-async def test_cancelling_a_prompt_client_call_stops_the_llm_stream(prompts):
+async def test_cancelling_a_prompt_stream_stops_the_llm_stream(prompts):
     called = asyncio.Event()
 
-    async def stuck(chunk: str) -> None:  # the caller goes away while handling a chunk
-        called.set()
-        await asyncio.Event().wait()
+    async def stuck() -> None:  # the caller goes away while handling a piece
+        async with aclosing(PromptClient(prompts.llm).stream(
+                "say", {"text": "[tokens=1000 delay=0.01]"})) as pieces:
+            async for _ in pieces:
+                called.set()
+                await asyncio.Event().wait()
 
-    call = asyncio.create_task(PromptClient(prompts.llm).prompt(
-        "say", {"text": "[tokens=1000 delay=0.01]"}, streaming=True, chunk_callback=stuck))
+    call = asyncio.create_task(stuck())
     await asyncio.wait_for(called.wait(), 5.0)
     call.cancel()
     await asyncio.wait_for(prompts.openai_server.disconnected.wait(), 2.0)

@@ -21,7 +21,8 @@ from trustgraph.schema import (Chunk, ChunkTriples, ChunkVector, DocumentEmbeddi
                                EntityVector, EntityVectors, GraphEmbeddingsRequest,
                                GraphEmbeddingsResponse, Term, Triple, TriplesQueryRequest,
                                TriplesQueryResponse, flow_topic)
-from trustgraph.storage import service_triples, service_vectors
+from trustgraph.storage.triples import service as service_triples
+from trustgraph.storage.vectors import service as service_vectors
 
 I, L = Term.iri, Term.literal
 DIM = 16

@@ -13,7 +13,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from trustgraph.decoding.stage import DecoderSettings, chunk_records, token_counter
+from trustgraph.ingest.decoder import DecoderSettings, chunk_records, token_counter
 from trustgraph.extract.keyphrase import KeyphraseExtractor
 from trustgraph.extract.service import ExtractSettings
 from trustgraph.pubsub import Bus

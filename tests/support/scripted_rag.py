@@ -11,7 +11,8 @@ The sources depend on the service, user and collection, so a test can see that i
 scope arrived.
 
 ``scripted_rag_stack`` puts both services behind a real gateway, on a flow of their
-own, for a test module's fixture.
+own, for a test module's fixture; ``answering`` and ``gateways`` serve the other
+scripted services' stacks too.
 """
 import asyncio
 import re
@@ -26,8 +27,8 @@ from trustgraph.base import (Context, HandledError, Processor, ProcessorSettings
 from trustgraph.gateway.app import Gateway, GatewaySettings
 from trustgraph.pubsub import Bus
 from trustgraph.pubsub.embedded import free_port
-from trustgraph.schema import (DocumentRagRequest, GraphRagRequest, RagResponse, Source,
-                               Term)
+from trustgraph.schema import (DocumentRagRequest, GraphRagRequest, RagResponse, Record,
+                               Response, Source, Term)
 
 DIRECTIVE = re.compile(r"\[([a-z_]+=[^\]]*)\]")
 MODEL = "scripted-rag"
@@ -45,9 +46,12 @@ class RagScript:
         match = DIRECTIVE.search(text)
         if not match:
             return self
-        values = dict(item.split("=", 1) for item in match.group(1).split())
-        return replace(self, **{k: (float if k in ("first", "delay") else int)(v)
-                                for k, v in values.items()})
+        try:
+            values = dict(item.split("=", 1) for item in match.group(1).split())
+            return replace(self, **{k: (float if k in ("first", "delay") else int)(v)
+                                    for k, v in values.items()})
+        except (ValueError, TypeError):
+            return self  # text that only looks like a directive (fuzzed input) is text
 
 
 def sources_for(service: str, user: str, collection: str) -> list[Source]:
@@ -147,7 +151,7 @@ async def start_scripted_rag(broker_url: str, flow: str, rag: ScriptedRag) -> Pr
     await processor.start()
     try:
         for service in ("graph-rag", "document-rag"):
-            await _answering(broker_url, service, flow)
+            await answering(broker_url, service, flow)
     except BaseException:
         await processor.stop()
         raise
@@ -156,9 +160,12 @@ async def start_scripted_rag(broker_url: str, flow: str, rag: ScriptedRag) -> Pr
     return processor
 
 
-async def _answering(broker_url: str, service: str, flow: str, deadline: float = 30.0) -> None:
-    """Wait until a just-started service answers (a request that reaches a new
-    consumer before its permits can be dropped, so ask again until one is answered)."""
+async def answering(broker_url: str, service: str, flow: str, deadline: float = 30.0,
+                    probe: Record = GraphRagRequest(query="[tokens=1]"),
+                    response: type[Response] = RagResponse) -> None:
+    """Wait until a just-started service answers ``probe`` (a request that reaches a
+    new consumer before its permits can be dropped, so ask again until one is
+    answered)."""
     bus = Bus(broker_url)
     try:
         requester = Requester(bus, service, flow, f"probe-{uuid.uuid4().hex[:8]}", 10)
@@ -167,7 +174,7 @@ async def _answering(broker_url: str, service: str, flow: str, deadline: float =
             while True:
                 try:
                     async with asyncio.timeout(0.5):
-                        await requester.call(GraphRagRequest(query="[tokens=1]"), RagResponse)
+                        await requester.call(probe, response)
                     return
                 except ServiceError:
                     return  # an error is an answer too
@@ -186,6 +193,23 @@ class RagStack:
 
 
 @asynccontextmanager
+async def gateways(broker_url: str, flow: str, token: str | None = None
+                   ) -> AsyncIterator[list[str]]:
+    """The URLs of an open gateway routing ``flow`` and, given a ``token``, of a
+    second one that requires it."""
+    tokens = [""] if token is None else ["", token]
+    started = [Gateway(GatewaySettings(
+        pulsar_url=broker_url, tg_gateway_host="127.0.0.1", tg_gateway_port=free_port(),
+        tg_flows=[flow], tg_request_timeout=10, tg_gateway_token=required))
+        for required in tokens]
+    try:
+        yield [await gateway.start() for gateway in started]
+    finally:
+        for gateway in started:
+            await gateway.stop()
+
+
+@asynccontextmanager
 async def scripted_rag_stack(broker_url: str, token: str | None = None
                              ) -> AsyncIterator[RagStack]:
     """Both scripted services on a new flow behind an open gateway and, given a
@@ -193,15 +217,8 @@ async def scripted_rag_stack(broker_url: str, token: str | None = None
     flow = f"rag-{uuid.uuid4().hex[:6]}"
     rag = ScriptedRag()
     processor = await start_scripted_rag(broker_url, flow, rag)
-    tokens = [""] if token is None else ["", token]
-    gateways = [Gateway(GatewaySettings(
-        pulsar_url=broker_url, tg_gateway_host="127.0.0.1", tg_gateway_port=free_port(),
-        tg_flows=[flow], tg_request_timeout=10, tg_gateway_token=required))
-        for required in tokens]
     try:
-        url, *guarded = [await gateway.start() for gateway in gateways]
-        yield RagStack(url, flow, rag, *guarded)
+        async with gateways(broker_url, flow, token) as (url, *guarded):
+            yield RagStack(url, flow, rag, *guarded)
     finally:
-        for gateway in gateways:
-            await gateway.stop()
         await processor.stop()

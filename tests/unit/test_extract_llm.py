@@ -24,7 +24,7 @@ class ScriptedPrompts:
                         RELATIONSHIPS: answers.get("relationships", [])}
         self.asked: list[tuple[str, dict]] = []
 
-    async def prompt(self, id, variables, streaming=False, chunk_callback=None):
+    async def prompt(self, id, variables):
         self.asked.append((id, variables))
         answer = self.answers[id]
         if isinstance(answer, Exception):

@@ -12,7 +12,7 @@ import pytest
 
 from trustgraph.base import Context, HandledError, RequestTimeout, Service, ServiceError
 from trustgraph.base.local import LocalRequester, LocalServices
-from trustgraph.base.processor import Clients
+from trustgraph.base.runtime import Clients
 from trustgraph.base.service import ServiceRunner
 from trustgraph.schema import (Record, TextCompletionRequest, TextCompletionResponse,
                                decode, encode)

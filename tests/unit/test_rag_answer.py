@@ -14,12 +14,16 @@ import pytest
 
 from trustgraph.base import Context, HandledError, ProcessorSettings, Service, ServiceError
 from trustgraph.base.service import error_for
-from trustgraph.retrieval.answer import QUEUE_DEPTH
 from trustgraph.retrieval.document_rag import service as document_rag
 from trustgraph.retrieval.questions import MAX_SUBQUERIES
 from trustgraph.schema import (DocumentEmbeddingsResponse, DocumentRagRequest,
                                EmbeddingsResponse, Error, PromptRequest, PromptResponse,
                                RagResponse, Record, ScoredChunk, encode)
+
+
+# Deltas the scripted prompt requester reads ahead of a reader that has stopped, as
+# the real requester holds what arrives (bounded) and hands it over as one batch.
+QUEUE_DEPTH = 64
 
 
 @dataclass
@@ -35,6 +39,7 @@ class Answer:
     in_token: int = 7
     out_token: int = 3
     model: str = "scripted-model"
+    read_ahead: int = QUEUE_DEPTH  # as the real requester holds what arrives
 
     @property
     def text(self) -> str:
@@ -63,8 +68,10 @@ class ScriptedPrompts:
                 answer.on_ask.set()
             if answer.wait_for is not None:
                 await answer.wait_for.wait()
-            for batch in self._batches(request, answer):
-                self.batches_sent += 1
+            batches = self._batches(request, answer)
+            if answer.read_ahead:
+                batches = self._read_ahead(batches, answer.read_ahead)
+            async for batch in _async(batches):
                 yield batch
                 sent_final = batch[-1][1]
             if not sent_final:
@@ -73,8 +80,38 @@ class ScriptedPrompts:
             if not sent_final:
                 self.closed_early.set()
 
+    async def _read_ahead(self, batches, depth: int):
+        """Frames read on by a task of their own, up to ``depth`` waiting; whatever
+        waits is handed over as one batch."""
+        waiting: list = []
+        ready = asyncio.Event()
+
+        async def read() -> None:
+            for batch in batches:
+                while len(waiting) >= depth:
+                    await asyncio.sleep(0)
+                waiting.extend(batch)
+                ready.set()
+        task = asyncio.create_task(read())
+        try:
+            while True:
+                await ready.wait()
+                ready.clear()
+                batch, waiting[:] = list(waiting), []
+                if batch:
+                    yield batch
+                    if batch[-1][1]:
+                        return
+        finally:
+            task.cancel()
+
+    def _batches(self, request: PromptRequest, answer: Answer):
+        for batch in self._scripted(request, answer):
+            self.batches_sent += 1
+            yield batch
+
     @staticmethod
-    def _batches(request: PromptRequest, answer: Answer):
+    def _scripted(request: PromptRequest, answer: Answer):
         tokens = dict(in_token=answer.in_token, out_token=answer.out_token, model=answer.model)
         if answer.object is not None:
             yield frame(PromptResponse(object=json.dumps(answer.object), end_of_stream=True,
@@ -92,6 +129,15 @@ class ScriptedPrompts:
                 return
             yield frame(PromptResponse(text=delta))
         yield frame(PromptResponse(text="", end_of_stream=True, **tokens))
+
+
+async def _async(batches):
+    if hasattr(batches, "__aiter__"):
+        async for batch in batches:
+            yield batch
+    else:
+        for batch in batches:
+            yield batch
 
 
 class ScriptedEmbeddings:

@@ -3,18 +3,18 @@ import asyncio
 
 import pytest
 
-from trustgraph.base.requester import MAX_PENDING_RESPONSES, ServiceError, _Pending
+from trustgraph.base.requester import MAX_PENDING_RESPONSES, ServiceError, Pending
 
 
 async def test_batches_whatever_has_arrived_in_order():
-    pending = _Pending()
+    pending = Pending()
     for seq in range(3):
         pending.put((b"%d" % seq, seq == 2), seq)
     assert await pending.batch(1) == [(b"0", False), (b"1", False), (b"2", True)]
 
 
 async def test_waits_for_the_first_frame():
-    pending = _Pending()
+    pending = Pending()
     waiting = asyncio.create_task(pending.batch(5))
     await asyncio.sleep(0)
     assert not waiting.done()
@@ -23,7 +23,7 @@ async def test_waits_for_the_first_frame():
 
 
 async def test_a_gap_in_sequence_fails_after_the_frames_before_it():
-    pending = _Pending()
+    pending = Pending()
     pending.put((b"a", False), 0)
     pending.put((b"c", False), 2)  # 1 was lost
     pending.put((b"d", True), 3)
@@ -34,14 +34,14 @@ async def test_a_gap_in_sequence_fails_after_the_frames_before_it():
 
 
 async def test_records_without_seq_are_accepted_from_old_senders():
-    pending = _Pending()
+    pending = Pending()
     pending.put((b"a", False), None)
     pending.put((b"b", True), None)
     assert len(await pending.batch(1)) == 2
 
 
 async def test_a_reader_that_never_reads_overflows_instead_of_growing():
-    pending = _Pending()
+    pending = Pending()
     for seq in range(MAX_PENDING_RESPONSES + 1):
         pending.put((b"x", False), seq)
     assert len(await pending.batch(1)) == MAX_PENDING_RESPONSES
@@ -51,11 +51,11 @@ async def test_a_reader_that_never_reads_overflows_instead_of_growing():
 
 async def test_times_out_when_nothing_arrives():
     with pytest.raises(TimeoutError):
-        await _Pending().batch(0.01)
+        await Pending().batch(0.01)
 
 
 async def test_the_accepted_marker_wakes_the_reader_with_nothing_to_read():
-    pending = _Pending()
+    pending = Pending()
     waiting = asyncio.create_task(pending.batch(5))
     await asyncio.sleep(0)
     pending.accept()

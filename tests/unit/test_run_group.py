@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import pytest
 
 from trustgraph.base.local import LocalServices
-from trustgraph.base.processor import gathering, serve_together, serve_until_stopped
+from trustgraph.base.processor import serve_together
 from trustgraph.run import registry, single
 from trustgraph.run.registry import members
 from trustgraph.run.start import StartError, plan
@@ -60,7 +60,7 @@ def test_plan_refuses_a_processor_named_twice():
 
 
 def not_a_processor(argv):
-    """A runnable whose main serves nothing through ``serve_until_stopped``."""
+    """A runnable that builds no ``ProcessorSpec``."""
 
 
 def test_a_part_that_is_not_a_processor_cannot_join_a_group(monkeypatch):
@@ -69,11 +69,10 @@ def test_a_part_that_is_not_a_processor_cannot_join_a_group(monkeypatch):
         single.main(["config+plain"])
 
 
-def test_main_functions_hand_their_processor_to_a_gathering_group():
-    built = object()
-    with gathering() as processors:
-        asyncio.run(serve_until_stopped(built))
-    assert processors == [built]
+def test_every_registered_processor_is_a_spec_that_tg_run_builds():
+    for name in registry.RUNNABLES:
+        if name != registry.GATEWAY:
+            assert registry.spec_of(name, []).settings is not None
 
 
 @dataclass

@@ -113,7 +113,7 @@ async def events_from_frames(responses: AsyncIterator[dict[str, Any]]
     metadata: Metadata | None = None
     async with aclosing(responses):
         async for response in responses:
-            usage.add(response)
+            usage.add(Usage.of(response))
             kind = response.get("message_type")
             if metadata is None:  # the metadata frame, or the only frame
                 metadata = Metadata(response.get("sources") or [],
@@ -158,4 +158,4 @@ def answer_from(body: dict[str, Any]) -> Answer:
 
 def _usage(value: Any) -> Usage:
     value = value if isinstance(value, dict) else {}
-    return Usage(value.get("in_token"), value.get("out_token"), value.get("model"))
+    return Usage.of(value)

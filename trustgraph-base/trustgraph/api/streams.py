@@ -9,26 +9,9 @@ JSON template's parsed answer).
 import json
 from collections.abc import AsyncIterator, Callable
 from contextlib import aclosing
-from dataclasses import dataclass
 from typing import Any
 
-
-@dataclass
-class Usage:
-    """Tokens used by one request. Counts on the wire are deltas, so they are summed;
-    ``None`` until some frame reports them."""
-
-    in_token: int | None = None
-    out_token: int | None = None
-    model: str | None = None
-
-    def add(self, response: dict) -> None:
-        if response.get("in_token") is not None:
-            self.in_token = (self.in_token or 0) + response["in_token"]
-        if response.get("out_token") is not None:
-            self.out_token = (self.out_token or 0) + response["out_token"]
-        if response.get("model"):
-            self.model = response["model"]
+from ..schema import Usage
 
 
 class Completion(str):
@@ -66,7 +49,7 @@ class TextStream:
     async def _deltas(self) -> AsyncIterator[str]:
         async with aclosing(self._responses()) as responses:
             async for response in responses:
-                self.usage.add(response)
+                self.usage.add(Usage.of(response))
                 text = self._text_of(response)
                 if text:
                     yield text

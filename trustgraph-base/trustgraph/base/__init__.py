@@ -1,15 +1,16 @@
 """The processor runtime: request/response services, pipeline stages, service clients."""
 from .config_client import ConfigClient, ConfigWatcher
-from .processor import Clients, Processor, ProcessorSpec, processor_main, serve_until_stopped
+from .processor import Processor, ProcessorSpec, serve_together
 from .prompt_client import PromptClient, PromptResult
 from .requester import Requester, RequestTimeout, ServiceError
-from .service import Context, HandledError, Service
+from .runtime import Clients, Runtime
+from .service import BadRequest, Context, HandledError, Service
 from .settings import ProcessorSettings, Settings, load_settings
 from .stage import Rejected, Stage, StageContext
 
 __all__ = [
-    "Clients", "ConfigClient", "ConfigWatcher", "Context", "HandledError", "Processor",
+    "BadRequest", "Clients", "ConfigClient", "ConfigWatcher", "Context", "HandledError", "Processor",
     "ProcessorSettings", "ProcessorSpec", "PromptClient", "PromptResult", "Rejected",
-    "RequestTimeout", "Requester", "Service", "ServiceError", "Settings", "Stage",
-    "StageContext", "load_settings", "processor_main", "serve_until_stopped",
+    "RequestTimeout", "Requester", "Runtime", "Service", "ServiceError", "Settings", "Stage",
+    "StageContext", "load_settings", "serve_together",
 ]

@@ -21,7 +21,7 @@ import uuid
 from collections.abc import AsyncIterator
 
 from ..schema import Error, Record, Response, encode
-from .requester import Calls, Frame, ServiceError, _Pending, silence
+from .requester import Calls, Frame, ServiceError, Pending, silence
 from .service import ServiceRunner
 
 log = logging.getLogger(__name__)
@@ -59,7 +59,7 @@ class LocalReply:
 
     __slots__ = ("_pending", "final")
 
-    def __init__(self, pending: _Pending) -> None:
+    def __init__(self, pending: Pending) -> None:
         self._pending = pending
         self.final = False
 
@@ -87,7 +87,7 @@ class LocalRequester(Calls):
         """Yield the response frames in batches of what has arrived, ending after
         the final one. Leaving early cancels the handler and waits until it has
         closed (its LLM stream with it)."""
-        pending = _Pending()
+        pending = Pending()
         reply = LocalReply(pending)
         task = self._runner.serve_local(encode(request), request_id or uuid.uuid4().hex,
                                         reply)
@@ -107,7 +107,7 @@ class LocalRequester(Calls):
                 task.cancel()
                 await asyncio.wait({task})
 
-    def _ended(self, reply: LocalReply, pending: _Pending) -> None:
+    def _ended(self, reply: LocalReply, pending: Pending) -> None:
         """The serving task ended: without a final record it was cancelled from
         outside (its processor stopping, or a cancel for its id); say so now rather
         than leave the caller to time out."""

@@ -1,8 +1,9 @@
 """A processor: a name, a typed settings model, and the services it serves.
 
-``processor_main(spec)`` is the console entry point of every bus processor: it
-parses settings, connects to Pulsar, serves every service on every configured flow,
-answers cancels, and shuts down cleanly on SIGINT/SIGTERM.
+A processor is written as a ``ProcessorSpec`` and nothing else: ``tg-run <name>``
+(``trustgraph.run``) loads its settings, builds a ``Processor`` and serves it until
+SIGINT/SIGTERM, on every configured flow, answering cancels. The spec's factory is
+given the processor's ``Runtime`` (``base/runtime.py``): what its services may touch.
 
 Several processors can share one process and event loop (``serve_together``, a
 process group): they then call each other's services directly (``base/local.py``)
@@ -13,62 +14,31 @@ import inspect
 import logging
 import os
 import signal
-import sys
 import uuid
-from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..pubsub import Bus, Message
 from ..schema import CANCEL_TOPIC, Cancel, decode
-from .local import LocalRequester, LocalServices
-from .requester import Requester
+from .local import LocalServices
+from .runtime import Runtime
 from .service import ReplyProducers, Service, ServiceRunner
 from .stage import Stage, StageRunner
-from .settings import ProcessorSettings, load_settings
+from .settings import ProcessorSettings
 
 log = logging.getLogger(__name__)
 
 Part = Service | Stage
-ServicesFactory = Callable[[ProcessorSettings], list[Part] | Awaitable[list[Part]]]
+ServicesFactory = Callable[[Runtime], list[Part] | Awaitable[list[Part]]]
 
 
 @dataclass(frozen=True)
 class ProcessorSpec:
     name: str
     settings: type[ProcessorSettings]
-    services: ServicesFactory  # builds the request/response services and pipeline stages
+    services: ServicesFactory  # builds its request/response services and pipeline stages
     uses: tuple[str, ...] = field(default=())  # services it calls, started up front
-
-
-class Clients:
-    """The requesters one processor uses on one flow: an in-process one for a
-    service this process serves (``local``), else a bus one created on first use."""
-
-    def __init__(self, bus: Bus, flow: str, owner: str, timeout: float,
-                 local: LocalServices | None = None) -> None:
-        self._bus = bus
-        self._flow = flow
-        self._owner = owner
-        self._timeout = timeout
-        self._local = local
-        self._requesters: dict[str, asyncio.Future] = {}
-
-    async def get(self, service: str) -> Requester | LocalRequester:
-        # Looked up on every call: a group's members start (and stop) in any order.
-        runner = self._local.get(service, self._flow) if self._local is not None else None
-        if runner is not None:
-            return LocalRequester(runner, self._timeout)
-        if service not in self._requesters:
-            requester = Requester(self._bus, service, self._flow, self._owner, self._timeout)
-            self._requesters[service] = asyncio.ensure_future(_started(requester))
-        return await asyncio.shield(self._requesters[service])
-
-
-async def _started(requester: Requester) -> Requester:
-    await requester.start()
-    return requester
 
 
 class Processor:
@@ -81,14 +51,16 @@ class Processor:
         # Shared by the processors of one process group (set before start()): where
         # this one registers its services and looks up the ones it calls.
         self.local = local
-        self.clients: dict[str, Clients] = {}  # by flow
+        self.runtime: Runtime | None = None
         self._inflight: dict[str, asyncio.Task] = {}
         self._services: list[Part] = []
         self._stages: list[StageRunner] = []
         self._runners: list[ServiceRunner] = []
 
     async def start(self) -> None:
-        services = self.spec.services(self.settings)
+        runtime = self.runtime = Runtime(self.spec.name, self.instance, self.settings,
+                                         self.bus, self.local)
+        services = self.spec.services(runtime)
         if inspect.isawaitable(services):
             services = await services
         self._services = services
@@ -97,17 +69,16 @@ class Processor:
         await self.bus.consume(CANCEL_TOPIC, self.instance, self._on_cancel,
                                name="cancels")
         for flow in self.settings.tg_flows:
-            clients = self.clients[flow] = Clients(
-                self.bus, flow, self.instance, self.settings.tg_request_timeout, self.local)
+            clients = runtime.clients(flow)
             for service in self.spec.uses:
                 await clients.get(service)
             for part in services:
                 if isinstance(part, Stage):
-                    runner = StageRunner(self.bus, part, flow, clients, limit,
+                    runner = StageRunner(self.bus, part, flow, runtime, limit,
                                          self.settings.tg_max_deliveries)
                     self._stages.append(runner)
                 else:
-                    runner = ServiceRunner(self.bus, part, flow, clients, self._inflight,
+                    runner = ServiceRunner(self.bus, part, flow, runtime, self._inflight,
                                            limit, self.settings.tg_backlog, replies)
                     self._runners.append(runner)
                 await runner.start()
@@ -136,34 +107,6 @@ class Processor:
         for part in self._services:
             if isinstance(part, Service) and part.close is not None:
                 await part.close()
-
-
-# Set while a process group builds its members (``gathering``).
-_gathered: list[Processor] | None = None
-
-
-async def serve_until_stopped(processor: Processor) -> None:
-    """Serve until SIGINT/SIGTERM; inside ``gathering()``, hand the processor to the
-    process group instead (it serves it together with the others)."""
-    if _gathered is not None:
-        _gathered.append(processor)
-        return
-    await serve_together([processor])
-
-
-@contextmanager
-def gathering() -> Iterator[list[Processor]]:
-    """Collect the processors that ``main`` functions build instead of serving them.
-
-    Every processor's ``main`` builds its processor and calls ``serve_until_stopped``;
-    a process group calls each member's ``main`` in here, so each member keeps its
-    own settings (environment and flags) and start-up code unchanged."""
-    global _gathered
-    _gathered = []
-    try:
-        yield _gathered
-    finally:
-        _gathered = None
 
 
 async def start_together(processors: list[Processor]) -> None:
@@ -209,11 +152,3 @@ def announce_ready() -> None:
     subscribed would be lost."""
     if ready_file := os.environ.get("TG_READY_FILE"):
         Path(ready_file).touch()
-
-
-def processor_main(spec: ProcessorSpec) -> Callable[[list[str] | None], None]:
-    def main(argv: list[str] | None = None) -> None:
-        settings = load_settings(spec.settings, sys.argv[1:] if argv is None else argv,
-                                 spec.name)
-        asyncio.run(serve_until_stopped(Processor(spec, settings)))
-    return main

@@ -1,90 +1,88 @@
 """Calling the prompt service: a template id and its variables in, text or a parsed
-JSON object out, with the text streamed to a callback as it arrives.
+JSON object out. One way to stream, one async generator; not streaming is the same
+stream collected:
 
-    prompts = PromptClient(await ctx.clients.get("prompt"))
-    answer = await prompts.kg_prompt(query, triples, streaming=True, chunk_callback=send)
+    async with aclosing(prompts.stream("kg-prompt", variables)) as pieces:
+        async for piece in pieces:
+            if not piece.end: send(piece.text)
+            else: totals = piece
 """
 import json
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator
 from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
 
-from ..schema import PromptRequest, PromptResponse, decode
+from ..schema import PromptRequest, PromptResponse, Usage, decode
 from .requester import Requester, ServiceError
-
-ChunkCallback = Callable[[str], Awaitable[None]]
 
 
 @dataclass
 class PromptResult:
-    text: str | None  # text templates
-    object: Any  # json/jsonl templates: the parsed answer
+    text: str | None  # text templates: a delta while streaming, the whole when collected
+    object: Any  # json/jsonl templates: the parsed answer (on the end piece only)
     in_token: int | None
     out_token: int | None
     model: str | None
+    end: bool = True  # the last piece: carries the token totals and model
 
     @property
     def value(self) -> Any:
         return self.text if self.text is not None else self.object
 
-
-def kg_variables(query: str, kg: Iterable[tuple[str, str, str]]) -> dict[str, Any]:
-    """The variables of ``kg-prompt``: statements as ``{"s", "p", "o"}``."""
-    return {"query": query, "knowledge": [{"s": s, "p": p, "o": o} for s, p, o in kg]}
-
-
-def document_variables(query: str, documents: Iterable[str]) -> dict[str, Any]:
-    """The variables of ``document-prompt``."""
-    return {"query": query, "documents": list(documents)}
+    @property
+    def usage(self) -> Usage:
+        return Usage.of(self)
 
 
 class PromptClient:
     def __init__(self, requester: Requester) -> None:
         self.requester = requester
 
-    async def invoke(self, id: str, variables: dict[str, Any], streaming: bool = False,
-                     chunk_callback: ChunkCallback | None = None) -> PromptResult:
-        """Run template ``id``; when streaming, ``chunk_callback`` is awaited with the
-        text in order (pieces already waiting are passed as one) before more is read.
-        A service error raises ``ServiceError``."""
+    async def stream(self, id: str, variables: dict[str, Any],
+                     streaming: bool = True) -> AsyncIterator[PromptResult]:
+        """Run template ``id``, yielding its text as it arrives (the pieces already
+        waiting joined into one), then one ``end`` piece with no text, the token
+        totals, and the parsed ``object`` of a json/jsonl template.
+
+        The requester reads ahead into its own bounded buffer only, so a caller that
+        falls behind holds the prompt service back. Closing this generator (a cancel,
+        a break) cancels the prompt request and its LLM stream at once. A service
+        error raises ``ServiceError``. ``streaming`` false asks the service for one
+        record (the same pieces, the text as one)."""
         request = PromptRequest(id=id, variables=variables, streaming=streaming)
-        parts: list[str] = []
-        last = None
-        # Closed here and now if the caller is cancelled (even inside the callback),
-        # so the cancel reaches the prompt service and its LLM stream at once.
         async with aclosing(self.requester.frames(request)) as frames:
             async for batch in frames:
-                texts = []
+                texts, last = [], None
                 for data, _ in batch:
                     last = decode(PromptResponse, data)
                     if last.error is not None:
                         break
                     if last.text:
                         texts.append(last.text)
-                parts.extend(texts)
-                if texts and streaming and chunk_callback is not None:
-                    await chunk_callback("".join(texts))
+                if texts:
+                    yield PromptResult("".join(texts), None, None, None, None, end=False)
                 if last.error is not None:
                     raise ServiceError(last.error)
-        if last.object is not None:
-            return PromptResult(None, json.loads(last.object), last.in_token,
-                                last.out_token, last.model)
-        return PromptResult("".join(parts), None, last.in_token, last.out_token, last.model)
+                if last.end_of_stream:
+                    value = json.loads(last.object) if last.object is not None else None
+                    yield PromptResult("" if value is None else None, value, last.in_token,
+                                       last.out_token, last.model)
 
-    async def prompt(self, id: str, variables: dict[str, Any], streaming: bool = False,
-                     chunk_callback: ChunkCallback | None = None) -> Any:
+    async def invoke(self, id: str, variables: dict[str, Any]) -> PromptResult:
+        """The stream collected: the whole text (or object) with the totals."""
+        parts: list[str] = []
+        async with aclosing(self.stream(id, variables, streaming=False)) as pieces:
+            async for piece in pieces:
+                if not piece.end:
+                    parts.append(piece.text)
+                elif piece.object is not None:
+                    return piece
+                else:
+                    piece.text = "".join(parts)
+                    return piece
+        raise RuntimeError(f"prompt {id!r} ended without a final record")
+
+    async def prompt(self, id: str, variables: dict[str, Any]) -> Any:
         """The text of a text template, or the parsed object of a json/jsonl one."""
-        return (await self.invoke(id, variables, streaming, chunk_callback)).value
-
-    async def kg_prompt(self, query: str, kg: Iterable[tuple[str, str, str]],
-                        streaming: bool = False,
-                        chunk_callback: ChunkCallback | None = None) -> str:
-        return await self.prompt("kg-prompt", kg_variables(query, kg), streaming,
-                                 chunk_callback)
-
-    async def document_prompt(self, query: str, documents: Iterable[str],
-                              streaming: bool = False,
-                              chunk_callback: ChunkCallback | None = None) -> str:
-        return await self.prompt("document-prompt", document_variables(query, documents),
-                                 streaming, chunk_callback)
+        return (await self.invoke(id, variables)).value

@@ -44,7 +44,7 @@ class ServiceError(Exception):
         self.error = error
 
 
-class _Pending:
+class Pending:
     """Responses that arrived for one request and not yet read, in order.
 
     Every response carries a sequence number (property ``seq``); a gap means records
@@ -150,7 +150,7 @@ class Requester(Calls):
         self._request_topic = request_topic(service, flow)
         self._reply_to = response_topic(service, flow, requester_id)
         self._subscription = requester_id
-        self._pending: dict[str, _Pending] = {}
+        self._pending: dict[str, Pending] = {}
         self._cancels: set[asyncio.Task] = set()
         self._producer = None
         self._cancel_producer = None
@@ -183,9 +183,11 @@ class Requester(Calls):
         cancel for the request, so the service stops and closes its LLM stream.
         """
         request_id = request_id or uuid.uuid4().hex
-        pending = self._pending[request_id] = _Pending()
-        finished = False
+        # Encoded before registering: a record that cannot be encoded (e.g. a lone
+        # surrogate in its text) must leave nothing behind in ``_pending``.
         data, properties = encode(request), {"id": request_id, "reply-to": self._reply_to}
+        pending = self._pending[request_id] = Pending()
+        finished = False
         try:
             await self._producer.send(data, properties)
             give_up = time.monotonic() + self.accept_timeout

@@ -13,17 +13,25 @@ from collections import OrderedDict
 from contextlib import aclosing
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Protocol
 
 from ..pubsub import Bus, Message
 from ..schema import Error, Record, Response, decode, encode, request_topic
-from .metrics import RequestTimer
+from .metrics import SLOT_WAIT, WAITING, RequestTimer
 
 log = logging.getLogger(__name__)
 
 # Answered request ids remembered, so a re-send that arrives after the answer (the
 # requester re-sends until it hears "accepted") is not served twice.
 REMEMBERED_IDS = 4096
+
+
+Emit = Callable[[str, Record], Awaitable[None]]  # (stage, record) → durable send
+
+
+async def no_emit(stage: str, record: Record) -> None:
+    raise RuntimeError(f"no emitter here: cannot send to stage {stage!r}")
 
 
 @dataclass
@@ -33,6 +41,7 @@ class Context:
     id: str
     flow: str
     clients: Any  # the processor's ``Clients`` for this flow: ``ctx.clients.get("prompt")``
+    emit: Emit = no_emit  # durable send to a pipeline stage of this flow
 
 
 Handler = Callable[[Any, Context], Awaitable[Response] | AsyncIterator[Response]]
@@ -61,6 +70,13 @@ class HandledError(Exception):
         self.message = message
 
 
+class BadRequest(HandledError):
+    """The request itself is wrong (a missing or malformed field): ``bad-request``."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("bad-request", message)
+
+
 def error_for(service: Service, exception: BaseException) -> Error:
     """The one place an exception becomes a wire error."""
     if isinstance(exception, HandledError):
@@ -73,13 +89,15 @@ def error_for(service: Service, exception: BaseException) -> Error:
 class ServiceRunner:
     """Serves one ``Service`` on one flow: receive, run the handler, reply."""
 
-    def __init__(self, bus: Bus, service: Service, flow: str, clients: Any,
+    def __init__(self, bus: Bus, service: Service, flow: str, runtime: Any,
                  inflight: dict[str, asyncio.Task], limit: asyncio.Semaphore,
                  backlog: int, replies: "ReplyProducers") -> None:
         self.service = service
         self.flow = flow
         self._bus = bus
-        self._clients = clients
+        # ``runtime`` is the processor's ``Runtime`` (None: a handler that calls nothing)
+        self._clients = runtime.clients(flow) if runtime is not None else None
+        self._emit = partial(runtime.emit, flow) if runtime is not None else no_emit
         self._inflight = inflight
         self._finished: OrderedDict[str, None] = OrderedDict()  # ids answered lately
         self._limit = limit  # requests handled at once
@@ -133,6 +151,24 @@ class ServiceRunner:
             type="overloaded", message=f"{self.service.name} has {self._backlog} requests "
                                        f"in hand; try again shortly")), True)
 
+    async def _slot(self, request_id: str) -> None:
+        """One of the TG_CONCURRENCY slots; a request that has to wait for one says so
+        (log, and the tg_requests_waiting / tg_slot_wait_seconds metrics): streams
+        that queue are otherwise only slow, with nothing in the log to say why."""
+        if not self._limit.locked():
+            await self._limit.acquire()
+            return
+        name = self.service.name
+        log.info("id=%s %s waits for a slot: all TG_CONCURRENCY slots are busy", request_id,
+                 name)
+        started = time.perf_counter()
+        WAITING.labels(name).inc()
+        try:
+            await self._limit.acquire()
+        finally:
+            WAITING.labels(name).dec()
+            SLOT_WAIT.labels(name).observe(time.perf_counter() - started)
+
     async def _serve(self, data: bytes, request_id: str, open_reply: "OpenReply") -> None:
         started = time.perf_counter()
         timer = RequestTimer(self.service.name)
@@ -141,10 +177,10 @@ class ServiceRunner:
         try:
             reply = await open_reply()
             await reply.accept()
-            await self._limit.acquire()
+            await self._slot(request_id)
             holding = True
             request = decode(self.service.request, data)
-            ctx = Context(id=request_id, flow=self.flow, clients=self._clients)
+            ctx = Context(request_id, self.flow, self._clients, self._emit)
             # aclosing: a cancel closes the handler (and its LLM stream) at once.
             async with aclosing(_records(self.service.handler(request, ctx))) as records:
                 async for record in records:

@@ -17,6 +17,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from pydantic import ValidationError
@@ -116,7 +117,7 @@ class DeadLetters:
 
 
 class StageRunner:
-    def __init__(self, bus: Bus, stage: Stage, flow: str, clients: Any,
+    def __init__(self, bus: Bus, stage: Stage, flow: str, runtime: Any,
                  limit: asyncio.Semaphore,
                  max_deliveries: int = DEFAULT_MAX_DELIVERIES) -> None:
         self.stage = stage
@@ -124,7 +125,8 @@ class StageRunner:
         self._bus = bus
         self._limit = limit
         self._max_deliveries = max(1, max_deliveries)
-        self._context = StageContext(flow, clients, Emitters(bus, flow).emit)
+        # ``runtime``: the processor's ``Runtime``, which owns the stage producers
+        self._context = StageContext(flow, runtime.clients(flow), partial(runtime.emit, flow))
         self._dead = DeadLetters(bus, stage.name, stage.subscription or stage.name, flow)
         self._consumer = None
         self.tasks: set[asyncio.Task] = set()

@@ -11,6 +11,7 @@ from .prompt import PROMPT_CONFIG_TYPE, PromptRequest, PromptResponse, PromptTem
 from .record import Error, Record, Response, decode, encode
 from .text_completion import TextCompletionRequest, TextCompletionResponse
 from .topics import CANCEL_TOPIC, flow_topic, request_topic, response_topic
+from .usage import Usage
 
 __all__ = [
     "CANCEL_TOPIC", "CONFIG_FLOW", "CONFIG_NOTIFY_TOPIC", "Cancel", "Chunk", "ChunkEntities",
@@ -20,6 +21,7 @@ __all__ = [
     "EntityVector", "EntityVectors", "Error", "LoadResponse", "PROMPT_CONFIG_TYPE",
     "PromptRequest", "PromptResponse", "PromptTemplate", "RDFS_LABEL", "Record", "Response",
     "TextCompletionRequest", "TextCompletionResponse", "TextLoadRequest", "Term", "Triple",
+    "Usage",
     "decode", "encode", "flow_topic", "request_topic", "response_topic",
 ]
 
@@ -55,3 +57,7 @@ from .load_status import (ChunkCountRequest, ChunkCountResponse, ChunkSet,  # no
 
 __all__ += ["ChunkCountRequest", "ChunkCountResponse", "ChunkSet", "DocumentStatus",
             "LoadStatusRequest", "LoadStatusResponse"]
+
+from .agent import AgentRequest, AgentResponse, AgentStep  # noqa: E402
+
+__all__ += ["AgentRequest", "AgentResponse", "AgentStep"]

@@ -6,17 +6,14 @@ Operations are listed in ``trustgraph.schema.config``.
 """
 import asyncio
 import logging
-import sys
 from pathlib import Path
 
 from pydantic import field_validator
 
-from trustgraph.base import Context, HandledError, Processor, ProcessorSettings, ProcessorSpec
-from trustgraph.base import Service, load_settings
-from trustgraph.base.processor import serve_until_stopped
-from trustgraph.pubsub import Bus
+from trustgraph.base import (BadRequest, Context, ProcessorSettings, ProcessorSpec, Runtime,
+                             Service)
 from trustgraph.schema import (CONFIG_FLOW, CONFIG_NOTIFY_TOPIC, ConfigNotify, ConfigRequest,
-                               ConfigResponse, encode)
+                               ConfigResponse)
 
 from .store import ConfigStore
 
@@ -36,7 +33,7 @@ class ConfigSettings(ProcessorSettings):
 
 def _need(condition: object, message: str) -> None:
     if not condition:
-        raise HandledError("bad-request", message)
+        raise BadRequest(message)
 
 
 def config_handler(store: ConfigStore, notify):
@@ -83,13 +80,13 @@ def config_handler(store: ConfigStore, notify):
     return handle
 
 
-async def config_services(settings: ConfigSettings, bus: Bus) -> list[Service]:
-    path = Path(settings.tg_data_dir) / "config.db"
+async def config_services(runtime: Runtime) -> list[Service]:
+    path = Path(runtime.settings.tg_data_dir) / "config.db"
     store = await asyncio.to_thread(ConfigStore, path)
-    producer = await bus.producer(CONFIG_NOTIFY_TOPIC)
 
     async def notify(version: int, types: list[str]) -> None:
-        await producer.send(encode(ConfigNotify(version=version, types=sorted(set(types)))))
+        await runtime.publish(CONFIG_NOTIFY_TOPIC,
+                              ConfigNotify(version=version, types=sorted(set(types))))
 
     # Announce the current version, so watchers that started before this service
     # (and found nobody to ask) read their configuration now.
@@ -100,14 +97,4 @@ async def config_services(settings: ConfigSettings, bus: Bus) -> list[Service]:
     return [Service(NAME, ConfigRequest, ConfigResponse, config_handler(store, notify))]
 
 
-def config_processor(settings: ConfigSettings) -> Processor:
-    # The service publishes on the processor's own bus, which exists once the
-    # Processor does and is closed by its stop().
-    processor = Processor(ProcessorSpec(
-        NAME, ConfigSettings, lambda s: config_services(s, processor.bus)), settings)
-    return processor
-
-
-def main(argv: list[str] | None = None) -> None:
-    settings = load_settings(ConfigSettings, sys.argv[1:] if argv is None else argv, NAME)
-    asyncio.run(serve_until_stopped(config_processor(settings)))
+SPEC = ProcessorSpec(NAME, ConfigSettings, config_services)

@@ -9,7 +9,7 @@ rather than building a reply larger than the broker carries.
 import asyncio
 import logging
 
-from trustgraph.base import Context, HandledError, ProcessorSpec, Service, processor_main
+from trustgraph.base import Context, HandledError, ProcessorSpec, Runtime, Service
 from trustgraph.schema import EmbeddingsRequest, EmbeddingsResponse
 
 from .provider import Embedder, EmbeddingsSettings, make
@@ -28,7 +28,8 @@ def embeddings_handler(embedder: Embedder, max_texts: int):
     return embed
 
 
-async def services(settings: EmbeddingsSettings) -> list[Service]:
+async def services(runtime: Runtime) -> list[Service]:
+    settings: EmbeddingsSettings = runtime.settings
     # Loading the local model reads ~90 MB and builds a session: not on the loop.
     embedder = await asyncio.to_thread(make, settings)
     log.info("embeddings provider %s, model %s", settings.tg_embeddings, embedder.name)
@@ -38,4 +39,3 @@ async def services(settings: EmbeddingsSettings) -> list[Service]:
 
 
 SPEC = ProcessorSpec("embeddings", EmbeddingsSettings, services)
-main = processor_main(SPEC)

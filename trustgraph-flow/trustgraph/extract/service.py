@@ -9,7 +9,7 @@ LLM needed) or ``llm`` for every flow, or per flow as ``default=keyphrase,papers
 from pydantic import field_validator
 
 from trustgraph.base import (PromptClient, ProcessorSettings, ProcessorSpec, Stage,
-                             StageContext, processor_main)
+                             StageContext)
 from trustgraph.schema import Chunk
 
 from .keyphrase import KeyphraseExtractor
@@ -66,4 +66,4 @@ def extract_stage(settings: ExtractSettings) -> Stage:
     return Stage("chunks", Chunk, extract, subscription=NAME)
 
 
-main = processor_main(ProcessorSpec(NAME, ExtractSettings, lambda s: [extract_stage(s)]))
+SPEC = ProcessorSpec(NAME, ExtractSettings, lambda runtime: [extract_stage(runtime.settings)])

@@ -3,8 +3,8 @@ from collections.abc import Iterable
 
 from pydantic.json_schema import models_json_schema
 
-from .answers import (QUERY_PATHS, CollectedAnswer, ContentLine, DoneLine, ErrorLine,
-                      MetadataLine, QueryRequest)
+from .answers import (QUERY_PATHS, CollectedAgentAnswer, CollectedAnswer, ContentLine,
+                      DoneLine, ErrorLine, MetadataLine, QueryRequest, StepLine)
 from .services import ServiceRow
 
 _REF = "#/components/schemas/{model}"
@@ -13,7 +13,8 @@ _ERROR = {"type": "object", "required": ["error"], "properties": {"error": {
     "properties": {"type": {"type": "string"}, "message": {"type": "string"}}}}}
 
 
-_ANSWERS = (MetadataLine, ContentLine, DoneLine, ErrorLine, CollectedAnswer)
+_LINES = (MetadataLine, ContentLine, StepLine, DoneLine, ErrorLine)
+_COLLECTED = (CollectedAnswer, CollectedAgentAnswer)
 
 
 def openapi(rows: Iterable[ServiceRow], flows: Iterable[str]) -> dict:
@@ -21,13 +22,15 @@ def openapi(rows: Iterable[ServiceRow], flows: Iterable[str]) -> dict:
     refs, schemas = models_json_schema(
         [(row.request_model, "validation") for row in rows]
         + [(row.response_model, "serialization") for row in rows]
-        + [(QueryRequest, "validation")] + [(model, "serialization") for model in _ANSWERS],
+        + [(QueryRequest, "validation")]
+        + [(model, "serialization") for model in _LINES + _COLLECTED],
         ref_template=_REF)
     paths = {f"/api/v1/flow/{{flow}}/service/{row.name}": {"post": _service_operation(
         row, refs[(row.request_model, "validation")],
         refs[(row.response_model, "serialization")], list(flows))} for row in rows}
     query = _query_operation(refs[(QueryRequest, "validation")],
-                             [refs[(model, "serialization")] for model in _ANSWERS])
+                             [refs[(model, "serialization")] for model in _LINES],
+                             [refs[(model, "serialization")] for model in _COLLECTED])
     paths.update({path: {"post": query} for path in QUERY_PATHS})
     paths.update(_fixed_paths(rows))
     return {
@@ -70,21 +73,25 @@ def _service_operation(row: ServiceRow, request: dict, response: dict, flows: li
     }
 
 
-def _query_operation(request: dict, answers: list[dict]) -> dict:
-    *lines, collected = answers
+def _query_operation(request: dict, lines: list[dict], collected: list[dict]) -> dict:
     error = {"content": {"application/json": {"schema": {"$ref": _REF.format(
         model="GatewayError")}}}}
     return {
-        "summary": "ask a question of the documents (mode document) or the graph (graph)",
+        "summary": "ask a question of the documents (mode document), the graph (graph) "
+                   "or the agent (agent)",
         "description": 'With "stream": true, NDJSON lines: one metadata line (sources, '
                        "the rewritten question, sub-questions, request_id), content lines "
                        "(answer deltas), then done (with usage) or, on failure, error "
-                       'instead of done. With "stream": false, one JSON object. A dropped '
-                       "connection cancels the request (and its LLM stream).",
+                       "instead of done. Mode agent adds step lines (its thoughts, actions "
+                       "and observations) before and between the content lines, and done "
+                       'names the session. With "stream": false, one JSON object. A '
+                       "dropped connection cancels the request (and its LLM stream).",
         "requestBody": {"required": True, "content": {"application/json": {"schema": request}}},
         "responses": {
             "200": {"description": "the answer", "content": {
-                "application/json": {"schema": collected},
+                "application/json": {"schema": {
+                    "oneOf": collected, "description": "CollectedAgentAnswer for mode "
+                                                       "agent, else CollectedAnswer"}},
                 "application/x-ndjson": {"schema": {
                     "oneOf": lines, "description": "one of these per line"}}}},
             "400": {"description": "bad request (the message names the field)", **error},

@@ -11,20 +11,17 @@ Templates are read from config at start (the shipped defaults are put there firs
 config has no prompts) and re-read on every change notification, so edits apply to
 the next request without a restart.
 """
-import asyncio
 import json
 import logging
-import sys
 from collections.abc import AsyncIterator
 from contextlib import aclosing
 from typing import Any
 
 from pydantic import Field
 
-from trustgraph.base import (ConfigClient, ConfigWatcher, Context, HandledError, Processor,
-                             ProcessorSettings, ProcessorSpec, Requester, RequestTimeout,
-                             Service, ServiceError, load_settings)
-from trustgraph.base.processor import serve_until_stopped
+from trustgraph.base import (BadRequest, Context, HandledError, ProcessorSettings,
+                             ProcessorSpec, Requester, RequestTimeout, Runtime, Service,
+                             ServiceError)
 from trustgraph.schema import (PROMPT_CONFIG_TYPE, PromptRequest, PromptResponse,
                                TextCompletionRequest, TextCompletionResponse, decode)
 
@@ -49,7 +46,7 @@ def request_variables(request: PromptRequest) -> dict[str, Any]:
         try:
             variables[name] = json.loads(encoded)
         except json.JSONDecodeError:
-            raise HandledError("bad-request", f"term '{name}' is not JSON-encoded: "
+            raise BadRequest(f"term '{name}' is not JSON-encoded: "
                                               f"{encoded[:100]!r}") from None
     variables.update(request.variables or {})
     return variables
@@ -109,10 +106,10 @@ async def _structured(llm: Requester, template: Compiled, system: str, prompt: s
                           model=answer.model)
 
 
-async def prompt_services(settings: PromptSettings, processor: Processor) -> list[Service]:
+async def prompt_services(runtime: Runtime) -> list[Service]:
     defaults = default_values()
     templates = Templates(defaults)  # until config answers
-    client = await ConfigClient.connect(processor.bus, processor.instance)
+    client = await runtime.config()
     first_read = True
 
     async def on_change(config: dict[str, dict[str, Any]], version: int) -> None:
@@ -127,23 +124,11 @@ async def prompt_services(settings: PromptSettings, processor: Processor) -> lis
         templates.replace(values)
         log.info("prompt templates at config version %d", version)
 
-    watcher = ConfigWatcher(processor.bus, client, [PROMPT_CONFIG_TYPE], on_change,
-                            subscription=processor.instance)
-    if not await watcher.start(settings.tg_config_wait):
+    if not await runtime.watch_config([PROMPT_CONFIG_TYPE], on_change,
+                                      runtime.settings.tg_config_wait):
         log.warning("config service not reached: serving the shipped templates until "
                     "it announces itself")
     return [Service(NAME, PromptRequest, PromptResponse, prompt_handler(templates))]
 
 
-def prompt_processor(settings: PromptSettings) -> Processor:
-    # The config watcher lives on the processor's own bus, which exists once the
-    # Processor does and is closed by its stop().
-    processor = Processor(ProcessorSpec(
-        NAME, PromptSettings, lambda s: prompt_services(s, processor),
-        uses=("text-completion",)), settings)
-    return processor
-
-
-def main(argv: list[str] | None = None) -> None:
-    settings = load_settings(PromptSettings, sys.argv[1:] if argv is None else argv, NAME)
-    asyncio.run(serve_until_stopped(prompt_processor(settings)))
+SPEC = ProcessorSpec(NAME, PromptSettings, prompt_services, uses=("text-completion",))

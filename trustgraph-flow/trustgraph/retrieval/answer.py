@@ -13,7 +13,6 @@ starts, so a streaming answer sends its sources first at no cost:
 
 An error at any step is raised; the runtime sends it as the one final record.
 """
-import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -22,19 +21,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from trustgraph.base import Clients, Context, PromptClient, PromptResult, Service
-from trustgraph.schema import DocumentRagRequest, GraphRagRequest, RagResponse, Source
+from trustgraph.schema import DocumentRagRequest, GraphRagRequest, RagResponse, Source, Usage
 
-from .questions import Questions, add_tokens, plan_questions
+from .questions import Questions, plan_questions
 from .steps import step
 
 log = logging.getLogger(__name__)
-
-# Answer deltas held between the prompt call and the records sent. A reply that
-# falls behind holds the prompt call back rather than growing this buffer (what the
-# prompt service sends meanwhile waits in its requester's own bounded buffer), and
-# the deltas already waiting go out joined as one record.
-QUEUE_DEPTH = 64
-
 
 @dataclass
 class Found:
@@ -74,10 +66,12 @@ def rag_service(name: str, error_type: str, request: type[RagRequest],
             yield RagResponse(message_type="metadata", sources=found.sources,
                               optimized_query=questions.optimized_query,
                               subqueries=questions.subqueries)
-            async with aclosing(_streamed(prompts, found)) as pieces:
+            # Closed at once when the request is cancelled: the prompt request and
+            # its LLM stream with it.
+            async with aclosing(prompts.stream(found.template, found.variables)) as pieces:
                 async for piece in pieces:
-                    if isinstance(piece, str):
-                        yield RagResponse(message_type="chunk", chunk=piece)
+                    if not piece.end:
+                        yield RagResponse(message_type="chunk", chunk=piece.text)
                     else:  # the end: no text, so a client joining every chunk sees it once
                         yield RagResponse(
                             message_type="chunk", chunk="", end_of_stream=True,
@@ -89,44 +83,5 @@ def rag_service(name: str, error_type: str, request: type[RagRequest],
 
 def _totals(questions: Questions, answer: PromptResult) -> dict[str, Any]:
     """The request's token totals: the optimisation prompts' and the answer's."""
-    return {"in_token": add_tokens(questions.in_token, answer.in_token),
-            "out_token": add_tokens(questions.out_token, answer.out_token),
-            "model": answer.model}
-
-
-async def _streamed(prompts: PromptClient, found: Found
-                    ) -> AsyncIterator[str | PromptResult]:
-    """The answer's text as the prompt service streams it, then its ``PromptResult``.
-
-    The prompt call runs in a task that feeds a bounded queue from its chunk
-    callback. Closing this generator (the request cancelled, or its reply gone)
-    cancels that task, which closes the prompt request, which cancels the LLM stream.
-    """
-    queue: asyncio.Queue[str | PromptResult | Exception] = asyncio.Queue(QUEUE_DEPTH)
-
-    async def call() -> None:
-        try:
-            result = await prompts.invoke(found.template, found.variables, streaming=True,
-                                          chunk_callback=queue.put)
-        except Exception as error:  # raised below, in the request's own task
-            await queue.put(error)
-        else:
-            await queue.put(result)
-
-    task = asyncio.create_task(call())
-    try:
-        while True:
-            texts, item = [], await queue.get()
-            while isinstance(item, str):  # with the deltas already waiting
-                texts.append(item)
-                item = None if queue.empty() else queue.get_nowait()
-            if texts:
-                yield "".join(texts)
-            if isinstance(item, Exception):
-                raise item
-            if item is not None:
-                yield item
-                return
-    finally:
-        task.cancel()
-        await asyncio.wait([task])
+    usage = Usage().add(questions.usage).add(answer.usage)
+    return {"in_token": usage.in_token, "out_token": usage.out_token, "model": answer.model}

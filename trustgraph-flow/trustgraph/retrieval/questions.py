@@ -10,6 +10,7 @@ user asked it: the rewrite is for search, and it drops what search does not need
 from dataclasses import dataclass, field
 
 from trustgraph.base import HandledError, PromptClient, PromptResult
+from trustgraph.schema import Usage
 
 from .steps import concurrently, step
 
@@ -24,8 +25,7 @@ class Questions:
     query: str  # as asked
     optimized_query: str | None = None  # the rewrite, when asked for
     subqueries: list[str] = field(default_factory=list)  # when asked for
-    in_token: int | None = None  # what the optimisation prompts cost
-    out_token: int | None = None
+    usage: Usage = field(default_factory=Usage)  # what the optimisation prompts cost
 
     @property
     def searches(self) -> list[str]:
@@ -33,13 +33,7 @@ class Questions:
         return list(dict.fromkeys([self.optimized_query or self.query, *self.subqueries]))
 
     def count(self, result: PromptResult) -> None:
-        self.in_token = add_tokens(self.in_token, result.in_token)
-        self.out_token = add_tokens(self.out_token, result.out_token)
-
-
-def add_tokens(total: int | None, more: int | None) -> int | None:
-    """Token counts summed; None only while no prompt has reported any."""
-    return total if more is None else (total or 0) + more
+        self.usage.add(Usage(result.in_token, result.out_token))
 
 
 async def plan_questions(prompts: PromptClient, query: str, optimize: bool,

@@ -1,35 +1,40 @@
 """Every runnable part by name: ``tg-run <name>`` and ``tg-start`` look here.
 
-Each value is ``module:attribute`` naming a ``main(argv)``; a name not listed but
-starting ``text-completion-`` runs text-completion with that provider fixed.
+Each processor is ``module:SPEC``, its ``ProcessorSpec``; text-completion's spec
+depends on the provider its flags or environment name, so it is a function of the
+command line. A name not listed but starting ``text-completion-`` runs
+text-completion with that provider fixed. The gateway is not a bus processor: it
+serves HTTP from a ``main`` of its own.
 """
 import importlib
 from collections.abc import Callable
 
+from trustgraph.base import ProcessorSpec
+
+GATEWAY = "gateway"
+
 RUNNABLES = {
-    "gateway": "trustgraph.gateway.app:main",
-    "config": "trustgraph.config.service:main",
-    "prompt": "trustgraph.prompt.service:main",
-    "librarian": "trustgraph.librarian.service:main",
-    "decoder": "trustgraph.decoding.stage:main",
-    "text-completion": "trustgraph.model.text_completion.service:main",
-    "embeddings": "trustgraph.embeddings.service:main",
-    "triples-store": "trustgraph.storage.service_triples:main",
-    "vector-store": "trustgraph.storage.service_vectors:main",
-    "chunk-embeddings": "trustgraph.embeddings.stages:chunk_main",
-    "entity-embeddings": "trustgraph.embeddings.stages:entity_main",
-    "extract": "trustgraph.extract.service:main",
-    "graph-rag": "trustgraph.retrieval.graph_rag.service:main",
-    "document-rag": "trustgraph.retrieval.document_rag.service:main",
+    GATEWAY: "trustgraph.gateway.app:main",
+    "config": "trustgraph.config.service:SPEC",
+    "prompt": "trustgraph.prompt.service:SPEC",
+    "librarian": "trustgraph.librarian.service:SPEC",
+    "decoder": "trustgraph.ingest.decoder:SPEC",
+    "text-completion": "trustgraph.model.text_completion.service:chosen_spec",
+    "embeddings": "trustgraph.embeddings.service:SPEC",
+    "triples-store": "trustgraph.storage.triples.service:SPEC",
+    "vector-store": "trustgraph.storage.vectors.service:SPEC",
+    "chunk-embeddings": "trustgraph.ingest.embedding_stages:CHUNK_SPEC",
+    "entity-embeddings": "trustgraph.ingest.embedding_stages:ENTITY_SPEC",
+    "extract": "trustgraph.extract.service:SPEC",
+    "graph-rag": "trustgraph.retrieval.graph_rag.service:SPEC",
+    "document-rag": "trustgraph.retrieval.document_rag.service:SPEC",
+    "agent": "trustgraph.agent.service:SPEC",
 }
 
 PROVIDER_PREFIX = "text-completion-"
 
 
-def main_of(name: str) -> Callable[[list[str] | None], None]:
-    if name.startswith(PROVIDER_PREFIX):
-        from trustgraph.model.text_completion.service import main_for
-        return main_for(name.removeprefix(PROVIDER_PREFIX))
+def _target(name: str) -> object:
     if name not in RUNNABLES:
         known = ", ".join(sorted(RUNNABLES))
         raise SystemExit(f"unknown processor {name!r}; known: {known}, "
@@ -38,11 +43,31 @@ def main_of(name: str) -> Callable[[list[str] | None], None]:
     return getattr(importlib.import_module(module), attribute)
 
 
+def spec_of(name: str, argv: list[str]) -> ProcessorSpec:
+    """The spec of processor ``name``; ``argv`` are its flags (text-completion reads
+    the provider from them)."""
+    if name.startswith(PROVIDER_PREFIX):
+        from trustgraph.model.text_completion.service import spec_for
+        return spec_for(name.removeprefix(PROVIDER_PREFIX))
+    if name == GATEWAY:
+        raise SystemExit("the gateway is not a bus processor")
+    target = _target(name)
+    spec = target if isinstance(target, ProcessorSpec) else target(argv)
+    if not isinstance(spec, ProcessorSpec):
+        raise SystemExit(f"{name} cannot run in a process group: {RUNNABLES[name]} "
+                         f"names no processor spec")
+    return spec
+
+
+def gateway_main() -> Callable[[list[str] | None], None]:
+    return _target(GATEWAY)
+
+
 # A process group: ``prompt+text-completion`` runs both processors in one process,
 # where prompt calls text-completion directly instead of over the bus.
 GROUP_SEPARATOR = "+"
 # Not a bus processor (it serves HTTP, with a loop of its own): never in a group.
-UNGROUPABLE = ("gateway",)
+UNGROUPABLE = (GATEWAY,)
 
 
 def members(entry: str) -> list[str]:
@@ -70,7 +95,7 @@ def members(entry: str) -> list[str]:
 # (embeddings and the stages that embed chunks and entities).
 DEFAULT_STACK = [
     "config",
-    "prompt+text-completion+graph-rag+document-rag",
+    "prompt+text-completion+graph-rag+document-rag+agent",
     "librarian",
     "decoder",
     "embeddings+chunk-embeddings+entity-embeddings",

@@ -1,10 +1,11 @@
 """``tg-run <name> [flags]``: run one part of the platform by its registry name.
 
 The flags after the name belong to that part (its settings model); ``tg-run <name>
---help`` lists them. ``tg-run prompt+text-completion`` runs a process group: those
-processors in one process and one event loop, each with its own settings, calling
-each other in-process (``trustgraph.base.local``); flags after a group go to every
-member, so a setting only one member has belongs in the environment. ``tg-start`` runs its children through this module too, with
+--help`` lists them. ``tg-run prompt+text-completion`` runs a process group: the
+members' specs built into processors in one process and one event loop, each with
+its own settings, calling each other in-process (``trustgraph.base.local``); flags
+after a group go to every member, so a setting only one member has belongs in the
+environment. ``tg-start`` runs its children through this module too, with
 ``TG_SUPERVISOR_PID`` set (see ``_under_supervisor``) and ``TG_READY_FILE``, which a
 processor touches once it is subscribed (``trustgraph.base.processor``).
 """
@@ -14,11 +15,11 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import Callable
 
-from trustgraph.base.processor import gathering, serve_together
+from trustgraph.base import Processor, ProcessorSpec, load_settings, serve_together
 
-from .registry import GROUP_SEPARATOR, PROVIDER_PREFIX, RUNNABLES, main_of, members
+from .registry import (GATEWAY, GROUP_SEPARATOR, PROVIDER_PREFIX, RUNNABLES, gateway_main,
+                       members, spec_of)
 
 PR_SET_PDEATHSIG = 1
 
@@ -43,31 +44,25 @@ def main(argv: list[str] | None = None) -> None:
         names = members(name)
     except ValueError as error:
         raise SystemExit(f"tg-run: {error}") from None
-    mains = [main_of(member) for member in names]
-    _under_supervisor(os.environ.get("TG_SUPERVISOR_PID"))
-    if len(mains) == 1:
-        mains[0](rest)
-    else:
-        run_group(name, names, mains, rest)
-
-
-def run_group(label: str, names: list[str], mains: list[Callable[[list[str]], None]],
-              argv: list[str]) -> None:
-    """Build each member as its own ``main`` would (its settings, its start-up code),
-    then serve them all in one event loop: ready once all serve, stopped together."""
-    if "-h" in argv or "--help" in argv:
-        print(f"tg-run {label}: flags after a group go to every member; each member's "
+    if names == [GATEWAY]:
+        gateway = gateway_main()
+        _under_supervisor(os.environ.get("TG_SUPERVISOR_PID"))
+        gateway(rest)
+        return
+    if len(names) > 1 and ("-h" in rest or "--help" in rest):
+        print(f"tg-run {name}: flags after a group go to every member; each member's "
               f"own flags: tg-run <member> --help")
         return
-    # Before the members' own logging set-up (which then does nothing), so that each
-    # line names the group; same format as ``load_settings``.
-    logging.basicConfig(format=f"%(asctime)s {label} %(levelname)s %(name)s: %(message)s")
-    with gathering() as processors:
-        for name, main in zip(names, mains):
-            built = len(processors)
-            main(argv)
-            if len(processors) != built + 1:
-                raise SystemExit(f"tg-run: {name} cannot run in a process group")
+    specs = [spec_of(member, rest) for member in names]
+    _under_supervisor(os.environ.get("TG_SUPERVISOR_PID"))
+    serve(name, specs, rest)
+
+
+def serve(label: str, specs: list[ProcessorSpec], argv: list[str]) -> None:
+    """Build each spec into a processor with its own settings, then serve them all in
+    one event loop: ready once all serve, stopped together."""
+    # Every line names the process (the group's label); same format for all members.
+    processors = [Processor(spec, load_settings(spec.settings, argv, label)) for spec in specs]
     logging.getLogger().setLevel(processors[0].settings.tg_log_level.upper())
     asyncio.run(serve_together(processors))
 

@@ -2,11 +2,10 @@
 (or fixed by ``tg-run text-completion-<provider>``)."""
 import importlib
 import os
-import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from types import ModuleType
 
-from trustgraph.base import Context, ProcessorSpec, Service, processor_main
+from trustgraph.base import Context, ProcessorSpec, Runtime, Service
 from trustgraph.schema import TextCompletionRequest, TextCompletionResponse
 
 from .provider import LlmSettings, NotConfigured, Provider, Usage
@@ -57,7 +56,8 @@ def spec_for(provider_name: str) -> ProcessorSpec:
     module = provider_module(provider_name) if provider_name else None
     settings_model = module.Settings if module else LlmSettings
 
-    def services(settings: LlmSettings) -> list[Service]:
+    def services(runtime: Runtime) -> list[Service]:
+        settings: LlmSettings = runtime.settings
         provider = Retrying(module.make(settings), settings.tg_llm_retries) if module \
             else NotConfigured()
         return [Service("text-completion", TextCompletionRequest, TextCompletionResponse,
@@ -68,11 +68,6 @@ def spec_for(provider_name: str) -> ProcessorSpec:
     return ProcessorSpec(name, settings_model, services)
 
 
-def main_for(provider_name: str | None = None) -> Callable[[list[str] | None], None]:
-    def main(argv: list[str] | None = None) -> None:
-        argv = sys.argv[1:] if argv is None else argv
-        processor_main(spec_for(provider_name or chosen_provider(argv)))(argv)
-    return main
-
-
-main = main_for()
+def chosen_spec(argv: list[str]) -> ProcessorSpec:
+    """``tg-run text-completion``: the provider that ``argv`` or the environment names."""
+    return spec_for(chosen_provider(argv))

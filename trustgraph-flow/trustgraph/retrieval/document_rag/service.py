@@ -5,8 +5,9 @@
 Sources are the chunks in the order the prompt numbers them, so an answer's "[2]"
 is the second source: chunk id, document id, title, text and cosine distance.
 """
-from trustgraph.base import Clients, ProcessorSettings, ProcessorSpec, processor_main
-from trustgraph.base.prompt_client import document_variables
+from typing import Any
+
+from trustgraph.base import Clients, ProcessorSettings, ProcessorSpec
 from trustgraph.schema import DocumentRagRequest, ScoredChunk, Source
 
 from ..answer import Found, rag_service
@@ -30,13 +31,17 @@ async def retrieve_chunks(request: DocumentRagRequest, searches: list[str],
                                               [chunk.text for chunk in chunks]))
 
 
+def document_variables(query: str, documents: list[str]) -> dict[str, Any]:
+    """The variables of ``document-prompt``."""
+    return {"query": query, "documents": documents}
+
+
 def source(chunk: ScoredChunk) -> Source:
     return Source(id=chunk.chunk_id, document_id=chunk.document_id, title=chunk.title,
                   text=chunk.text, distance=1.0 - chunk.score)
 
 
 SPEC = ProcessorSpec(NAME, ProcessorSettings,
-                     lambda settings: [rag_service(NAME, ERROR, DocumentRagRequest,
+                     lambda runtime: [rag_service(NAME, ERROR, DocumentRagRequest,
                                                    retrieve_chunks)],
                      uses=("prompt", "embeddings", "document-embeddings"))
-main = processor_main(SPEC)

@@ -7,8 +7,9 @@ Sources are the triples given to the LLM, one each: ``s``/``p``/``o`` as stored,
 ``text`` the statement as the LLM saw it, ``id``/``document_id`` the chunk and
 document the triple was extracted from.
 """
-from trustgraph.base import Clients, ProcessorSettings, ProcessorSpec, processor_main
-from trustgraph.base.prompt_client import kg_variables
+from typing import Any
+
+from trustgraph.base import Clients, ProcessorSettings, ProcessorSpec
 from trustgraph.schema import (RDFS_LABEL, Evidence, GraphRagRequest, ScoredEntity, Source,
                                SubgraphRequest, SubgraphResponse, Term)
 
@@ -56,6 +57,11 @@ async def seed_entities(request: GraphRagRequest, searches: list[str],
                           limit=request.entity_limit)
 
 
+def kg_variables(query: str, kg: list[tuple[str, str, str]]) -> dict[str, Any]:
+    """The variables of ``kg-prompt``: statements as ``{"s", "p", "o"}``."""
+    return {"query": query, "knowledge": [{"s": s, "p": p, "o": o} for s, p, o in kg]}
+
+
 def statement(evidence: Evidence, labels: dict[str, str]) -> tuple[str, str, str]:
     triple = evidence.triple
     return name(triple.s, labels), name(triple.p, labels), name(triple.o, labels)
@@ -67,7 +73,6 @@ def name(term: Term, labels: dict[str, str]) -> str:
 
 
 SPEC = ProcessorSpec(NAME, ProcessorSettings,
-                     lambda settings: [rag_service(NAME, ERROR, GraphRagRequest,
+                     lambda runtime: [rag_service(NAME, ERROR, GraphRagRequest,
                                                    retrieve_triples)],
                      uses=("prompt", "embeddings", "graph-embeddings", "subgraph"))
-main = processor_main(SPEC)

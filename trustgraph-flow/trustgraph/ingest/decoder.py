@@ -23,8 +23,8 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from trustgraph.base import (ProcessorSettings, ProcessorSpec, Rejected, Stage, StageContext,
-                             processor_main)
+from trustgraph.base import (ProcessorSettings, ProcessorSpec, Rejected, Runtime, Stage,
+                             StageContext)
 from trustgraph.chunking import (DEFAULT_MAX_TOKENS, DEFAULT_OVERLAP, MODEL_LIMIT,
                                  TokenCounter, WordTokens, chunk_document, minilm_tokens)
 from trustgraph.decoding import DecodeError, decode
@@ -123,10 +123,10 @@ def decoder_stage(settings: DecoderSettings, store: LibraryStore) -> Stage:
     return Stage("decode", DecodeWork, handle, subscription=NAME)
 
 
-async def decoder_parts(settings: DecoderSettings) -> list[Stage]:
+async def decoder_parts(runtime: Runtime) -> list[Stage]:
+    settings: DecoderSettings = runtime.settings
     store = await asyncio.to_thread(LibraryStore, settings.tg_data_dir)
     return [decoder_stage(settings, store)]
 
 
 SPEC = ProcessorSpec(NAME, DecoderSettings, decoder_parts)
-main = processor_main(SPEC)

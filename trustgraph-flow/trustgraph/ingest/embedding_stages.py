@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from pydantic import Field
 
 from trustgraph.base import (ProcessorSettings, ProcessorSpec, Rejected, Requester,
-                             ServiceError, Stage, processor_main)
+                             ServiceError, Stage)
 from trustgraph.base.stage import MAX_RECORD_BYTES
 from trustgraph.schema import (Chunk, ChunkEntities, ChunkVector, EmbeddingsRequest,
                                EmbeddingsResponse, EntityVector, EntityVectors, encode)
@@ -136,15 +136,13 @@ def entity_stage(settings: EmbeddingStageSettings):
 
 CHUNK_SPEC = ProcessorSpec(
     "chunk-embeddings", EmbeddingStageSettings,
-    lambda settings: [Stage("chunks", Chunk, chunk_stage(settings),
+    lambda runtime: [Stage("chunks", Chunk, chunk_stage(runtime.settings),
                             subscription="chunk-embeddings")],
     uses=("embeddings",))
 
 ENTITY_SPEC = ProcessorSpec(
     "entity-embeddings", EmbeddingStageSettings,
-    lambda settings: [Stage("entities", ChunkEntities, entity_stage(settings),
+    lambda runtime: [Stage("entities", ChunkEntities, entity_stage(runtime.settings),
                             subscription="entity-embeddings")],
     uses=("embeddings",))
 
-chunk_main = processor_main(CHUNK_SPEC)
-entity_main = processor_main(ENTITY_SPEC)

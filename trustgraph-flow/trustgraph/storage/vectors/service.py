@@ -21,19 +21,19 @@ Points are keyed by chunk id or entity, so a redelivered record overwrites itsel
 import logging
 import math
 
-from trustgraph.base import (Context, HandledError, ProcessorSettings, ProcessorSpec,
-                             Rejected, Service, Stage, processor_main)
+from trustgraph.base import (BadRequest, Context, ProcessorSettings, ProcessorSpec,
+                             Rejected, Runtime, Service, Stage)
 from trustgraph.schema import (ChunkCountRequest, ChunkCountResponse, ChunkVector,
                                DocumentEmbeddingsRequest,
                                DocumentEmbeddingsResponse, DocumentRemoved, EntityVectors,
                                GraphEmbeddingsRequest, GraphEmbeddingsResponse, ScoredChunk,
                                ScoredEntity)
 
-from .service_triples import fits_one_message, removal_stage, scope_of
-from .settings import StoreSettings
-from .stores import open_vector_store
-from .vectors import store as stored
-from .vectors.store import VectorStore
+from ..owner import fits_one_message, removal_stage, scope_of
+from ..settings import StoreSettings
+from ..stores import open_vector_store
+from . import store as stored
+from .store import VectorStore
 
 log = logging.getLogger(__name__)
 
@@ -108,7 +108,7 @@ async def _searching(search, user: str, collection: str, vector: list[float], li
         return await search(user, collection, vector, limit)
     except Exception as error:
         if is_dimension_error(error):
-            raise HandledError("bad-request", f"the vector does not match the vectors "
+            raise BadRequest(f"the vector does not match the vectors "
                                f"stored in {user}/{collection}: {error}") from None
         raise
 
@@ -143,8 +143,8 @@ def count_handler(store: VectorStore):
     return count
 
 
-def services(settings: VectorStoreSettings) -> list[Service | Stage]:
-    store = open_vector_store(settings)
+def services(runtime: Runtime) -> list[Service | Stage]:
+    store = open_vector_store(runtime.settings)
     return [
         Stage("chunk-vectors", ChunkVector, chunk_vectors_stage(store), subscription=NAME),
         Stage("entity-vectors", EntityVectors, entity_vectors_stage(store),
@@ -162,4 +162,3 @@ def services(settings: VectorStoreSettings) -> list[Service | Stage]:
 
 
 SPEC = ProcessorSpec(NAME, VectorStoreSettings, services)
-main = processor_main(SPEC)

@@ -1,0 +1,105 @@
+"""What a processor's services may touch: the one object its ``ProcessorSpec``
+factory is given.
+
+The runtime owns the connection (as FastStream's brokers do: a handler returns or
+emits, it never opens a producer). Through ``Runtime`` a factory reaches the clients
+of the services it calls, sends durable records to pipeline stages and broadcasts on
+a topic, and keeps config types current; it never sees the bus itself, so a processor
+cannot open a second connection or outlive its own.
+"""
+import asyncio
+from typing import Any
+
+from ..pubsub import Bus
+from ..schema import Record, encode
+from .config_client import ConfigClient, ConfigWatcher, OnChange
+from .local import LocalRequester, LocalServices
+from .requester import Requester
+from .stage import Emitters
+
+
+class Clients:
+    """The requesters one processor uses on one flow: an in-process one for a
+    service this process serves (``local``), else a bus one created on first use."""
+
+    def __init__(self, bus: Bus, flow: str, owner: str, timeout: float,
+                 local: LocalServices | None = None) -> None:
+        self._bus = bus
+        self._flow = flow
+        self._owner = owner
+        self._timeout = timeout
+        self._local = local
+        self._requesters: dict[str, asyncio.Future] = {}
+
+    async def get(self, service: str) -> Any:
+        """A ``Requester``, or a ``LocalRequester`` for a service of this process."""
+        # Looked up on every call: a group's members start (and stop) in any order.
+        runner = self._local.get(service, self._flow) if self._local is not None else None
+        if runner is not None:
+            return LocalRequester(runner, self._timeout)
+        if service not in self._requesters:
+            requester = Requester(self._bus, service, self._flow, self._owner, self._timeout)
+            self._requesters[service] = asyncio.ensure_future(_started(requester))
+        return await asyncio.shield(self._requesters[service])
+
+
+async def _started(requester: Requester) -> Requester:
+    await requester.start()
+    return requester
+
+
+class Runtime:
+    """One processor's view of the platform: its settings, the clients of each flow,
+    stage emitters, broadcasts and watched config, all on the processor's own bus
+    (closed when the processor stops)."""
+
+    def __init__(self, name: str, instance: str, settings: Any, bus: Bus,
+                 local: LocalServices | None) -> None:
+        self.name = name
+        self.instance = instance  # unique per process: names its own subscriptions
+        self.settings = settings
+        self._bus = bus
+        self._local = local
+        self._clients: dict[str, Clients] = {}
+        self._emitters: dict[str, Emitters] = {}
+        self._producers: dict[str, asyncio.Future] = {}
+        self._config: asyncio.Future | None = None
+        self._watchers = 0
+
+    def clients(self, flow: str) -> Clients:
+        if flow not in self._clients:
+            self._clients[flow] = Clients(self._bus, flow, self.instance,
+                                          self.settings.tg_request_timeout, self._local)
+        return self._clients[flow]
+
+    async def emit(self, flow: str, stage: str, record: Record) -> None:
+        """Durably send ``record`` to pipeline stage ``stage`` of ``flow``."""
+        if flow not in self._emitters:
+            self._emitters[flow] = Emitters(self._bus, flow)
+        await self._emitters[flow].emit(stage, record)
+
+    async def publish(self, topic: str, record: Record) -> None:
+        """Send ``record`` on a broadcast topic (e.g. config change notices)."""
+        if topic not in self._producers:
+            self._producers[topic] = asyncio.ensure_future(self._bus.producer(topic))
+        producer = await asyncio.shield(self._producers[topic])
+        await producer.send(encode(record))
+
+    async def config(self) -> ConfigClient:
+        """The config service's client (one per processor)."""
+        if self._config is None:
+            self._config = asyncio.ensure_future(ConfigClient.connect(self._bus, self.instance))
+        return await asyncio.shield(self._config)
+
+    async def watch_config(self, types: list[str], on_change: OnChange,
+                           wait: float = 10.0) -> bool:
+        """Keep ``types`` current: ``on_change(snapshot, version)`` is awaited now
+        and after each change. False when config did not answer within ``wait``
+        seconds (the snapshot comes when it announces itself)."""
+        # A subscription of its own: watchers sharing one would split the notices.
+        self._watchers += 1
+        subscription = self.instance if self._watchers == 1 else \
+            f"{self.instance}-{self._watchers}"
+        watcher = ConfigWatcher(self._bus, await self.config(), types, on_change,
+                                subscription=subscription)
+        return await watcher.start(wait)
