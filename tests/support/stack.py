@@ -238,15 +238,17 @@ class Stack:
 
 
 @contextmanager
-def openai_server_thread(script: Script | None = None) -> Iterator[OpenAiServer]:
-    """The local OpenAI-format server on a thread of its own, so it answers while the
-    test blocks (on a subprocess, a sync client, or a ``Stack`` wait)."""
+def openai_server_thread(script: Script | None = None,
+                         server_class: type[OpenAiServer] = OpenAiServer
+                         ) -> Iterator[OpenAiServer]:
+    """The local OpenAI-format server (or a subclass) on a thread of its own, so it
+    answers while the test blocks (on a subprocess, a sync client, or a ``Stack`` wait)."""
     loop = asyncio.new_event_loop()
     thread = threading.Thread(target=loop.run_forever, name="openai-server", daemon=True)
     thread.start()
 
     async def started() -> OpenAiServer:
-        return await OpenAiServer(script).start()
+        return await server_class(script).start()
 
     server = asyncio.run_coroutine_threadsafe(started(), loop).result(10)
     try:

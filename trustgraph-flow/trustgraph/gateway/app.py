@@ -2,7 +2,8 @@
 
 ``Gateway(settings)`` serves ``/api/v1/socket`` (PROTOCOL §1), ``/api/v1/flow/{flow}/
 service/{kind}``, the answer-stream API ``/api/v1/query`` and LazyRAG's
-``/api/v1/lazy-rag/...`` (§3), ``/api/v1/openapi.json`` and ``/metrics``; ``main`` is its console entry
+``/api/v1/lazy-rag/...`` (§3), ``/api/v1/openapi.json``, ``/metrics`` and the
+workbench page at ``/`` (``page.py``); ``main`` is its console entry
 (``tg-run gateway``).
 """
 import asyncio
@@ -28,6 +29,7 @@ from .errors import GatewayError
 from .http_errors import AppRunner, json_errors
 from .lazy_rag import LAZY_RAG_PATH, LazyRagEndpoint, LazyRagSettings
 from .openapi import openapi
+from .page import add_page_routes
 from .responses import error_response
 from .rest import RestEndpoint
 from .services import LAZY_RAG_SERVICES, SERVICES
@@ -162,6 +164,7 @@ def _application(sockets: SocketEndpoint, rest: RestEndpoint, lazy: LazyRagEndpo
     app.router.add_get(f"{LAZY_RAG_PATH}/status", rest.served(lazy.status))
     app.router.add_get("/api/v1/openapi.json", openapi_json)
     app.router.add_get("/metrics", metrics)
+    add_page_routes(app)
     return app
 
 
