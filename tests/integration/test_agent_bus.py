@@ -96,8 +96,8 @@ class Agent:
 
     async def stop(self) -> None:
         await self.bus.close()
-        for processor in reversed(self.processors):
-            await processor.stop()
+        # At once: each takes ~0.4 s to close its connection, and none needs another.
+        await asyncio.gather(*(processor.stop() for processor in self.processors))
 
     async def frames(self, **request) -> list[AgentResponse]:
         async with asyncio.timeout(DEADLINE):
