@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 PROJECTS := trustgraph-base/pyproject.toml trustgraph-flow/pyproject.toml trustgraph-cli/pyproject.toml
 
-.PHONY: install run test bench clean
+.PHONY: install run test fuzz bench clean
 
 install: $(STAMP)
 
@@ -23,6 +23,13 @@ run: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest tests
+
+# The gateway fuzz tests with many more cases than `make test` runs: seven fuzz
+# tests x TG_FUZZ_EXAMPLES (10,500 cases; the seed is fixed, so a failure repeats).
+FUZZ_EXAMPLES ?= 1500
+fuzz: $(STAMP)
+	TG_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/python -m pytest tests/integration/test_gateway_fuzz.py \
+		--timeout 7200 --hypothesis-show-statistics
 
 bench: $(STAMP)
 	$(BIN)/python -m bench.streaming

@@ -158,15 +158,15 @@ async def retrieval(ws: aiohttp.ClientWebSocketResponse, n: int) -> float:
 
 
 async def _timed(llm, sample, dialog) -> dict:
-    before = len(llm.calls)
+    before = len(llm.arrivals)
     sent, frames = await dialog
-    return sample(sent, frames, llm.calls[before:])
+    return sample(sent, frames, llm.arrivals[before:])
 
 
 async def _called(llm, call) -> tuple:
-    before = len(llm.calls)
+    before = len(llm.arrivals)
     result = await call
-    [made] = llm.calls[before:]
+    [made] = llm.arrivals[before:]
     return result, made
 
 

@@ -119,9 +119,9 @@ async def test_invoke_prompt_without_streaming_and_with_usage(stack):
 
 
 @pytest.mark.parametrize("args, expected", [
-    (["nope"], "tg-invoke-prompt: prompt-error: no prompt template 'nope' (known: "),
+    (["nope"], "tg-invoke-prompt: not-found: no prompt template 'nope' (known: "),
     (["kg-prompt", "query=Who?"],
-     "tg-invoke-prompt: prompt-error: template 'kg-prompt': variable 'knowledge' is "
+     "tg-invoke-prompt: bad-request: template 'kg-prompt': variable 'knowledge' is "
      "undefined (the request gave: query)"),
     (["-f", "elsewhere", "query-rewrite", "query=q"],
      "tg-invoke-prompt: unknown-flow: unknown flow 'elsewhere'"),

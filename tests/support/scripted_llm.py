@@ -41,8 +41,12 @@ class Script:
         match = DIRECTIVE.search(text)
         if not match:
             return self
-        values = dict(item.split("=", 1) for item in match.group(1).split())
-        return replace(self, **{k: (int if k in _INTS else float)(v) for k, v in values.items()})
+        try:
+            values = dict(item.split("=", 1) for item in match.group(1).split())
+            return replace(self, **{k: (int if k in _INTS else float)(v)
+                                    for k, v in values.items()})
+        except (ValueError, TypeError):
+            return self  # text that only looks like a directive (fuzzed input) is text
 
 
 @dataclass
@@ -110,7 +114,7 @@ class ScriptedServer:
         self.last_body: dict | None = None
         self.last_headers: dict | None = None
         self.reply: Callable[[str], str | None] | None = None
-        self.calls: list[Call] = []  # every request, in the order they arrived
+        self.arrivals: list[Call] = []  # every request, in the order they arrived
 
     # --- hooks for a wire format -------------------------------------------------
     def routes(self, app: web.Application) -> None:
@@ -144,7 +148,7 @@ class ScriptedServer:
     @property
     def prompts(self) -> list[str]:
         """Every prompt text, in the order the requests arrived."""
-        return [call.prompt for call in self.calls]
+        return [call.prompt for call in self.arrivals]
 
     @property
     def url(self) -> str:
@@ -171,7 +175,7 @@ class ScriptedServer:
         self.last_body, self.last_headers = body, dict(request.headers)
         text = self.prompt_text(body)
         call = Call(text, time.perf_counter())
-        self.calls.append(call)
+        self.arrivals.append(call)
         script = self.script.updated(text)
         reply = self.reply(text) if self.reply is not None else None
         pieces = words(reply) if reply is not None else \

@@ -10,9 +10,9 @@ the final record carry the whole ``response`` again, as a careless service might
 The sources depend on the service, user and collection, so a test can see that its
 scope arrived.
 
-``scripted_rag_stack`` puts both services behind a real gateway, on a flow of their
+``scripted_rag_gateway`` puts both services behind a real gateway, on a flow of their
 own, for a test module's fixture; ``answering`` and ``gateways`` serve the other
-scripted services' stacks too.
+scripted services' gateways too.
 """
 import asyncio
 import re
@@ -21,9 +21,10 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
 
+from tests.support.waiting import serving
 from tests.support.scripted_llm import PROMPT_TOKENS, expected_text, token  # noqa: F401
 from trustgraph.base import (Context, HandledError, Processor, ProcessorSettings,
-                             ProcessorSpec, Requester, Service, ServiceError)
+                             ProcessorSpec, Service)
 from trustgraph.gateway.app import Gateway, GatewaySettings
 from trustgraph.pubsub import Bus
 from trustgraph.pubsub.embedded import free_port
@@ -46,9 +47,12 @@ class RagScript:
         match = DIRECTIVE.search(text)
         if not match:
             return self
-        values = dict(item.split("=", 1) for item in match.group(1).split())
-        return replace(self, **{k: (float if k in ("first", "delay") else int)(v)
-                                for k, v in values.items()})
+        try:
+            values = dict(item.split("=", 1) for item in match.group(1).split())
+            return replace(self, **{k: (float if k in ("first", "delay") else int)(v)
+                                    for k, v in values.items()})
+        except (ValueError, TypeError):
+            return self  # text that only looks like a directive (fuzzed input) is text
 
 
 def sources_for(service: str, user: str, collection: str) -> list[Source]:
@@ -146,43 +150,35 @@ async def start_scripted_rag(broker_url: str, flow: str, rag: ScriptedRag) -> Pr
     processor = Processor(ProcessorSpec("scripted-rag", ProcessorSettings, rag.services),
                           ProcessorSettings(pulsar_url=broker_url, tg_flows=[flow]))
     await processor.start()
+    bus = Bus(broker_url)
     try:
         for service in ("graph-rag", "document-rag"):
-            await answering(broker_url, service, flow)
+            await serving(bus, service, flow, GraphRagRequest(query="[tokens=1]"), RagResponse)
     except BaseException:
         await processor.stop()
         raise
+    finally:
+        await bus.close()
     rag.requests.clear()
     rag.ids.clear()
     return processor
 
 
-async def answering(broker_url: str, service: str, flow: str, deadline: float = 30.0,
+async def answering(broker_url: str, service: str, flow: str,
                     probe: Record = GraphRagRequest(query="[tokens=1]"),
                     response: type[Response] = RagResponse) -> None:
-    """Wait until a just-started service answers ``probe`` (a request that reaches a
-    new consumer before its permits can be dropped, so ask again until one is
-    answered)."""
+    """Wait until a just-started service answers ``probe`` (on a bus of its own)."""
     bus = Bus(broker_url)
     try:
-        requester = Requester(bus, service, flow, f"probe-{uuid.uuid4().hex[:8]}", 10)
-        await requester.start()
-        async with asyncio.timeout(deadline):
-            while True:
-                try:
-                    async with asyncio.timeout(0.5):
-                        await requester.call(probe, response)
-                    return
-                except ServiceError:
-                    return  # an error is an answer too
-                except TimeoutError:
-                    pass
+        await serving(bus, service, flow, probe, response)
     finally:
         await bus.close()
 
 
 @dataclass
-class RagStack:
+class ScriptedRagGateway:
+    """Both scripted services on a flow of their own, behind a real gateway."""
+
     url: str  # the gateway, open
     flow: str
     rag: ScriptedRag
@@ -207,8 +203,8 @@ async def gateways(broker_url: str, flow: str, token: str | None = None
 
 
 @asynccontextmanager
-async def scripted_rag_stack(broker_url: str, token: str | None = None
-                             ) -> AsyncIterator[RagStack]:
+async def scripted_rag_gateway(broker_url: str, token: str | None = None
+                               ) -> AsyncIterator[ScriptedRagGateway]:
     """Both scripted services on a new flow behind an open gateway and, given a
     ``token``, a second gateway that requires it."""
     flow = f"rag-{uuid.uuid4().hex[:6]}"
@@ -216,6 +212,6 @@ async def scripted_rag_stack(broker_url: str, token: str | None = None
     processor = await start_scripted_rag(broker_url, flow, rag)
     try:
         async with gateways(broker_url, flow, token) as (url, *guarded):
-            yield RagStack(url, flow, rag, *guarded)
+            yield ScriptedRagGateway(url, flow, rag, *guarded)
     finally:
         await processor.stop()

@@ -32,6 +32,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from tests.support.openai_server import OpenAiServer, Script
+from tests.support.waiting import TimedOut, eventually_blocking
 from trustgraph.pubsub.embedded import free_port
 from trustgraph.run.rundir import alive
 
@@ -135,15 +136,15 @@ class Stack:
     def wait_for(self, check: Callable[[], object], timeout: float, what: str) -> object:
         """Poll ``check`` until it returns something true; fail with the log after
         ``timeout`` seconds or if tg-start exits."""
-        deadline = time.monotonic() + timeout
-        while not (value := check()):
+        def done() -> object:
             if self.process is not None and self.process.poll() is not None:
                 self._fail(f"tg-start exited with {self.process.returncode} while "
                            f"waiting for {what}")
-            if time.monotonic() > deadline:
-                self._fail(f"timed out after {timeout:g} s waiting for {what}")
-            time.sleep(0.02)
-        return value
+            return check()
+        try:
+            return eventually_blocking(done, what, timeout=timeout)
+        except TimedOut as error:
+            self._fail(str(error))
 
     def start(self) -> "Stack":
         """Launch tg-start and wait for its ready line."""

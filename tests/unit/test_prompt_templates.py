@@ -31,7 +31,7 @@ def test_render_system_and_prompt():
 def test_undefined_variable_is_named():
     with pytest.raises(PromptError) as failure:
         template("Answer {{ query }} from {{ documents }}").render({"query": "q"})
-    assert failure.value.type == "prompt-error"
+    assert failure.value.type == "bad-request"
     assert "variable 'documents' is undefined" in failure.value.message
     assert "the request gave: query" in failure.value.message
 

@@ -178,12 +178,8 @@ def parse(dispatcher: Dispatcher, body: dict) -> tuple[QueryRequest, ServiceRow,
         if name in query.model_fields_set and name not in row.request_model.model_fields:
             raise bad_request(f"{name}: not a parameter of mode {query.mode!r}")
     fields = {key: value for key, value in body.items() if key not in API_FIELDS}
-    try:
-        record = row.request_model.model_validate({
-            **fields, mode.question: query.query, "streaming": True})
-    except ValidationError as error:
-        raise bad_request(validation_message(error, where="")) from None
-    return query, row, record
+    return query, row, dispatcher.prepare(
+        row, {**fields, mode.question: query.query, "streaming": True}, where="")
 
 
 class AnswerLines:
