@@ -185,6 +185,20 @@ async def test_a_failing_tool_is_an_observation(agent):
     assert frames[-1].chunk_type == "answer" and frames[-1].end_of_dialog
 
 
+async def test_an_error_is_the_one_last_frame(agent):
+    agent.replies.react["Never done"] = [step("Again.", "add", a=1, b=1)]
+    frames = await agent.frames(question="Never done", group=["math"], max_iterations=1,
+                                session_id="err")
+    *steps, last = frames
+    assert sequence(steps) == ["thought", "thought.", "action.", "observation."]
+    assert (last.chunk_type, last.message_type, last.end_of_message, last.end_of_dialog) == (
+        "error", "error", True, True)
+    assert last.error.type == "agent-error"
+    assert last.content == last.error.message == \
+        "no final answer within max_iterations (1)"
+    assert await saved_turns(agent, "trustgraph", "err") == []
+
+
 async def test_a_session_remembers_its_turns_for_its_own_user(agent):
     agent.replies.react["Capital of France"] = [final("Known.", "Paris.")]
     agent.replies.react["And its river"] = [final("From before.", "The Seine.")]
