@@ -25,7 +25,8 @@ own time in it is taken out:
 * baselines, the same kinds of call without the agent: a streamed text prompt and a
   JSON prompt asked of the prompt service through the gateway (stream: sent → first
   word at the client; return: the LLM sending it → the client receiving it; json:
-  sent → answer; outbound: sent → the LLM request; the LLM's own time taken out).
+  sent → answer; outbound: sent → the LLM request; the LLM's own time taken out),
+  and retrieval: the question embedded and the chunks searched, service by service.
 
 "agent's own" subtracts the matching baseline's median: what the agent adds beyond
 one streamed (or JSON) prompt call made through the gateway.
@@ -55,8 +56,9 @@ ANSWER = "The answer, from what the model said, is forty two."
 FIRST_THOUGHT_WORD = 1  # "Thought: " is a marker, held; the thought starts with word 1
 FIRST_ANSWER_WORD = words(final(THOUGHT, ANSWER)).index("Answer: ") + 1
 # Which baseline each call is compared with.
-BASELINE = {"R1 thought": "stream", "tool call": "json", "R2 thought": "stream",
-            "R2 answer": "return", "classify+reformulate": "outbound", "answer": "stream"}
+BASELINE = {"R1 thought": ("stream",), "tool call": ("json",), "R2 thought": ("stream",),
+            "R2 answer": ("return",), "classify+reformulate": ("outbound",),
+            "answer": ("stream",), "answer (with retrieval)": ("stream", "retrieval")}
 
 _ids = itertools.count()
 
@@ -96,11 +98,17 @@ def react_sample(sent: float, frames: list, calls: list[Call]) -> dict:
         "R2 answer": first(frames, "answer") - r2.written[FIRST_ANSWER_WORD]}
 
 
-def ask_sample(sent: float, frames: list, calls: list[Call]) -> dict:
-    *prepare, answer = calls
+def ask_sample(sent: float, frames: list, calls: list[Call], answer: str = "answer"
+               ) -> dict:
+    *prepare, answer_call = calls
     arrived, done = max(c.arrived for c in prepare), max(c.done for c in prepare)
     return {"classify+reformulate": arrived - sent,
-            "answer": first(frames, "answer") - done - (answer.written[0] - answer.arrived)}
+            answer: first(frames, "answer") - done - (answer_call.written[0]
+                                                      - answer_call.arrived)}
+
+
+def knowledge_sample(sent: float, frames: list, calls: list[Call]) -> dict:
+    return ask_sample(sent, frames, calls, "answer (with retrieval)")
 
 
 def baseline_sample(stream: tuple, json_call: tuple) -> dict:
@@ -120,21 +128,33 @@ async def one_round(ws, llm, n: int) -> dict[str, dict]:
                                final(THOUGHT, ANSWER)]
     found = {"react": await _timed(llm, react_sample, request(
         ws, "agent", {"question": question, "group": ["bench"]}))}
-    for route, name in (("conversational", "ask"), ("knowledge", "ask (knowledge)")):
+    for route, name, sample in (("conversational", "ask", ask_sample),
+                                ("knowledge", "ask (knowledge)", knowledge_sample)):
         # Whole questions as keys: "And then 1" would also match "And then 12".
         first_turn, second_turn = f"Hello {n} {route}?", f"And then {n} {route}?"
         replies.routes |= {first_turn: route, second_turn: route}
         session = {"pattern": "ask", "session_id": f"s{n}-{route}"}
         await request(ws, "agent", {"question": first_turn, **session})
-        found[name] = await _timed(llm, ask_sample, request(
+        found[name] = await _timed(llm, sample, request(
             ws, "agent", {"question": second_turn, **session}))
     stream = await _called(llm, request(ws, "prompt", {
         "id": "agent-conversational", "variables": {"question": "hi", "history": []}}))
     replies.routes[f"Baseline {n}?"] = "code"
     json_call = await _called(llm, request(ws, "prompt", {
         "id": "agent-classify", "variables": {"question": f"Baseline {n}?", "history": []}}))
-    found["baseline (prompt via gateway)"] = baseline_sample(stream, json_call)
+    found["baseline (prompt via gateway)"] = {
+        **baseline_sample(stream, json_call), "retrieval": await retrieval(ws, n)}
     return found
+
+
+async def retrieval(ws: aiohttp.ClientWebSocketResponse, n: int) -> float:
+    """What the knowledge route's retrieval costs asked of the services straight: the
+    question embedded, then the nearest chunks searched."""
+    started = time.perf_counter()
+    _, frames = await request(ws, "embeddings", {"texts": [f"And then {n} knowledge?"]})
+    [vector] = frames[-1][1]["vectors"]
+    await request(ws, "document-embeddings", {"vector": vector, "limit": 10})
+    return time.perf_counter() - started
 
 
 async def _timed(llm, sample, dialog) -> dict:
@@ -180,13 +200,14 @@ async def measure(stack: Stack, llm, rounds: int) -> dict[str, list[dict]]:
 
 def report(found: dict[str, list[dict]]) -> str:
     baselines = {name: median([s[name] for s in found["baseline (prompt via gateway)"]])
-                 for name in ("stream", "return", "json", "outbound")}
+                 for name in ("stream", "return", "json", "outbound", "retrieval")}
     lines = ["| dialog | LLM call | n | added p50 ms | p95 ms | agent's own p50 ms |",
              "|---|---|---|---|---|---|"]
     for dialog, samples in found.items():
         for call in samples[0]:
             values = [sample[call] for sample in samples]
-            own = ms(median(values) - baselines[BASELINE[call]]) if call in BASELINE else ""
+            own = ms(median(values) - sum(baselines[name] for name in BASELINE[call])) \
+                if call in BASELINE else ""
             lines.append(f"| {dialog} | {call} | {len(values)} | {ms(median(values))} | "
                          f"{ms(percentile(values, 95))} | {own} |")
     return "\n".join(lines)

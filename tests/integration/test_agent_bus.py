@@ -96,8 +96,8 @@ class Agent:
 
     async def stop(self) -> None:
         await self.bus.close()
-        for processor in reversed(self.processors):
-            await processor.stop()
+        # At once: each takes ~0.4 s to close its connection, and none needs another.
+        await asyncio.gather(*(processor.stop() for processor in self.processors))
 
     async def frames(self, **request) -> list[AgentResponse]:
         async with asyncio.timeout(DEADLINE):
@@ -183,6 +183,20 @@ async def test_a_failing_tool_is_an_observation(agent):
     [observation] = [f.content for f in frames if f.chunk_type == "observation"]
     assert observation.startswith("The tool failed: ") and "always does" in observation
     assert frames[-1].chunk_type == "answer" and frames[-1].end_of_dialog
+
+
+async def test_an_error_is_the_one_last_frame(agent):
+    agent.replies.react["Never done"] = [step("Again.", "add", a=1, b=1)]
+    frames = await agent.frames(question="Never done", group=["math"], max_iterations=1,
+                                session_id="err")
+    *steps, last = frames
+    assert sequence(steps) == ["thought", "thought.", "action.", "observation."]
+    assert (last.chunk_type, last.message_type, last.end_of_message, last.end_of_dialog) == (
+        "error", "error", True, True)
+    assert last.error.type == "agent-error"
+    assert last.content == last.error.message == \
+        "no final answer within max_iterations (1)"
+    assert await saved_turns(agent, "trustgraph", "err") == []
 
 
 async def test_a_session_remembers_its_turns_for_its_own_user(agent):

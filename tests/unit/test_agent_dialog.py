@@ -184,7 +184,8 @@ async def test_malformed_steps_are_told_to_the_model_then_fail(sessions):
 
 async def test_max_iterations_ends_with_a_clear_error(sessions):
     prompts = ScriptedPrompts([STEP_1] * 3)
-    with pytest.raises(HandledError, match="no final answer after 3 iterations") as failure:
+    with pytest.raises(HandledError,
+                       match=r"no final answer within max_iterations \(3\)") as failure:
         await frames_of(dialog(prompts, rag_clients(), streaming=True), react_pattern(3),
                         sessions)
     assert failure.value.type == "agent-error"

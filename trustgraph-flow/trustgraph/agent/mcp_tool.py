@@ -4,11 +4,16 @@ official ``mcp`` SDK.
 One connection per call: a tool call is rare next to the LLM calls around it, and a
 connection held open would outlive a server restart or a changed ``url``. The call
 runs in the request's task, so a cancelled dialog closes the connection with it.
+
+The SDK is imported on a thread, in the background as soon as config offers an MCP
+tool (``warm_sdk``), else on the first call: it takes a second or more to import, and
+a process whose tools use no MCP server should not pay that at all.
 """
 import asyncio
 import importlib
 import json
 import logging
+import sys
 from types import ModuleType
 from typing import Any
 
@@ -34,6 +39,18 @@ async def call_mcp_tool(url: str, name: str, arguments: dict[str, Any],
     if result.is_error:
         raise McpToolError(text)
     return text
+
+
+_warming: set[asyncio.Task] = set()  # held here, or the loop could drop the task
+
+
+def warm_sdk() -> None:
+    """Import the SDK in the background now (config offers an MCP tool), so the first
+    call does not wait for it."""
+    if "mcp" not in sys.modules and not _warming:
+        task = asyncio.ensure_future(_imported())
+        _warming.add(task)
+        task.add_done_callback(_warming.discard)
 
 
 async def _imported() -> ModuleType:

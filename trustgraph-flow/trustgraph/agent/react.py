@@ -69,8 +69,7 @@ def react(tools: dict[str, ToolDefinition], limits: ReactLimits):
             yield frames.observation(result)
             steps.append(AgentStep(thought=step.thought, action=step.action,
                                    arguments=_arguments_or_empty(step), observation=result))
-        raise HandledError(ERROR, f"no final answer after {iterations} iterations "
-                                  f"(max_iterations)")
+        raise HandledError(ERROR, f"no final answer within max_iterations ({iterations})")
     return pattern
 
 

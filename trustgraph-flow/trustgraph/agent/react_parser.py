@@ -7,9 +7,10 @@ The ``agent-react`` template asks for one of::
     Args: <JSON object>                  (``Action Input:`` is read as ``Args:``)
 
 A marker counts only at the start of a line (Markdown emphasis or a heading mark
-around it allowed), so a thought that mentions "Action:" mid-sentence stays a thought. Text is passed on the moment it cannot be part of a
-marker: mid-line text at once, and the start of a line as soon as it stops looking
-like the beginning of one ("Act" is held, "Actually" is sent). Whitespace at the end
+around it allowed), so a thought that mentions "Action:" mid-sentence stays a
+thought. Text is passed on the moment it cannot be part of a marker: mid-line text
+at once, and the start of a line as soon as it stops looking like the beginning of
+one ("Act" is held, "Actually" is sent). Whitespace at the end
 of what has been read is held too, so a thought never ends in the newline before
 "Action:". Everything after "Final Answer:" is answer text, markers or not.
 """

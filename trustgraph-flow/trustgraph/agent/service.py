@@ -21,6 +21,7 @@ from trustgraph.schema.tool import TOOL_CONFIG_TYPE
 
 from .ask import AskLimits, ask
 from .dialog import Dialog, Pattern, run_dialog
+from .mcp_tool import warm_sdk
 from .react import ERROR, ReactLimits, react
 from .sessions import SessionStore
 from .toolbox import Toolbox, default_values
@@ -84,6 +85,8 @@ async def agent_services(runtime: Runtime) -> list[Service]:
             await config.put_many(TOOL_CONFIG_TYPE, values)
         first_read = False
         toolbox.replace(values)
+        if any(tool.kind == "mcp-tool" for tool in toolbox.tools.values()):
+            warm_sdk()
         log.info("agent tools at config version %d: %s", version,
                  ", ".join(sorted(toolbox.tools)) or "none")
 

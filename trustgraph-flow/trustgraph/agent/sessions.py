@@ -59,7 +59,8 @@ class SessionStore:
 
     async def _run(self, sql: str, parameters: tuple) -> list[tuple]:
         async with self._lock:
-            return await asyncio.to_thread(lambda: self._db.execute(sql, parameters).fetchall())
+            return await asyncio.to_thread(
+                lambda: self._db.execute(sql, parameters).fetchall())
 
     def close(self) -> None:
         self._db.close()
