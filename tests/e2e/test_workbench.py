@@ -6,7 +6,9 @@ Everything goes through the page, as a user would: the token is typed in (a wron
 one first), three files are uploaded and their bars watched to 100 %, then
 questions are asked in each mode the stack runs. For each answer: the sources are
 in the page before the first answer token (a MutationObserver installed before
-asking records both), and the rendered answer is the text the LLM streamed. Stop
+asking records both), and the rendered answer is the text the LLM streamed; the
+agent (and LazyRAG, once the stack runs it) is asked for real, a mode the stack
+does not run must say it is off. Stop
 makes the LLM server see its client go; model text carrying ``<script>`` and
 ``<img onerror>`` runs nothing. Set WORKBENCH_SCREENSHOTS=docs/images to save the
 README's screenshots.
@@ -181,8 +183,13 @@ def test_lazy_and_agent_modes(page, client):
         assert turn["state"] == "done" and turn["answer"], turn
         assert page.turn().find_elements("css selector", ".lazy meter")
     if "agent" in ran:
-        turn = page.ask("agent", "Who walked on the Moon? [tokens=15]")
-        assert turn["state"] == "done" and turn["answer"], turn
+        turn = page.ask("agent", "Who walked on the Moon? [canned=react]")
+        assert turn["state"] == "done", turn
+        assert turn["answer"] == "Neil Armstrong and Buzz Aldrin walked on the Moon."
+        steps = page.js("""return [...document.querySelector('#history').lastElementChild
+            .querySelectorAll('.steps details')].map(d => d.innerText.trim())""")
+        assert steps == ["Thought"], steps  # collapsed: only its summary shows
+        assert "null" not in turn["text"]
 
 
 def test_stop_ends_the_llm_stream(page, llm):

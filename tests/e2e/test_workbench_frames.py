@@ -1,6 +1,7 @@
 """The workbench page against a scripted gateway: the agent's and LazyRAG's frames
-exactly as docs/protocol.md §2 spells them, before those services run in the
-default stack (test_workbench.py asks them for real once they do).
+exactly as docs/protocol.md §2 spells them, every kind of agent step included, and
+LazyRAG before it runs in the default stack (test_workbench.py asks each service
+the stack runs for real).
 
 A small aiohttp app serves the real page (``add_page_routes``) and a websocket that
 answers each service with fixed PROTOCOL frames, and records what the page sent.

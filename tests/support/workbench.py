@@ -21,6 +21,9 @@ CANNED = {
     "xss": 'Safe **bold** text. <script>window.__xss = "script"</script>'
            '<img src="x" onerror="window.__xss = \'img\'"> '
            '<a href="javascript:window.__xss=\'link\'">link</a> end.',
+    # A ReAct step that ends the dialog (the agent service's format).
+    "react": "Thought: The Apollo document names them.\n"
+             "Final Answer: Neil **Armstrong** and Buzz Aldrin walked on the Moon.",
 }
 
 
