@@ -86,7 +86,8 @@ async def test_set_show_and_delete_a_prompt(stack, tmp_path):
     code, stdout, stderr = await tg(stack, "tg-delete-prompt", "--id", "names")
     assert (code, stdout) == (1, "")
     assert stderr.startswith("tg-delete-prompt: not-found: no prompt template 'names' "
-                             "(known: agent-react, document-prompt, ")
+                             "(known: agent-classify, agent-code, agent-conversational, "
+                             "agent-knowledge, agent-react, agent-reformulate, document-prompt, ")
     assert stderr.count("\n") == 1
 
 

@@ -19,9 +19,9 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.support.waiting import serving
 from tests.support.scripted_rag import ScriptedRag, start_scripted_rag
-from trustgraph.base import (Processor, ProcessorSettings, ProcessorSpec, Requester, Service,
-                             ServiceError)
+from trustgraph.base import (Processor, ProcessorSettings, ProcessorSpec, Service)
 from trustgraph.config.service import SPEC as CONFIG_SPEC
 from trustgraph.config.service import ConfigSettings
 from trustgraph.embeddings.service import embeddings_handler
@@ -117,7 +117,7 @@ async def _all_answering(broker_url: str, flow: str) -> None:
     bus = Bus(broker_url)
     try:
         await asyncio.gather(*(
-            _answering(bus, service, service_flow, probe, model)
+            serving(bus, service, service_flow, probe, model)
             for service, service_flow, probe, model in (
                 ("text-completion", flow, TextCompletionRequest(prompt="[tokens=1]"),
                  TextCompletionResponse),
@@ -130,20 +130,3 @@ async def _all_answering(broker_url: str, flow: str) -> None:
                  DocumentEmbeddingsResponse))))
     finally:
         await bus.close()
-
-
-async def _answering(bus: Bus, service: str, flow: str, probe, model) -> None:
-    """Wait until a just-started service answers (a request that reaches a new
-    consumer before its permits can be dropped: ask again until one is answered)."""
-    requester = Requester(bus, service, flow, f"probe-{uuid.uuid4().hex[:8]}", 10)
-    await requester.start()
-    async with asyncio.timeout(DEADLINE):
-        while True:
-            try:
-                async with asyncio.timeout(0.5):
-                    await requester.call(probe, model)
-                return
-            except ServiceError:
-                return  # an error is an answer too
-            except TimeoutError:
-                pass

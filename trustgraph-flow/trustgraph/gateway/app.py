@@ -1,8 +1,9 @@
 """The gateway process: websocket and REST in front of the bus.
 
 ``Gateway(settings)`` serves ``/api/v1/socket`` (PROTOCOL §1), ``/api/v1/flow/{flow}/
-service/{kind}`` and the answer-stream API ``/api/v1/query`` (§3),
-``/api/v1/openapi.json`` and ``/metrics``; ``main`` is its console entry
+service/{kind}``, the answer-stream API ``/api/v1/query`` and LazyRAG's
+``/api/v1/lazy-rag/...`` (§3), ``/api/v1/openapi.json``, ``/metrics`` and the
+workbench page at ``/`` (``page.py``); ``main`` is its console entry
 (``tg-run gateway``).
 """
 import asyncio
@@ -26,10 +27,12 @@ from .auth import Auth
 from .dispatch import MAX_RECORD_BYTES, Dispatcher
 from .errors import GatewayError
 from .http_errors import AppRunner, json_errors
+from .lazy_rag import LAZY_RAG_PATH, LazyRagEndpoint, LazyRagSettings
 from .openapi import openapi
+from .page import add_page_routes
 from .responses import error_response
 from .rest import RestEndpoint
-from .services import SERVICES
+from .services import LAZY_RAG_SERVICES, SERVICES
 from .websocket import Limits, SocketEndpoint
 
 log = logging.getLogger(__name__)
@@ -51,6 +54,10 @@ class GatewaySettings(Settings):
     # so the limit a client is told is the one that holds
     tg_gateway_max_frame: int = MAX_RECORD_BYTES
     tg_metrics_open: bool = False  # /metrics without the token even when one is set
+    # false: the lazy-rag services are refused (404 saying how to enable them) on every
+    # transport, and /api/v1/lazy-rag/status says so; as tg-start's, so that its
+    # gateway agrees with whether it started the service
+    lazy_rag_enabled: bool = True
 
     @field_validator("tg_flows", mode="before")
     @classmethod
@@ -85,13 +92,15 @@ class Gateway:
         # request, and a pulsar client closed without ever having connected crashes
         # the process at exit (pulsar-client 3.x).
         await self._bus.producer(CANCEL_TOPIC)
+        off = () if settings.lazy_rag_enabled else LAZY_RAG_SERVICES
         self.dispatcher = dispatcher = Dispatcher(self._bus, settings.tg_flows,
-                                                  settings.tg_request_timeout)
+                                                  settings.tg_request_timeout, off)
         auth = Auth(settings.tg_gateway_token)
         self._sockets = SocketEndpoint(dispatcher, auth, Limits(
             settings.tg_gateway_max_inflight, settings.tg_gateway_max_frame))
         self._rest = RestEndpoint(dispatcher, auth)
-        app = _application(self._sockets, self._rest, dispatcher.flows,
+        lazy = LazyRagEndpoint(dispatcher, LazyRagSettings())
+        app = _application(self._sockets, self._rest, lazy, dispatcher.flows,
                            settings.tg_gateway_max_frame,
                            None if settings.tg_metrics_open else auth)
         # handler_cancellation: a client that drops an HTTP request cancels its handler,
@@ -128,8 +137,9 @@ class Gateway:
         self._sockets = self._rest = self._runner = self._bus = None
 
 
-def _application(sockets: SocketEndpoint, rest: RestEndpoint, flows: tuple[str, ...],
-                 max_body: int, metrics_auth: Auth | None) -> web.Application:
+def _application(sockets: SocketEndpoint, rest: RestEndpoint, lazy: LazyRagEndpoint,
+                 flows: tuple[str, ...], max_body: int, metrics_auth: Auth | None
+                 ) -> web.Application:
     """``metrics_auth``: the token /metrics needs (None: open)."""
     spec = openapi(SERVICES.values(), flows)
 
@@ -149,8 +159,12 @@ def _application(sockets: SocketEndpoint, rest: RestEndpoint, flows: tuple[str, 
     app.router.add_post("/api/v1/flow/{flow}/service/{kind}", rest.handle)
     for path in QUERY_PATHS:
         app.router.add_post(path, rest.query)
+    app.router.add_post(f"{LAZY_RAG_PATH}/query", rest.served(lazy.query))
+    app.router.add_post(f"{LAZY_RAG_PATH}/expand", rest.served(lazy.expand))
+    app.router.add_get(f"{LAZY_RAG_PATH}/status", rest.served(lazy.status))
     app.router.add_get("/api/v1/openapi.json", openapi_json)
     app.router.add_get("/metrics", metrics)
+    add_page_routes(app)
     return app
 
 

@@ -6,6 +6,7 @@ own ids, which may collide across sockets) and yields the response frames,
 coalesced when the caller has fallen behind.
 """
 import asyncio
+import time
 import uuid
 from collections.abc import AsyncIterator, Iterable
 from contextlib import aclosing
@@ -13,7 +14,7 @@ from contextlib import aclosing
 from pydantic import ValidationError
 from pydantic_core import PydanticSerializationError
 
-from trustgraph.base import Requester
+from trustgraph.base import Requester, ServiceError
 from trustgraph.pubsub import Bus
 from trustgraph.schema import Record, encode
 
@@ -27,8 +28,10 @@ MAX_RECORD_BYTES = 5 * 1024 * 1024 - 64 * 1024
 
 
 class Dispatcher:
-    def __init__(self, bus: Bus, flows: Iterable[str], timeout: float) -> None:
+    def __init__(self, bus: Bus, flows: Iterable[str], timeout: float,
+                 off: Iterable[str] = ()) -> None:
         self.flows = tuple(flows)
+        self.off = frozenset(off)  # optional services turned off in the gateway's settings
         self._bus = bus
         self._timeout = timeout
         self._owner = f"gateway-{uuid.uuid4().hex[:8]}"
@@ -41,6 +44,9 @@ class Dispatcher:
         if row is None:
             raise GatewayError("unknown-service", f"unknown service {service!r}; known: "
                                f"{', '.join(SERVICES)}", 404)
+        if row.name in self.off:
+            raise GatewayError("disabled", f"{row.name} is turned off on this gateway; "
+                               f"{row.optional}", 404)
         if row.global_flow is None and flow not in self.flows:
             raise GatewayError("unknown-flow", f"unknown flow {flow!r}; this gateway serves: "
                                f"{', '.join(self.flows)}", 404)
@@ -78,10 +84,14 @@ class Dispatcher:
         the id on the bus (and in every processor's log lines), fresh when not given.
         Closing this generator early cancels the request on the bus."""
         requester = await self._requester(row.name, row.bus_flow(flow))
-        first = True
-        async with aclosing(requester.frames(record, request_id or new_request_id())
-                            ) as batches:
+        first, started = True, time.perf_counter()
+        answer = requester.frames(record, request_id or new_request_id())
+        if row.optional is not None:
+            answer = _absent_as_disabled(row, answer)
+        async with aclosing(answer) as batches:
             async for batch in batches:
+                if row.observe is not None and batch[-1][1]:
+                    row.observe(time.perf_counter() - started, batch[-1][0])
                 yield row.wire(batch, first)
                 first = False
 
@@ -158,6 +168,21 @@ def _shown(text: str) -> str:
 
 def _path(parts: list[str], where: str) -> str:
     return ".".join(part for part in (where, *parts) if part) or "body"
+
+
+async def _absent_as_disabled(row: ServiceRow, batches: AsyncIterator[list[Frame]]
+                              ) -> AsyncIterator[list[Frame]]:
+    """An optional service that no processor serves is as good as turned off: its
+    ``no-service`` error becomes the 404 saying how to turn it on."""
+    try:
+        async with aclosing(batches):
+            async for batch in batches:
+                yield batch
+    except ServiceError as error:
+        if row.optional is None or error.error.type != "no-service":
+            raise
+        raise GatewayError("disabled", f"{error.error.message}; {row.optional}", 404
+                           ) from None
 
 
 def new_request_id() -> str:

@@ -7,8 +7,10 @@ waiting deltas decoded and merged into one frame (``coalesce``).
 """
 import json
 import math
+from collections.abc import Callable, Hashable
 
 Frame = tuple[bytes, bool]  # (record JSON, is the final record)
+RunKey = Callable[[dict], Hashable | None]  # which neighbours a delta may merge with
 
 TOKEN_FIELDS = ("in_token", "out_token")
 _MORE = b',"complete":false}'
@@ -43,24 +45,33 @@ def echoable(client_id: object) -> str | int | float | None:
     return None
 
 
-def coalesce(batch: list[Frame], delta_field: str | None) -> list[Frame]:
-    """Merge runs of consecutive non-final records with the same keys into one record:
-    ``delta_field`` concatenated, token counts summed, other fields from the last.
-    Final records are never merged. A batch of one, or a service without a delta
+def same_keys(record: dict) -> Hashable:
+    return frozenset(record)
+
+
+def coalesce(batch: list[Frame], delta_field: str | None,
+             run_key: RunKey = same_keys) -> list[Frame]:
+    """Merge runs of consecutive non-final records with the same ``run_key`` (by
+    default: the same keys) into one record: ``delta_field`` concatenated, token
+    counts summed, other fields from the last. Final records, and records whose run
+    key is None, are never merged. A batch of one, or a service without a delta
     field, comes back untouched."""
     if len(batch) < 2 or delta_field is None:
         return batch
     merged: list[Frame] = []
     run: list[tuple[bytes, dict]] = []
+    run_of: Hashable | None = None  # the run key of the records in ``run``
     for data, final in batch:
         record = None if final else _mergeable(data, delta_field)
-        if run and (record is None or record.keys() != run[0][1].keys()):
+        key = None if record is None else run_key(record)
+        if run and key != run_of:
             merged.append(_merge(run, delta_field))
             run = []
-        if record is None:
+        if key is None:
             merged.append((data, final))
         else:
             run.append((data, record))
+            run_of = key
     if run:
         merged.append(_merge(run, delta_field))
     return merged

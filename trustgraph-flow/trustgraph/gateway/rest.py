@@ -38,6 +38,14 @@ class RestEndpoint:
         """``/api/v1/query``"""
         return await self._served(request, lambda r: answer(self.dispatcher, r))
 
+    def served(self, route: Callable[[web.Request], Awaitable[web.StreamResponse]]
+               ) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+        """Another REST route, served as these are: auth, drained at shutdown, its
+        failures as HTTP statuses with JSON bodies."""
+        async def handle(request: web.Request) -> web.StreamResponse:
+            return await self._served(request, route)
+        return handle
+
     async def drain(self, grace: float) -> None:
         """Give the requests in flight ``grace`` seconds, then cancel the rest (and
         so their bus requests)."""
