@@ -18,6 +18,7 @@ import os
 import types
 import typing
 import uuid
+from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,6 +42,10 @@ FUZZ = settings(max_examples=FUZZ_EXAMPLES, derandomize=True, deadline=None, dat
 DEADLINE = 15.0  # a hang guard: every answer comes long before
 FLOW = "\x00flow"  # stands for the rig's flow (not known when strategies are built)
 TRACEBACK = ("Traceback (most recent call last)", 'File "/')
+# The one 5xx allowed: 502, a service's own failure record (PROTOCOL §3), of the types
+# this rig's scripted LLM causes (it never answers in the agent's format, nor in a
+# JSON template's schema). Anything else at 5xx is the gateway's fault.
+SERVICE_FAILURES = {"agent-error", "prompt-error"}
 
 # --- strategies ----------------------------------------------------------------
 
@@ -150,6 +155,8 @@ ROUTES = [
     Route("GET", "/api/v1/openapi.json"),
     Route("GET", "/metrics"),
     Route("GET", "/api/v1/socket"),  # the websocket itself: test_websocket_frames
+    Route("GET", "/"),  # the workbench page
+    Route("GET", "/assets/{name}"),
 ]
 
 # --- the rig ---------------------------------------------------------------------
@@ -188,7 +195,10 @@ async def assert_http_answer(response: aiohttp.ClientResponse) -> None:
     body = (await response.read()).decode("utf-8", "replace")
     event(f"HTTP {response.status}")  # --hypothesis-show-statistics: what the cases reached
     assert_no_traceback(body)
-    assert response.status < 500, (response.status, body[:2000])
+    if response.status == 502:
+        assert json.loads(body)["error"]["type"] in SERVICE_FAILURES, body[:2000]
+    else:
+        assert response.status < 500, (response.status, body[:2000])
     if response.status >= 400 and response.method != "HEAD":
         assert response.content_type == "application/json", body[:500]
         error = json.loads(body)["error"]
@@ -216,7 +226,7 @@ async def test_service_route(rig, http, case, accept, flow):
     await post(rig, http, f"api/v1/flow/{flow}/service/{kind}", body, accept)
 
 
-@pytest.mark.parametrize("route", [route for route in ROUTES if route.bodies],
+@pytest.mark.parametrize("route", [route for route in ROUTES if route.bodies is not None],
                          ids=lambda route: route.path)
 @FUZZ
 @given(data=st.data())
@@ -244,7 +254,9 @@ SEGMENT = st.text(st.characters(codec="utf-8"), max_size=12)
        segments=st.lists(SEGMENT, max_size=3), query=st.dictionaries(SEGMENT, SEGMENT,
                                                                      max_size=2))
 async def test_any_method_and_path(rig, http, method, route, segments, query):
-    path = route.format(flow=FLOW, kind="text-completion").lstrip("/")
+    # Path parameters filled in (any not named here: "x"), then junk segments added.
+    path = route.format_map(defaultdict(lambda: "x", flow=FLOW, kind="text-completion"))
+    path = path.lstrip("/")
     path = "/".join([path, *(aiohttp.helpers.quote(s, safe="") for s in segments)])
     async with asyncio.timeout(DEADLINE):
         async with http.request(method, rig.url + path.replace(FLOW, rig.flow),

@@ -4,10 +4,10 @@ test_gateway_fuzz.py).
 
 Behind it, on a flow of its own, something answers every row of the gateway's table:
 the real text-completion processor (openai provider, talking to the local
-OpenAI-format server), the real config, prompt, librarian, triples-store and
-vector-store processors, the real embeddings service (its handler, with a stand-in
-embedder and a small ``MAX_TEXTS``), and the scripted graph-rag / document-rag
-services. A service added to the gateway gets its processor here too (one line in
+OpenAI-format server), the real config, prompt, librarian, triples-store,
+vector-store, agent and lazy-rag processors, the real embeddings service (its
+handler, with a stand-in embedder and a small ``MAX_TEXTS``), and the scripted
+graph-rag / document-rag services. A service added to the gateway gets its processor here too (one line in
 ``_processors``), or valid requests to it end as ``no-service``.
 ``GatewayRig.gateway`` is the ``Gateway`` object, so a test can see what its
 dispatcher still holds (``in_flight``).
@@ -22,6 +22,8 @@ from pathlib import Path
 from tests.support.waiting import serving
 from tests.support.scripted_rag import ScriptedRag, start_scripted_rag
 from trustgraph.base import (Processor, ProcessorSettings, ProcessorSpec, Service)
+from trustgraph.agent.service import SPEC as AGENT_SPEC
+from trustgraph.agent.service import AgentSettings
 from trustgraph.config.service import SPEC as CONFIG_SPEC
 from trustgraph.config.service import ConfigSettings
 from trustgraph.embeddings.service import embeddings_handler
@@ -33,10 +35,13 @@ from trustgraph.model.text_completion.service import spec_for
 from trustgraph.prompt.service import SPEC as PROMPT_SPEC
 from trustgraph.prompt.service import PromptSettings
 from trustgraph.pubsub import Bus
+from trustgraph.retrieval.lazy_rag.service import SPEC as LAZY_RAG_SPEC
+from trustgraph.retrieval.lazy_rag.settings import LazyRagSettings
 from trustgraph.pubsub.embedded import free_port
-from trustgraph.schema import (LIBRARIAN_FLOW, DocumentEmbeddingsRequest,
-                               DocumentEmbeddingsResponse, EmbeddingsRequest,
-                               EmbeddingsResponse, LibrarianRequest, LibrarianResponse,
+from trustgraph.schema import (LIBRARIAN_FLOW, AgentRequest, AgentResponse,
+                               DocumentEmbeddingsRequest, DocumentEmbeddingsResponse,
+                               EmbeddingsRequest, EmbeddingsResponse, LazyRagStatusRequest,
+                               LazyRagStatusResponse, LibrarianRequest, LibrarianResponse,
                                PromptRequest, PromptResponse, TextCompletionRequest,
                                TextCompletionResponse, TriplesQueryRequest,
                                TriplesQueryResponse)
@@ -110,6 +115,12 @@ def _processors(url: str, openai_base_url: str, data_dir: Path, flow: str) -> li
             pulsar_url=url, tg_flows=flows, tg_data_dir=str(data_dir / "triples"))),
         Processor(service_vectors.SPEC, service_vectors.VectorStoreSettings(
             pulsar_url=url, tg_flows=flows, tg_data_dir=str(data_dir / "vectors"))),
+        # Two steps at most: the scripted LLM never answers in the agent's format.
+        Processor(AGENT_SPEC, AgentSettings(pulsar_url=url, tg_flows=flows,
+                                            tg_data_dir=str(data_dir), tg_config_wait=5,
+                                            agent_max_iterations=2)),
+        Processor(LAZY_RAG_SPEC, LazyRagSettings(pulsar_url=url, tg_flows=flows,
+                                                 tg_data_dir=str(data_dir))),
     ]
 
 
@@ -127,6 +138,8 @@ async def _all_answering(broker_url: str, flow: str) -> None:
                 ("embeddings", flow, EmbeddingsRequest(texts=[]), EmbeddingsResponse),
                 ("triples", flow, TriplesQueryRequest(), TriplesQueryResponse),
                 ("document-embeddings", flow, DocumentEmbeddingsRequest(vector=[1.0]),
-                 DocumentEmbeddingsResponse))))
+                 DocumentEmbeddingsResponse),
+                ("lazy-rag-status", flow, LazyRagStatusRequest(), LazyRagStatusResponse),
+                ("agent", flow, AgentRequest(question="?"), AgentResponse))))
     finally:
         await bus.close()
