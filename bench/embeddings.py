@@ -26,8 +26,8 @@ from dataclasses import asdict, dataclass
 
 from bench.stats import percentile
 from trustgraph.chunking import split_text
-from trustgraph.embeddings.batcher import Batcher
-from trustgraph.embeddings.minilm import WINDOW, MiniLm
+from trustgraph.embeddings.minilm.batcher import Batcher
+from trustgraph.embeddings.minilm.provider import WINDOW, MiniLm
 from trustgraph.embeddings.provider import EmbeddingsSettings
 
 QUERIES = [

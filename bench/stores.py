@@ -31,7 +31,7 @@ from tests.support.arcadedb import ArcadeDb
 from trustgraph.pubsub.embedded import free_port
 from trustgraph.base import Context
 from trustgraph.schema import RDFS_LABEL, SubgraphRequest, Term, Triple
-from trustgraph.storage.service_triples import subgraph_handler
+from trustgraph.storage.triples.service import subgraph_handler
 from trustgraph.storage.triples.neo4j import Neo4jTriplesStore
 from trustgraph.storage.triples.sqlite import SqliteTriplesStore
 from trustgraph.storage.triples.store import TriplesStore, expand

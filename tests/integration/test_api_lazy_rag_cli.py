@@ -10,7 +10,7 @@ import pytest_asyncio
 
 from tests.support.scripted_lazy_rag import (CONFIDENCE, MODEL, SUMMARY_ERROR, expected_text,
                                              missing_for, scripted_lazy_rag_stack)
-from tests.support.scripted_rag import RagStack
+from tests.support.scripted_rag import ScriptedRagGateway
 from trustgraph.cli import invoke_lazy_rag
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -25,7 +25,7 @@ async def rig(broker):
         yield stack
 
 
-async def tg(url: str, rig: RagStack, command: str, *args: str) -> tuple[int, str, str]:
+async def tg(url: str, rig: ScriptedRagGateway, command: str, *args: str) -> tuple[int, str, str]:
     process = await asyncio.create_subprocess_exec(
         str(BIN / command), "-u", url, "-f", rig.flow, *args,
         stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,

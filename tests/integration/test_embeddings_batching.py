@@ -7,7 +7,7 @@ import threading
 import numpy as np
 import pytest
 
-from trustgraph.embeddings.batcher import SHORT_TEXT, Batcher
+from trustgraph.embeddings.minilm.batcher import SHORT_TEXT, Batcher
 
 LONG = "x" * (SHORT_TEXT + 1)
 

@@ -6,7 +6,7 @@ import onnx
 import onnxruntime
 import pytest
 
-from trustgraph.embeddings.minilm import DIMENSION, MiniLm, model_file, without_nan_guards
+from trustgraph.embeddings.minilm.provider import DIMENSION, MiniLm, model_file, without_nan_guards
 
 SENTENCES = ["A man is playing a guitar on stage.",
              "Someone performs music with a stringed instrument.",

@@ -9,8 +9,8 @@ import pytest
 from aiohttp import web
 
 from trustgraph.base import Processor, Requester, ServiceError
-from trustgraph.embeddings.ollama import OllamaEmbedder
-from trustgraph.embeddings.openai_api import OpenAiEmbedder
+from trustgraph.embeddings.ollama.provider import OllamaEmbedder
+from trustgraph.embeddings.openai.provider import OpenAiEmbedder
 from trustgraph.embeddings.provider import EmbeddingsError, EmbeddingsSettings
 from trustgraph.embeddings.service import SPEC
 from trustgraph.pubsub import Bus

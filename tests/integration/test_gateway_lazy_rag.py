@@ -16,7 +16,7 @@ import pytest_asyncio
 from tests.support.scripted_lazy_rag import (MODEL, PROMPT_TOKENS, STATUS, SUMMARY_ERROR,
                                              expected_text, scripted_lazy_rag_stack,
                                              wire_subgraph)
-from tests.support.scripted_rag import RagStack, wire_sources
+from tests.support.scripted_rag import ScriptedRagGateway, wire_sources
 from trustgraph.gateway.lazy_rag import (LazyAnswerEnvelope, LazyExpandEnvelope,
                                          LazyStatusEnvelope)
 
@@ -46,7 +46,7 @@ async def http():
         yield http
 
 
-def frame(rig: RagStack, service: str, request: dict) -> dict:
+def frame(rig: ScriptedRagGateway, service: str, request: dict) -> dict:
     return {"id": uuid.uuid4().hex, "service": service, "flow": rig.flow, "request": request}
 
 

@@ -11,7 +11,8 @@ import uuid
 import pytest
 import pytest_asyncio
 
-from tests.integration.test_document_rag_bus import RagLlm, RagStack, until
+from tests.support.rag_processors import RagLlm, RagProcessors
+from tests.support.waiting import eventually
 from tests.support.openai_server import PROMPT_TOKENS, Script, expected_text
 from trustgraph.base import Processor
 from trustgraph.extract.keyphrase import KeyphraseExtractor
@@ -38,7 +39,7 @@ MUSEUM = {"museum-notes": [
 QUESTION = "Who founded Acme Rockets?"
 
 
-class LazyStack(RagStack):
+class LazyStack(RagProcessors):
     async def start(self) -> "LazyStack":
         await super().start()
         common = {"pulsar_url": self.url, "tg_flows": [self.flow], "tg_request_timeout": 30}
@@ -68,9 +69,10 @@ class LazyStack(RagStack):
                                                 index=index, text=text))
                 mentions += len(phrases.key_phrases(text))
         store = await self.requester("triples")
-        await until(lambda: store.call(TriplesQueryRequest(
+        await eventually(lambda: store.call(TriplesQueryRequest(
             user=user, collection=collection, p=Term.iri(MENTIONED_IN)),
-            TriplesQueryResponse), lambda found: len(found.response) >= mentions)
+            TriplesQueryResponse), "the mentions stored",
+            accept=lambda found: len(found.response) >= mentions)
         versions = await self.requester("graph-version")
         return (await versions.call(GraphVersionRequest(user=user, collection=collection),
                                     GraphVersionResponse)).version

@@ -5,7 +5,7 @@ import json
 import pytest
 from pydantic import ValidationError
 
-from trustgraph.embeddings.stages import entity_text, record_groups
+from trustgraph.ingest.embedding_stages import entity_text, record_groups
 from trustgraph.schema import (DocumentEmbeddingsRequest, DocumentEmbeddingsResponse, Error,
                                EntityVector, GraphEmbeddingsRequest, GraphEmbeddingsResponse,
                                ScoredChunk, ScoredEntity, Term, Triple, TriplesQueryRequest,

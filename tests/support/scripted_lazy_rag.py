@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from tests.support.scripted_llm import PROMPT_TOKENS, expected_text, token
-from tests.support.scripted_rag import (MODEL, RagScript, RagStack, ScriptedRag,
-                                        scripted_rag_stack, sources_for)
+from tests.support.scripted_rag import (MODEL, RagScript, ScriptedRagGateway, ScriptedRag,
+                                        scripted_rag_gateway, sources_for)
 from trustgraph.base import Context, HandledError, ProcessorSettings, Service
 from trustgraph.schema import (CommunityCacheState, Error, LazyCommunity, LazyEntity,
                                LazyRagExpandRequest, LazyRagExpandResponse, LazyRagRequest,
@@ -122,10 +122,10 @@ def _lazy(final: Any, request: LazyRagRequest) -> LazyRagResponse:
 
 
 @asynccontextmanager
-async def scripted_lazy_rag_stack(broker_url: str) -> AsyncIterator[RagStack]:
+async def scripted_lazy_rag_stack(broker_url: str) -> AsyncIterator[ScriptedRagGateway]:
     """The scripted LazyRAG services on a new flow behind a gateway with LazyRAG on
     (``url``) and one with it off (``off_url``)."""
-    async with scripted_rag_stack(broker_url, rag=ScriptedLazyRag(), lazy_rag=True) as stack:
+    async with scripted_rag_gateway(broker_url, rag=ScriptedLazyRag(), lazy_rag=True) as stack:
         yield stack
 
 

@@ -5,7 +5,7 @@ import asyncio
 import pytest
 
 from trustgraph.base import Rejected
-from trustgraph.embeddings.collector import Collector
+from trustgraph.ingest.collector import Collector
 
 
 class Service:

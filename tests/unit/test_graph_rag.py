@@ -1,16 +1,17 @@
 """The graph-rag service (trustgraph/retrieval/graph_rag/service.py) with scripted
 services around it: which entities seed the subgraph, what the subgraph request asks,
 how triples read to the LLM, and what is cited. The frame sequence it shares with
-document-rag is in test_rag_answer.py."""
+document-rag is in test_rag_answer.py; the scripted services are in
+tests/support/rag_clients.py."""
 import pytest
 
+from tests.support.rag_clients import (Answer, Clients, ScriptedEmbeddings, ScriptedPrompts,
+                                       ScriptedStore)
 from trustgraph.base import Context, HandledError, ProcessorSettings, ServiceError
 from trustgraph.retrieval.graph_rag import service as graph_rag
 from trustgraph.schema import (RDFS_LABEL, Error, Evidence, GraphEmbeddingsResponse,
                                GraphRagRequest, RagResponse, ScoredEntity, SubgraphRequest,
                                SubgraphResponse, Term, Triple)
-from tests.unit.test_rag_answer import (Answer, Clients, ScriptedEmbeddings,
-                                        ScriptedPrompts, ScriptedStore)
 
 I, L = Term.iri, Term.literal
 QUESTION = "Who founded Acme?"

@@ -10,6 +10,8 @@ from typing import Any, Literal, overload
 
 from trustgraph.schema.librarian import UPLOAD_PART_BYTES
 
+from .agent import AgentResult, AgentStream
+from .agent import events_from_frames as agent_events
 from .http import GatewayHttp
 from .rag import (Answer, LazyResult, RagStream, answer_from, events_from_frames,
                   events_from_lines)
@@ -193,11 +195,14 @@ class AsyncTrustGraph:
               max_entities: int | None = None, use_communities: bool | None = None,
               flow: str = "default") -> Coroutine[Any, Any, Answer] | RagStream:
         """The answer-stream API (``POST /api/v1/query``, over HTTP): ``mode``
-        ``document``, ``graph`` or ``lazy``. ``await`` it for the ``Answer`` (a
+        ``document``, ``graph``, ``lazy`` or ``agent`` (its answer only: ``agent``
+        gives the steps and the session). ``await`` it for the ``Answer`` (a
         ``LazyAnswer`` in mode lazy); with ``stream=True`` iterate it for the same
         events as ``graph_rag`` streams (``Metadata`` also has the ``request_id``)."""
+        # The options only RAG modes take are sent only when asked for, so that
+        # mode "agent" (which refuses them) can be asked too.
         body = given(query=query, mode=mode, stream=stream, flow=flow,
-                     optimize_query=optimize_query, subqueries=subqueries,
+                     optimize_query=optimize_query or None, subqueries=subqueries or None,
                      entity_limit=entity_limit, triple_limit=triple_limit,
                      max_subgraph_size=max_subgraph_size, max_path_length=max_path_length,
                      doc_limit=doc_limit, max_hops=max_hops, max_entities=max_entities,
@@ -208,6 +213,28 @@ class AsyncTrustGraph:
 
     async def _answer(self, body: dict[str, Any]) -> Answer:
         return answer_from(await self._http.post(QUERY_PATH, body))
+
+    # the agent: reasons in steps, calls tools, remembers a session
+
+    def agent(self, question: str, *, user: str | None = None, collection: str | None = None,
+              streaming: bool = False, session_id: str | None = None,
+              group: Iterable[str] | None = None, pattern: str | None = None,
+              max_iterations: int | None = None, state: str | None = None,
+              history: list[dict[str, Any]] | None = None, flow: str = "default"
+              ) -> Coroutine[Any, Any, AgentResult] | AgentStream:
+        """The agent's answer. ``await`` it for the ``AgentResult`` (a ``str`` with
+        ``.session_id``, ``.usage``, ``.sources`` and ``.steps``); with
+        ``streaming=True`` iterate it for ``AgentThought``, ``AgentAction``,
+        ``AgentObservation`` and ``AgentAnswer`` events, then one ``AgentFinal``.
+        ``session_id`` continues a conversation (the answer names the one used);
+        ``group`` limits the tools; ``pattern`` is ``react`` or ``ask`` (None: the
+        service's default)."""
+        request = given(question=question, streaming=streaming, session_id=session_id,
+                        group=None if group is None else list(group), pattern=pattern,
+                        max_iterations=max_iterations, state=state, history=history,
+                        **scope(user, collection))
+        stream = AgentStream(lambda: agent_events(self.request("agent", request, flow)))
+        return stream if streaming else stream.collect()
 
     # config (global: not part of any flow)
 

@@ -4,12 +4,12 @@ from .processor import Processor, ProcessorSpec, serve_together
 from .prompt_client import PromptClient, PromptResult
 from .requester import Requester, RequestTimeout, ServiceError
 from .runtime import Clients, Runtime
-from .service import Context, HandledError, Service
+from .service import BadRequest, Context, HandledError, Service
 from .settings import ProcessorSettings, Settings, load_settings
 from .stage import Rejected, Stage, StageContext
 
 __all__ = [
-    "Clients", "ConfigClient", "ConfigWatcher", "Context", "HandledError", "Processor",
+    "BadRequest", "Clients", "ConfigClient", "ConfigWatcher", "Context", "HandledError", "Processor",
     "ProcessorSettings", "ProcessorSpec", "PromptClient", "PromptResult", "Rejected",
     "RequestTimeout", "Requester", "Runtime", "Service", "ServiceError", "Settings", "Stage",
     "StageContext", "load_settings", "serve_together",

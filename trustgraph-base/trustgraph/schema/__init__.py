@@ -61,6 +61,10 @@ from .load_status import (ChunkCountRequest, ChunkCountResponse, ChunkSet,  # no
 __all__ += ["ChunkCountRequest", "ChunkCountResponse", "ChunkSet", "DocumentStatus",
             "LoadStatusRequest", "LoadStatusResponse"]
 
+from .agent import AgentRequest, AgentResponse, AgentStep  # noqa: E402
+
+__all__ += ["AgentRequest", "AgentResponse", "AgentStep"]
+
 from .lazy_rag import (CommunityCacheState, LazyCommunity, LazyEntity,  # noqa: E402
                        LazyRagExpandRequest, LazyRagExpandResponse, LazyRagRequest,
                        LazyRagResponse, LazyRagStatusRequest, LazyRagStatusResponse,

@@ -4,7 +4,7 @@ import sys
 
 from trustgraph.api import AsyncTrustGraph
 
-from .common import rag_main
+from .rag import rag_main
 
 PROG = "tg-invoke-document-rag"
 DESCRIPTION = ("Answer a question from a collection's documents: the chunks nearest the "

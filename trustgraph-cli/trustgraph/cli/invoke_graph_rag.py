@@ -3,7 +3,7 @@ import sys
 
 from trustgraph.api import AsyncTrustGraph
 
-from .common import rag_main
+from .rag import rag_main
 
 PROG = "tg-invoke-graph-rag"
 DESCRIPTION = ("Answer a question from a collection's knowledge graph: entities near the "

@@ -4,7 +4,8 @@ import sys
 
 from trustgraph.api import AsyncTrustGraph
 
-from .common import invoke_rag, limit_options, rag_parser, run
+from .common import run
+from .rag import invoke_rag, limit_options, rag_parser
 
 PROG = "tg-invoke-lazy-rag"
 DESCRIPTION = ("Answer a question from a collection's knowledge graph, LazyRAG's way: the "

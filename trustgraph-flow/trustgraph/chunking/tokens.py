@@ -42,7 +42,7 @@ class WordTokens:
 @lru_cache(maxsize=1)
 def minilm_tokens() -> ModelTokens:
     """all-MiniLM-L6-v2's own tokenizer (the default embedding model's)."""
-    from trustgraph.embeddings.model_files import load_tokenizer
+    from trustgraph.embeddings.minilm.model_files import load_tokenizer
     return ModelTokens(load_tokenizer())
 
 

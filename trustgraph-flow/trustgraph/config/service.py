@@ -10,7 +10,7 @@ from pathlib import Path
 
 from pydantic import field_validator
 
-from trustgraph.base import (Context, HandledError, ProcessorSettings, ProcessorSpec, Runtime,
+from trustgraph.base import (BadRequest, Context, ProcessorSettings, ProcessorSpec, Runtime,
                              Service)
 from trustgraph.schema import (CONFIG_FLOW, CONFIG_NOTIFY_TOPIC, ConfigNotify, ConfigRequest,
                                ConfigResponse)
@@ -33,7 +33,7 @@ class ConfigSettings(ProcessorSettings):
 
 def _need(condition: object, message: str) -> None:
     if not condition:
-        raise HandledError("bad-request", message)
+        raise BadRequest(message)
 
 
 def config_handler(store: ConfigStore, notify):

@@ -15,6 +15,7 @@ from typing import Any
 
 from trustgraph.base import HandledError
 from trustgraph.schema import ConfigKey, ConfigValue
+from trustgraph.sqlite_transaction import transaction
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS item (
@@ -47,16 +48,10 @@ class ConfigStore:
 
     @contextmanager
     def _transaction(self, write: bool = False) -> Iterator[sqlite3.Connection]:
-        # Autocommit mode with explicit BEGIN: reads see one snapshot (items and
-        # version agree); writes take the write lock up front (no upgrade deadlock).
-        with closing(sqlite3.connect(self.path, timeout=10, isolation_level=None)) as db:
-            db.execute("BEGIN IMMEDIATE" if write else "BEGIN")
-            try:
-                yield db
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
-            db.execute("COMMIT")
+        # One snapshot per read: the items and the version agree.
+        with closing(sqlite3.connect(self.path, timeout=10, isolation_level=None)) as db, \
+                transaction(db, write):
+            yield db
 
     @staticmethod
     def _version(db: sqlite3.Connection) -> int:

@@ -6,6 +6,7 @@ returning one vector per text, in order; failures raise ``EmbeddingsError``.
 machine), ``openai`` (any server with the OpenAI ``/v1/embeddings`` API) or
 ``ollama`` (Ollama's ``/api/embed``).
 """
+import importlib
 from typing import Literal, Protocol
 
 from trustgraph.base import HandledError, ProcessorSettings
@@ -40,12 +41,9 @@ class EmbeddingsSettings(ProcessorSettings):
 
 
 def make(settings: EmbeddingsSettings) -> Embedder:
-    """The provider ``settings`` name, ready to use (the local model is loaded)."""
-    if settings.tg_embeddings == "openai":
-        from .openai_api import make as make_openai
-        return make_openai(settings)
-    if settings.tg_embeddings == "ollama":
-        from .ollama import make as make_ollama
-        return make_ollama(settings)
-    from .minilm import make as make_minilm
-    return make_minilm(settings)
+    """The provider ``settings`` name, ready to use (the local model is loaded).
+
+    Each provider is ``embeddings/<name>/provider.py`` with a ``make(settings)``, the
+    skeleton text-completion's providers have."""
+    module = importlib.import_module(f"{__package__}.{settings.tg_embeddings}.provider")
+    return module.make(settings)

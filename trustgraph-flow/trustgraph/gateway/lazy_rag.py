@@ -24,10 +24,10 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from trustgraph.base import ServiceError
 from trustgraph.retrieval.lazy_rag.settings import LazyRagSettings
 from trustgraph.schema import (CommunityCacheState, Error, LazyRagExpandRequest,
-                               LazyRagExpandResponse, LazyRagRequest, LazyRagStatusRequest,
+                               LazyRagExpandResponse, LazyRagStatusRequest,
                                LazyRagStatusResponse, Response, Source)
 
-from .answers import AnswerLines, LazyResult, LazySubgraph, Usage, respond
+from .answers import AnswerLines, LazyResult, LazySubgraph, UsageLine, respond
 from .dispatch import Dispatcher, new_request_id
 from .errors import GatewayError, bad_request, validation_message
 from .metrics import REQUESTS
@@ -69,7 +69,7 @@ class LazyAnswer(LazyResult):
     query: str
     summary: str | None  # null when the LLM failed (then ``summary_error`` says why)
     sources: list[Source]
-    usage: Usage
+    usage: UsageLine
 
 
 class LazyExpansion(LazySubgraph):
@@ -128,19 +128,19 @@ class LazyRagEndpoint:
         body = await json_body(request)
         row = self.dispatcher.resolve("lazy-rag", body.get("flow", "default"))
         asked = _valid(LazyQueryBody, body)
-        record = LazyRagRequest.model_validate(
-            {**asked.model_dump(exclude={"stream", "flow"}, exclude_none=True),
-             "streaming": True})
+        record = self.dispatcher.prepare(row, {
+            **asked.model_dump(exclude={"stream", "flow"}, exclude_none=True),
+            "streaming": True}, where="")
         REQUESTS.labels(row.name, "rest").inc()
         return await respond(request, self.dispatcher, row, asked.flow, record, asked.stream,
-                             lambda lines: _answer(asked.query, lines))
+                             collected=lambda lines: _answer(asked.query, lines))
 
     async def expand(self, request: web.Request) -> web.Response:
         body = await json_body(request)
         row = self.dispatcher.resolve("lazy-rag-expand", body.get("flow", "default"))
         asked = _valid(LazyExpandBody, body)
-        record = LazyRagExpandRequest.model_validate(asked.model_dump(
-            exclude={"flow"}, exclude_none=True))
+        record = self.dispatcher.prepare(row, asked.model_dump(
+            exclude={"flow"}, exclude_none=True), where="")
         REQUESTS.labels(row.name, "rest").inc()
         request_id = new_request_id()
         final = await self._final(row.name, asked.flow, record, request_id)

@@ -3,8 +3,9 @@ from collections.abc import Iterable
 
 from pydantic.json_schema import models_json_schema
 
-from .answers import (QUERY_PATHS, CollectedAnswer, ContentLine, DoneLine, ErrorLine,
-                      LazyCollectedAnswer, LazyDoneLine, MetadataLine, QueryRequest)
+from .answers import (QUERY_PATHS, CollectedAgentAnswer, CollectedAnswer, ContentLine,
+                      DoneLine, ErrorLine, LazyCollectedAnswer, LazyDoneLine, MetadataLine,
+                      QueryRequest, StepLine)
 from .lazy_rag import (LAZY_RAG_PATH, LazyAnswerEnvelope, LazyExpandBody,
                        LazyExpandEnvelope, LazyQueryBody, LazyStatusEnvelope)
 from .services import ServiceRow
@@ -15,9 +16,9 @@ _ERROR = {"type": "object", "required": ["error"], "properties": {"error": {
     "properties": {"type": {"type": "string"}, "message": {"type": "string"}}}}}
 
 
-# The answer-stream lines, then the collected answers (graph/document, then lazy).
-_ANSWERS = (MetadataLine, ContentLine, DoneLine, LazyDoneLine, ErrorLine, CollectedAnswer,
-            LazyCollectedAnswer)
+# The answer-stream lines, then the collected answers (graph/document, lazy, agent).
+_LINES = (MetadataLine, ContentLine, StepLine, DoneLine, LazyDoneLine, ErrorLine)
+_COLLECTED = (CollectedAnswer, LazyCollectedAnswer, CollectedAgentAnswer)
 _LAZY = (LazyQueryBody, LazyExpandBody)
 _LAZY_ANSWERS = (LazyAnswerEnvelope, LazyExpandEnvelope, LazyStatusEnvelope)
 
@@ -27,7 +28,8 @@ def openapi(rows: Iterable[ServiceRow], flows: Iterable[str]) -> dict:
     refs, schemas = models_json_schema(
         [(row.request_model, "validation") for row in rows]
         + [(row.response_model, "serialization") for row in rows]
-        + [(QueryRequest, "validation")] + [(model, "serialization") for model in _ANSWERS]
+        + [(QueryRequest, "validation")]
+        + [(model, "serialization") for model in _LINES + _COLLECTED]
         + [(model, "validation") for model in _LAZY]
         + [(model, "serialization") for model in _LAZY_ANSWERS],
         ref_template=_REF)
@@ -35,7 +37,8 @@ def openapi(rows: Iterable[ServiceRow], flows: Iterable[str]) -> dict:
         row, refs[(row.request_model, "validation")],
         refs[(row.response_model, "serialization")], list(flows))} for row in rows}
     query = _query_operation(refs[(QueryRequest, "validation")],
-                             [refs[(model, "serialization")] for model in _ANSWERS])
+                             [refs[(model, "serialization")] for model in _LINES],
+                             [refs[(model, "serialization")] for model in _COLLECTED])
     paths.update({path: {"post": query} for path in QUERY_PATHS})
     paths.update(_lazy_paths({model: refs[(model, "validation")] for model in _LAZY},
                              {model: refs[(model, "serialization")] for model in _LAZY_ANSWERS},
@@ -81,24 +84,28 @@ def _service_operation(row: ServiceRow, request: dict, response: dict, flows: li
     }
 
 
-def _query_operation(request: dict, answers: list[dict]) -> dict:
-    *lines, collected, lazy_collected = answers
+def _query_operation(request: dict, lines: list[dict], collected: list[dict]) -> dict:
     error = {"content": {"application/json": {"schema": {"$ref": _REF.format(
         model="GatewayError")}}}}
     return {
         "summary": "ask a question of the documents (mode document), the graph (graph) "
-                   "or the graph summarised at query time (lazy)",
+                   "the graph summarised at query time (lazy) or the agent (agent)",
         "description": 'With "stream": true, NDJSON lines: one metadata line (sources, '
                        "the rewritten question, sub-questions, request_id), content lines "
                        "(answer deltas), then done (with usage; in mode lazy also the "
                        "subgraph, communities, confidence and missing information) or, on "
-                       'failure, error instead of done. With "stream": false, one JSON '
+                       "failure, error instead of done. Mode agent adds step lines (its "
+                       "thoughts, actions and observations) before and between the content "
+                       'lines, and done names the session. With "stream": false, one JSON '
                        "object. A dropped connection cancels the request (and its LLM "
                        "stream).",
         "requestBody": {"required": True, "content": {"application/json": {"schema": request}}},
         "responses": {
             "200": {"description": "the answer", "content": {
-                "application/json": {"schema": {"oneOf": [collected, lazy_collected]}},
+                "application/json": {"schema": {
+                    "oneOf": collected, "description": "CollectedAgentAnswer for mode agent, "
+                                                       "LazyCollectedAnswer for mode lazy, "
+                                                       "else CollectedAnswer"}},
                 "application/x-ndjson": {"schema": {
                     "oneOf": lines, "description": "one of these per line"}}}},
             "400": {"description": "bad request (the message names the field)", **error},

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from aiohttp import web
 
-from .errors import GatewayError, bad_request, classify
+from .errors import GatewayError, bad_request, classify, too_large
 from .framing import Frame
 from .metrics import ERRORS
 
@@ -56,8 +56,8 @@ async def json_body(request: web.Request) -> dict:
     try:
         data = await request.read()
     except web.HTTPRequestEntityTooLarge:
-        raise GatewayError("too-large", "body exceeds the gateway's size limit "
-                           "(TG_GATEWAY_MAX_FRAME)", 413) from None
+        raise too_large("the body", request.content_length, request.client_max_size,
+                        "TG_GATEWAY_MAX_FRAME") from None
     try:
         body = json.loads(data) if data else None
     except (ValueError, RecursionError) as error:
@@ -67,14 +67,15 @@ async def json_body(request: web.Request) -> dict:
     return body
 
 
-def error_line(exception: BaseException) -> bytes:
-    """A failure after the headers, as the stream's last record: ``{"error": ...}``."""
+def error_record(exception: BaseException) -> bytes:
+    """A failure after the headers, as the stream's last record: ``{"error": ...}``
+    (a service stream's own shape; the answer stream's is ``answers.error_line``)."""
     return http_error(exception)[1]
 
 
 async def streamed(request: web.Request, batches: AsyncIterator[list[Frame]],
                    stream: StreamFormat,
-                   failure: Callable[[BaseException], bytes] = error_line
+                   failure: Callable[[BaseException], bytes] = error_record
                    ) -> web.StreamResponse:
     """Write ``batches`` as they come; a failure before the first one is raised (for
     its HTTP status), after it becomes the last record, ``failure(exception)``."""

@@ -18,6 +18,7 @@ from aiohttp import web
 from .answers import answer
 from .auth import Auth
 from .dispatch import Dispatcher
+from .errors import service_status
 from .framing import Frame
 from .metrics import REQUESTS
 from .responses import NDJSON, SSE, StreamFormat, error_response, json_body, streamed
@@ -99,7 +100,7 @@ async def _single(batches: AsyncIterator[list[Frame]]) -> web.Response:
     final = b"{}"
     async for batch in batches:
         final = batch[-1][0]
-    # A service's own error comes back as its record, with 502.
-    failed = json.loads(final).get("error") is not None
-    return web.Response(body=final, status=502 if failed else 200,
-                        content_type="application/json")
+    # A service's own error comes back as its record, with the status of its type.
+    error = json.loads(final).get("error")
+    status = service_status(error.get("type", "")) if isinstance(error, dict) else 200
+    return web.Response(body=final, status=status, content_type="application/json")

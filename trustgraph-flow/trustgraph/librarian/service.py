@@ -28,8 +28,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 
 from pydantic import Field
 
-from trustgraph.base import (Context, HandledError, ProcessorSettings, ProcessorSpec, Runtime,
-                             Service)
+from trustgraph.base import (BadRequest, Context, HandledError, ProcessorSettings,
+                             ProcessorSpec, Runtime, Service)
 from trustgraph.decoding import MARKDOWN, PDF, PLAIN, guess_kind
 from trustgraph.schema import (DecodeWork, DocumentLoadRequest, DocumentMetadata, DocumentRef,
                                DocumentRemoved, LibrarianRequest, LibrarianResponse,
@@ -65,10 +65,6 @@ class LibrarianSettings(ProcessorSettings):
         "largest document (bytes) accepted when uploaded in parts"))
 
 
-def bad_request(message: str) -> HandledError:
-    return HandledError("bad-request", message)
-
-
 def normal_kind(kind: str) -> str:
     """The MIME type the decoder will dispatch on, or a bad-request error now
     rather than a rejection later in the pipeline."""
@@ -76,7 +72,7 @@ def normal_kind(kind: str) -> str:
     base = _KIND_ALIASES.get(base, base)
     if base in (PDF, MARKDOWN) or (base.startswith("text/") and base not in _REFUSED_TEXT):
         return kind.strip()
-    raise bad_request(f"cannot process documents of type {kind!r}; supported: {PLAIN} "
+    raise BadRequest(f"cannot process documents of type {kind!r}; supported: {PLAIN} "
                       f"(and other text/*), {MARKDOWN}, {PDF}")
 
 
@@ -100,11 +96,11 @@ class Library:
 
     def check_key(self, id: str, user: str, collection: str, field: str = "id") -> None:
         if not id:
-            raise bad_request(f"{field} is required")
+            raise BadRequest(f"{field} is required")
         if len(id) > MAX_ID_CHARS:
-            raise bad_request(f"{field} is {len(id)} characters long, over {MAX_ID_CHARS}")
+            raise BadRequest(f"{field} is {len(id)} characters long, over {MAX_ID_CHARS}")
         if not user or not collection:
-            raise bad_request("user and collection must not be empty")
+            raise BadRequest("user and collection must not be empty")
 
     def check_size(self, name: str, size: int) -> None:
         if size > self.max_bytes:
@@ -119,16 +115,16 @@ class Library:
         try:
             content = base64.b64decode(encoded, validate=True)
         except (binascii.Error, ValueError) as error:
-            raise bad_request(f"{field} is not valid base64: {error}") from None
+            raise BadRequest(f"{field} is not valid base64: {error}") from None
         if not content:
-            raise bad_request(f"{field} is empty")
+            raise BadRequest(f"{field} is empty")
         self.check_size(name, len(content))
         return content
 
     def kind_of(self, kind: str, content: bytes, title: str) -> str:
         kind = normal_kind(kind or guess_kind(content, title))
         if is_pdf(kind) and b"%PDF-" not in content[:1024]:
-            raise bad_request("the content is not a PDF (no %PDF- header)")
+            raise BadRequest("the content is not a PDF (no %PDF- header)")
         return kind
 
     # --- operations --------------------------------------------------------------
@@ -148,7 +144,7 @@ class Library:
         self.check_key(request.id, request.user, request.collection)
         content = request.text.encode("utf-8", errors="replace")
         if not content:
-            raise bad_request("text is empty")
+            raise BadRequest("text is empty")
         self.check_size(f"document {request.id!r}", len(content))
         # Plain text, unless it reads as Markdown (by its title's extension or its
         # headings): then its markup is dropped before chunking.
@@ -178,13 +174,13 @@ class Library:
         user, collection, id = request.user, request.collection, request.document_id
         if request.operation == "list-documents":
             if not user or not collection:
-                raise bad_request("user and collection must not be empty")
+                raise BadRequest("user and collection must not be empty")
             async for page in self._listing(user, collection, request.streaming):
                 yield page
             return
         if request.operation in ("upload-part", "complete-upload"):
             if not request.upload_id:
-                raise bad_request("upload_id is required")
+                raise BadRequest("upload_id is required")
         else:
             self.check_key(id, user, collection, "document_id")
         match request.operation:
@@ -235,7 +231,7 @@ class Library:
 
     async def begin_upload(self, request: LibrarianRequest, ctx: Context) -> str:
         if request.size <= 0:
-            raise bad_request("size (the document's total bytes) must be positive")
+            raise BadRequest("size (the document's total bytes) must be positive")
         if request.size > self.max_upload_bytes:
             raise HandledError("too-large", (
                 f"document {request.document_id!r} is {request.size} bytes, over the limit "

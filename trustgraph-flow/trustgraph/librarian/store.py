@@ -31,8 +31,9 @@ from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from trustgraph.base import HandledError
+from trustgraph.base import BadRequest, HandledError
 from trustgraph.schema import DocumentMetadata, ProcessingMetadata
+from trustgraph.sqlite_transaction import transaction
 
 from .files import ensure_dir, fsync_dir, read_parts, write_aside
 from .tables import SCHEMA, add_missing_columns
@@ -52,9 +53,8 @@ class NotFound(HandledError):
                                       f"of user {user!r}")
 
 
-class UploadIncomplete(HandledError):
-    def __init__(self, message: str) -> None:
-        super().__init__("bad-request", message)
+class UploadIncomplete(BadRequest):
+    pass
 
 
 class ContentMismatch(Exception):
@@ -115,17 +115,11 @@ class LibraryStore:
 
     @contextmanager
     def _transaction(self, write: bool = False) -> Iterator[sqlite3.Connection]:
-        # Autocommit mode with explicit BEGIN: a read sees one snapshot; a write takes
-        # the write lock up front, which also orders the file renames done inside it.
+        # A write's lock, taken up front, also orders the file renames done inside it.
         with closing(sqlite3.connect(self.path, timeout=30, isolation_level=None)) as db:
             db.execute("PRAGMA synchronous=FULL")
-            db.execute("BEGIN IMMEDIATE" if write else "BEGIN")
-            try:
+            with transaction(db, write):
                 yield db
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
-            db.execute("COMMIT")
 
     # --- documents ---------------------------------------------------------------
 

@@ -11,15 +11,15 @@ extract-relationships   text                         -> json [{subject, predicat
                                                           object, object-entity}]
 query-rewrite           query
 query-decompose         query; max_subqueries (optional, 4)   -> json [question]
-agent-react             question; tools: [{name, description, arguments?: [{name,
-                        type, description}]}]; history (optional): [{thought, action,
-                        arguments, observation}]; context (optional)
+agent-*                 the agent's templates: prompt/agent_templates.py
 lazy-rag-summary        query; entities: [name | {name, description?}];
                         relationships: [{s, p, o}]; communities (optional): [text];
                         missing_info (optional): [text]  (the graph data is fenced
                         in <graph-data> markers the model is told never to obey)
 """
 from trustgraph.schema import PromptTemplate
+
+from .agent_templates import AGENT_TEMPLATES
 
 _STRING = {"type": "string", "minLength": 1}
 
@@ -192,49 +192,6 @@ Question: {{ query }}
     response_type="json",
     json_schema={"type": "array", "items": _STRING, "minItems": 1, "maxItems": 10})
 
-AGENT_REACT = PromptTemplate(
-    system=(
-        "You are a careful assistant that answers questions by reasoning step by step "
-        "and using tools when they help. You follow the response format exactly."),
-    prompt="""\
-Question: {{ question }}
-{% if context is defined and context %}
-Context:
-{{ context }}
-{% endif %}
-Tools:
-{% for tool in tools %}- {{ tool.name }}: {{ tool.description }}
-{% for argument in tool.get("arguments", []) %}  - argument "{{ argument.name }}" \
-({{ argument.type }}): {{ argument.description }}
-{% endfor %}{% else %}(no tools are available: answer from what you know)
-{% endfor %}
-{% if history is defined and history %}Steps so far:
-{% for step in history %}
-Thought: {{ step.thought }}
-Action: {{ step.action }}
-Args: {{ step.arguments | json }}
-Observation: {{ step.observation }}
-{% endfor %}
-{% endif %}
-Decide the single next step. Reply in exactly one of these two forms.
-
-To use a tool:
-Thought: <what you know so far and why this tool helps>
-Action: <the name of one tool from the list above>
-Args: <a JSON object giving that tool's arguments, on one line>
-
-To give the answer:
-Thought: <why you can answer now>
-Final Answer: <the complete answer to the question>
-
-Rules:
-- Use only tools from the list, with the arguments they declare.
-- Do not write an Observation yourself: it comes from running the tool.
-- Do not repeat a step that is already above with the same arguments.
-- Give the Final Answer as soon as the steps so far are enough. If the tools cannot \
-provide what is needed, give the best answer you can and say what is missing.
-""")
-
 LAZY_RAG_SUMMARY = PromptTemplate(
     system=(
         "You write query-focused answers from a part of a knowledge graph. The graph "
@@ -283,8 +240,8 @@ DEFAULT_TEMPLATES: dict[str, PromptTemplate] = {
     "extract-relationships": EXTRACT_RELATIONSHIPS,
     "query-rewrite": QUERY_REWRITE,
     "query-decompose": QUERY_DECOMPOSE,
-    "agent-react": AGENT_REACT,
     "lazy-rag-summary": LAZY_RAG_SUMMARY,
+    **AGENT_TEMPLATES,
 }
 
 

@@ -19,8 +19,9 @@ from typing import Any
 
 from pydantic import Field
 
-from trustgraph.base import (Context, HandledError, ProcessorSettings, ProcessorSpec, Requester,
-                             RequestTimeout, Runtime, Service, ServiceError)
+from trustgraph.base import (BadRequest, Context, HandledError, ProcessorSettings,
+                             ProcessorSpec, Requester, RequestTimeout, Runtime, Service,
+                             ServiceError)
 from trustgraph.schema import (PROMPT_CONFIG_TYPE, PromptRequest, PromptResponse,
                                TextCompletionRequest, TextCompletionResponse, decode)
 
@@ -45,7 +46,7 @@ def request_variables(request: PromptRequest) -> dict[str, Any]:
         try:
             variables[name] = json.loads(encoded)
         except json.JSONDecodeError:
-            raise HandledError("bad-request", f"term '{name}' is not JSON-encoded: "
+            raise BadRequest(f"term '{name}' is not JSON-encoded: "
                                               f"{encoded[:100]!r}") from None
     variables.update(request.variables or {})
     return variables

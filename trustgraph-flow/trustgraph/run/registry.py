@@ -19,16 +19,17 @@ RUNNABLES = {
     "config": "trustgraph.config.service:SPEC",
     "prompt": "trustgraph.prompt.service:SPEC",
     "librarian": "trustgraph.librarian.service:SPEC",
-    "decoder": "trustgraph.decoding.stage:SPEC",
+    "decoder": "trustgraph.ingest.decoder:SPEC",
     "text-completion": "trustgraph.model.text_completion.service:chosen_spec",
     "embeddings": "trustgraph.embeddings.service:SPEC",
-    "triples-store": "trustgraph.storage.service_triples:SPEC",
-    "vector-store": "trustgraph.storage.service_vectors:SPEC",
-    "chunk-embeddings": "trustgraph.embeddings.stages:CHUNK_SPEC",
-    "entity-embeddings": "trustgraph.embeddings.stages:ENTITY_SPEC",
+    "triples-store": "trustgraph.storage.triples.service:SPEC",
+    "vector-store": "trustgraph.storage.vectors.service:SPEC",
+    "chunk-embeddings": "trustgraph.ingest.embedding_stages:CHUNK_SPEC",
+    "entity-embeddings": "trustgraph.ingest.embedding_stages:ENTITY_SPEC",
     "extract": "trustgraph.extract.service:SPEC",
     "graph-rag": "trustgraph.retrieval.graph_rag.service:SPEC",
     "document-rag": "trustgraph.retrieval.document_rag.service:SPEC",
+    "agent": "trustgraph.agent.service:SPEC",
     "lazy-rag": "trustgraph.retrieval.lazy_rag.service:SPEC",
 }
 
@@ -109,7 +110,7 @@ def members(entry: str) -> list[str]:
 # (embeddings and the stages that embed chunks and entities).
 DEFAULT_STACK = [
     "config",
-    "prompt+text-completion+graph-rag+document-rag+lazy-rag",
+    "prompt+text-completion+graph-rag+document-rag+agent+lazy-rag",
     "librarian",
     "decoder",
     "embeddings+chunk-embeddings+entity-embeddings",

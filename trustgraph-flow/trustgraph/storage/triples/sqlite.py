@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Self, TypeVar
 
 from trustgraph.schema import RDFS_LABEL, Term, Triple
+from trustgraph.sqlite_transaction import transaction
 
 from .store import EdgePage, check_addable, iris, make_triple
 
@@ -161,17 +162,10 @@ class SqliteTriplesStore:
         return await loop.run_in_executor(self._readers, lambda: work(self._connection()))
 
     async def _write(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        def transaction() -> T:
-            db = self._connection()
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                result = work(db)
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
-            db.execute("COMMIT")
-            return result
-        return await asyncio.get_running_loop().run_in_executor(self._writer, transaction)
+        def written() -> T:
+            with transaction(self._connection(), write=True) as db:
+                return work(db)
+        return await asyncio.get_running_loop().run_in_executor(self._writer, written)
 
     # -- writes ------------------------------------------------------------------
 

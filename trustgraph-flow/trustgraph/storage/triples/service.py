@@ -26,7 +26,7 @@ import asyncio
 import json
 import logging
 
-from trustgraph.base import (Context, HandledError, ProcessorSettings, ProcessorSpec,
+from trustgraph.base import (BadRequest, Context, ProcessorSettings, ProcessorSpec,
                              Rejected, Runtime, Service, Stage)
 from trustgraph.base.stage import MAX_RECORD_BYTES
 from trustgraph.schema import (RDFS_LABEL, ChunkEntities, ChunkTriples, DocumentRef,
@@ -37,9 +37,10 @@ from trustgraph.schema import (RDFS_LABEL, ChunkEntities, ChunkTriples, Document
                                Term, Triple,
                                TriplesQueryRequest, TriplesQueryResponse, encode)
 
-from .settings import StoreSettings
-from .stores import open_triples_store
-from .triples.store import TriplesStore, expand, iris
+from ..owner import fits_one_message, removal_stage, scope_of
+from ..settings import StoreSettings
+from ..stores import open_triples_store
+from .store import TriplesStore, expand, iris
 
 log = logging.getLogger(__name__)
 
@@ -53,25 +54,6 @@ ENTITIES_PER_RECORD = 1000  # a ChunkEntities record stays far under the message
 
 class TriplesStoreSettings(StoreSettings, ProcessorSettings):
     pass
-
-
-def scope_of(document: DocumentRef) -> tuple[str, str]:
-    """The record's (user, collection), or ``Rejected`` when it names none."""
-    if not document.id:
-        raise Rejected("the record names no document")
-    if not document.user or not document.collection:
-        raise Rejected(f"document {document.id!r} has no user or collection")
-    return document.user, document.collection
-
-
-def fits_one_message(response, count: int, service: str) -> None:
-    """Refuse, with a limit that would fit, a response too big for one broker message."""
-    size = len(encode(response))
-    if size > MAX_RECORD_BYTES:
-        fitting = max(1, count * MAX_RECORD_BYTES // size * 9 // 10)
-        raise HandledError("response-too-large", (
-            f"the {count} results are {size} bytes, over the {MAX_RECORD_BYTES} bytes "
-            f"one {service} response can carry: ask with limit {fitting} or less"))
 
 
 def triples_stage(store: TriplesStore):
@@ -93,24 +75,13 @@ def triples_stage(store: TriplesStore):
     return store_triples
 
 
-def removal_stage(store: TriplesStore, kind: str = "triples"):
-    """The "document-removed" handler of a store owner (triples or vectors: both have
-    ``remove_document``); ``kind`` names it in the log."""
-    async def remove_document(record: DocumentRemoved, ctx) -> None:
-        user, collection = scope_of(record.document)
-        await store.remove_document(user, collection, record.document.id)
-        log.info("document %r removed from %s of %s/%s", record.document.id, kind, user,
-                 collection)
-    return remove_document
-
-
 def query_handler(store: TriplesStore):
     async def query(request: TriplesQueryRequest, ctx: Context) -> TriplesQueryResponse:
         for position in ("s", "p"):
             term = getattr(request, position)
             if term is not None and not term.is_iri:
                 # No stored triple has a literal there: say so rather than match nothing.
-                raise HandledError("bad-request", f"'{position}' must be an IRI term "
+                raise BadRequest(f"'{position}' must be an IRI term "
                                    f"({{\"t\": \"i\", \"i\": ...}}); literals only appear as 'o'")
         triples = await store.query(request.user, request.collection, request.s,
                                     request.p, request.o, request.limit)
@@ -245,7 +216,8 @@ def parts(store: TriplesStore) -> list[Service | Stage]:
     """What ``triples-store`` serves with this store (tests pass a store they watch)."""
     return [
         Stage("triples", ChunkTriples, triples_stage(store), subscription=NAME),
-        Stage("document-removed", DocumentRemoved, removal_stage(store), subscription=NAME),
+        Stage("document-removed", DocumentRemoved, removal_stage(store, "triples"),
+              subscription=NAME),
         Service("triples", TriplesQueryRequest, TriplesQueryResponse, query_handler(store),
                 error_type="triples-error", close=store.close),
         Service("subgraph", SubgraphRequest, SubgraphResponse, subgraph_handler(store),

@@ -9,7 +9,7 @@ small beside the work, and nothing is left open for the process to clean up.
 """
 import aiohttp
 
-from .provider import EmbeddingsError, EmbeddingsSettings
+from ..provider import EmbeddingsError, EmbeddingsSettings
 
 DEFAULT_MODEL = "all-minilm"
 TIMEOUT = aiohttp.ClientTimeout(total=300, sock_connect=10)

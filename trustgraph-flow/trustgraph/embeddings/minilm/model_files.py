@@ -5,7 +5,7 @@ from pathlib import Path
 
 from tokenizers import Tokenizer
 
-from .provider import EmbeddingsError
+from ..provider import EmbeddingsError
 
 MODEL_NAME = "all-MiniLM-L6-v2"
 DIMENSION = 384

@@ -21,7 +21,7 @@ Points are keyed by chunk id or entity, so a redelivered record overwrites itsel
 import logging
 import math
 
-from trustgraph.base import (Context, HandledError, ProcessorSettings, ProcessorSpec,
+from trustgraph.base import (BadRequest, Context, ProcessorSettings, ProcessorSpec,
                              Rejected, Runtime, Service, Stage)
 from trustgraph.schema import (ChunkCountRequest, ChunkCountResponse, ChunkVector,
                                DocumentEmbeddingsRequest,
@@ -29,11 +29,11 @@ from trustgraph.schema import (ChunkCountRequest, ChunkCountResponse, ChunkVecto
                                GraphEmbeddingsRequest, GraphEmbeddingsResponse, ScoredChunk,
                                ScoredEntity)
 
-from .service_triples import fits_one_message, removal_stage, scope_of
-from .settings import StoreSettings
-from .stores import open_vector_store
-from .vectors import store as stored
-from .vectors.store import VectorStore
+from ..owner import fits_one_message, removal_stage, scope_of
+from ..settings import StoreSettings
+from ..stores import open_vector_store
+from . import store as stored
+from .store import VectorStore
 
 log = logging.getLogger(__name__)
 
@@ -108,7 +108,7 @@ async def _searching(search, user: str, collection: str, vector: list[float], li
         return await search(user, collection, vector, limit)
     except Exception as error:
         if is_dimension_error(error):
-            raise HandledError("bad-request", f"the vector does not match the vectors "
+            raise BadRequest(f"the vector does not match the vectors "
                                f"stored in {user}/{collection}: {error}") from None
         raise
 

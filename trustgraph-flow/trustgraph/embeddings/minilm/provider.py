@@ -29,7 +29,7 @@ import onnxruntime
 
 from .batcher import Batcher
 from .model_files import DIMENSION, MODEL_NAME, WINDOW, load_tokenizer, model_file
-from .provider import EmbeddingsSettings
+from ..provider import EmbeddingsSettings
 
 log = logging.getLogger(__name__)
 

@@ -7,7 +7,7 @@ SDK's base64 default), which every compatible server understands.
 """
 import openai
 
-from .provider import EmbeddingsError, EmbeddingsSettings
+from ..provider import EmbeddingsError, EmbeddingsSettings
 
 DEFAULT_MODEL = "text-embedding-3-small"
 

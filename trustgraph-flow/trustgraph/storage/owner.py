@@ -1,0 +1,40 @@
+"""What both store owners (``triples-store`` and ``vector-store``) share: reading a
+pipeline record's scope, answering within one broker message, and forgetting a
+removed document."""
+import logging
+
+from trustgraph.base import HandledError, Rejected
+from trustgraph.base.stage import MAX_RECORD_BYTES
+from trustgraph.schema import DocumentRef, DocumentRemoved, encode
+
+log = logging.getLogger(__name__)
+
+
+def scope_of(document: DocumentRef) -> tuple[str, str]:
+    """The record's (user, collection), or ``Rejected`` when it names none."""
+    if not document.id:
+        raise Rejected("the record names no document")
+    if not document.user or not document.collection:
+        raise Rejected(f"document {document.id!r} has no user or collection")
+    return document.user, document.collection
+
+
+def fits_one_message(response, count: int, service: str) -> None:
+    """Refuse, with a limit that would fit, a response too big for one broker message."""
+    size = len(encode(response))
+    if size > MAX_RECORD_BYTES:
+        fitting = max(1, count * MAX_RECORD_BYTES // size * 9 // 10)
+        raise HandledError("response-too-large", (
+            f"the {count} results are {size} bytes, over the {MAX_RECORD_BYTES} bytes "
+            f"one {service} response can carry: ask with limit {fitting} or less"))
+
+
+def removal_stage(store, kind: str):
+    """The "document-removed" handler of a store owner (triples or vectors: both have
+    ``remove_document``); ``kind`` names it in the log."""
+    async def remove_document(record: DocumentRemoved, ctx) -> None:
+        user, collection = scope_of(record.document)
+        await store.remove_document(user, collection, record.document.id)
+        log.info("document %r removed from %s of %s/%s", record.document.id, kind, user,
+                 collection)
+    return remove_document
