@@ -95,10 +95,13 @@ class CommunityCache:
         self._locks: dict[Scope, asyncio.Lock] = {}
         self.hits = self.misses = 0
 
-    async def get(self, scope: Scope, graph: GraphSource) -> tuple[Communities, bool]:
-        """The scope's communities at its current graph version, computed if need be,
-        and whether they were cached (a hit)."""
-        version = await graph.version(*scope)
+    async def get(self, scope: Scope, graph: GraphSource,
+                  version: int | None = None) -> tuple[Communities, bool]:
+        """The scope's communities at its current graph ``version`` (read here unless
+        the caller already has it), computed if need be, and whether they were
+        cached (a hit)."""
+        if version is None:
+            version = await graph.version(*scope)
         found = await self._cached(scope)
         if found is not None and found.version == version:
             self.hits += 1

@@ -10,6 +10,8 @@ the child as they are read, so the serving process never holds, pickles or parse
 the whole graph; Leiden runs at a lower priority on its own core, neither blocking
 the serving process's event loop nor holding its GIL.
 """
+from __future__ import annotations
+
 import asyncio
 import json
 import os
@@ -17,9 +19,12 @@ import pickle
 import sys
 from collections import Counter
 from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING
 
 from .communities import Communities, detect
-from .graph import Page
+
+if TYPE_CHECKING:  # the child imports no more than it runs: graph.py pulls in the runtime
+    from .graph import Page
 
 NICENESS = 10  # answering questions comes first
 
