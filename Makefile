@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 PROJECTS := trustgraph-base/pyproject.toml trustgraph-flow/pyproject.toml trustgraph-cli/pyproject.toml
 
-.PHONY: install run test bench clean
+.PHONY: install run test fuzz bench clean workbench browser
 
 install: $(STAMP)
 
@@ -21,8 +21,35 @@ $(STAMP): $(PROJECTS) tests/requirements.txt
 run: $(STAMP)
 	$(BIN)/tg-start
 
-test: $(STAMP)
+test: $(STAMP) browser
 	$(BIN)/python -m pytest tests
+
+# The workbench page's browser tests use Debian's Chromium and its driver (never a
+# downloaded browser). Installed here when missing and we may (root with apt-get);
+# otherwise those tests skip and say why.
+browser:
+	@if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+				apt-get install -y -qq chromium chromium-driver >/dev/null \
+				|| echo "could not install chromium: the browser tests will skip"; \
+		else \
+			echo "chromium not installed and not root: the browser tests will skip"; \
+		fi; \
+	fi
+
+# Rebuilds the committed workbench page (trustgraph-flow/trustgraph/gateway/workbench/
+# dist) from its sources with the machine's Node, exactly the locked npm packages.
+WORKBENCH := trustgraph-flow/trustgraph/gateway/workbench
+workbench:
+	cd $(WORKBENCH) && npm ci --no-audit --no-fund && node build.mjs
+
+# The gateway fuzz tests with many more cases than `make test` runs: seven fuzz
+# tests x TG_FUZZ_EXAMPLES (10,500 cases; the seed is fixed, so a failure repeats).
+FUZZ_EXAMPLES ?= 1500
+fuzz: $(STAMP)
+	TG_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/python -m pytest tests/integration/test_gateway_fuzz.py \
+		--timeout 7200 --hypothesis-show-statistics
 
 bench: $(STAMP)
 	$(BIN)/python -m bench.streaming
@@ -32,6 +59,9 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.ingestion
 	$(BIN)/python -m bench.rag
 	$(BIN)/python -m bench.retrieval
+	$(BIN)/python -m bench.agent
+	$(BIN)/python -m bench.lazyrag
+	$(BIN)/python -m bench.workbench
 
 clean:
 	rm -rf $(VENV) tg-data

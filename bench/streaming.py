@@ -109,15 +109,20 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=200)
     parser.add_argument("--first", type=float, default=0.2)
     parser.add_argument("--delay", type=float, default=0.01)
+    parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
+                        help="a setting for the stack, e.g. TG_CONCURRENCY=64 (repeatable)")
     args = parser.parse_args()
+    settings = dict(item.split("=", 1) for item in args.env)
     levels = tuple(int(level) for level in args.levels.split(","))
     with llm_server(args.tokens, args.first, args.delay) as llm_url:
         with Stack(env={"OPENAI_BASE_URL": f"{llm_url}/v1", "TG_LLM": "openai",
-                        "TG_LOG_LEVEL": "WARNING"},
-                   processors=["text-completion", "gateway"]) as stack:
+                        "TG_LOG_LEVEL": "WARNING", **settings},
+                   processors=["text-completion", "gateway"],
+                   startup_timeout=120) as stack:  # a loaded machine starts slowly
             rows = asyncio.run(measure(llm_url, stack.gateway_url, levels, args.streams))
     print(f"\n{args.tokens} tokens per stream, first after {args.first * 1000:g} ms, "
-          f"then every {args.delay * 1000:g} ms; 2-core machine\n")
+          f"then every {args.delay * 1000:g} ms; 2-core machine"
+          f"{'; ' + ' '.join(args.env) if args.env else ''}\n")
     print(report(rows))
 
 

@@ -24,6 +24,7 @@ import pytest_asyncio
 
 from tests.support.pdf import minimal_pdf
 from tests.support.stack import Stack
+from tests.support.waiting import eventually
 from trustgraph.api import AsyncTrustGraph
 from trustgraph.cli.show_graph import triple_line
 from trustgraph.pubsub import Bus
@@ -118,16 +119,6 @@ class Watch:
                 if r.document.id in documents for e in r.entities}
 
 
-async def until(check, what: str, timeout: float = DEADLINE):
-    """Poll ``check`` (async) until it returns something true, with a deadline."""
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not (value := await check()):
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
-        await asyncio.sleep(0.1)
-    return value
-
-
 async def tg(stack: Stack, command: str, *args: str) -> tuple[int, str, str]:
     process = await asyncio.create_subprocess_exec(
         str(BIN / command), "-u", stack.gateway_url, *args, stdin=asyncio.subprocess.DEVNULL,
@@ -207,8 +198,8 @@ async def pipeline_done(watch: Watch, documents, times: int = 1) -> Counter:
     async def done():
         counts = watch.counts(**SCOPE)
         return counts if all(counts[key] >= times for key in keys) else None
-    return await until(done, f"the pipeline to process {', '.join(documents)} "
-                             f"({times} time(s))")
+    return await eventually(done, f"the pipeline to process {', '.join(documents)} "
+                                  f"({times} time(s))", timeout=DEADLINE)
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
@@ -222,7 +213,8 @@ async def loaded(stack, watch, client, folder):
     assert out.startswith("loaded 1 file (")
     first = await pipeline_done(watch, DOCUMENTS)
     stores = Stores(client, **SCOPE)
-    await until(lambda: stores.settled(watch, DOCUMENTS), "the stores to hold the corpus")
+    await eventually(lambda: stores.settled(watch, DOCUMENTS), "the stores to hold the corpus",
+                     timeout=DEADLINE)
     return first
 
 
@@ -288,7 +280,8 @@ async def test_loading_the_folder_again_doubles_nothing(stack, watch, client, fo
                                        "Bergen in a Baltic trading network.")
     assert (await tg(stack, "tg-load-text", str(tmp_path / "late.txt"), *SCOPE_ARGS))[0] == 0
     await pipeline_done(watch, ["late.txt"])
-    await until(lambda: stores.settled(watch, [*DOCUMENTS, "late.txt"]), "late.txt stored")
+    await eventually(lambda: stores.settled(watch, [*DOCUMENTS, "late.txt"]),
+                     "late.txt stored", timeout=DEADLINE)
 
     # One vector per chunk and per entity, and the same triples: only late.txt's added.
     now = await stores.entity_iris()
@@ -300,7 +293,8 @@ async def test_loading_the_folder_again_doubles_nothing(stack, watch, client, fo
 
     code, out, _ = await tg(stack, "tg-remove-library-document", *SCOPE_ARGS, "late.txt")
     assert (code, out) == (0, "removed late.txt\n")
-    await until(lambda: stores.settled(watch, DOCUMENTS), "late.txt to be removed")
+    await eventually(lambda: stores.settled(watch, DOCUMENTS), "late.txt to be removed",
+                     timeout=DEADLINE)
 
 
 async def test_removing_a_document_removes_its_chunks_vectors_and_triples(stack, watch,
@@ -313,7 +307,8 @@ async def test_removing_a_document_removes_its_chunks_vectors_and_triples(stack,
     only_beta = watch.triples(**SCOPE, documents=["beta.md"]) - watch.triples(
         **SCOPE, documents=rest)
     assert only_beta
-    await until(lambda: stores.settled(watch, rest), "beta.md's data to leave the stores")
+    await eventually(lambda: stores.settled(watch, rest), "beta.md's data to leave the stores",
+                     timeout=DEADLINE)
     assert not only_beta & set(await stores.triples())
 
     _, listing, _ = await tg(stack, "tg-show-library-documents", *SCOPE_ARGS)
@@ -418,7 +413,8 @@ async def test_turtle_loads_and_comes_back_out(stack, client, tmp_path):
     async def ada():
         found = await client.graph_embeddings(vector, limit=3, collection="kg")
         return found if len(found) == 3 else None
-    best, *_ = await until(ada, "vectors for the three labelled entities")
+    best, *_ = await eventually(ada, "vectors for the three labelled entities",
+                                timeout=DEADLINE)
     assert best["entity"]["i"] == "http://example.org/ada" and best["label"] == "Ada Lovelace"
     assert best["score"] > 0.99
 

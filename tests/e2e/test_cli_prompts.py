@@ -86,7 +86,8 @@ async def test_set_show_and_delete_a_prompt(stack, tmp_path):
     code, stdout, stderr = await tg(stack, "tg-delete-prompt", "--id", "names")
     assert (code, stdout) == (1, "")
     assert stderr.startswith("tg-delete-prompt: not-found: no prompt template 'names' "
-                             "(known: agent-react, document-prompt, ")
+                             "(known: agent-classify, agent-code, agent-conversational, "
+                             "agent-knowledge, agent-react, agent-reformulate, document-prompt, ")
     assert stderr.count("\n") == 1
 
 
@@ -118,9 +119,9 @@ async def test_invoke_prompt_without_streaming_and_with_usage(stack):
 
 
 @pytest.mark.parametrize("args, expected", [
-    (["nope"], "tg-invoke-prompt: prompt-error: no prompt template 'nope' (known: "),
+    (["nope"], "tg-invoke-prompt: not-found: no prompt template 'nope' (known: "),
     (["kg-prompt", "query=Who?"],
-     "tg-invoke-prompt: prompt-error: template 'kg-prompt': variable 'knowledge' is "
+     "tg-invoke-prompt: bad-request: template 'kg-prompt': variable 'knowledge' is "
      "undefined (the request gave: query)"),
     (["-f", "elsewhere", "query-rewrite", "query=q"],
      "tg-invoke-prompt: unknown-flow: unknown flow 'elsewhere'"),

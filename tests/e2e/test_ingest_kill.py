@@ -25,7 +25,8 @@ import asyncio
 import pytest
 import pytest_asyncio
 
-from tests.support.ingest import StageWatch, check_graph_stored, expected, prose, until
+from tests.support.ingest import StageWatch, check_graph_stored, expected, prose
+from tests.support.waiting import eventually
 from tests.support.stack import Stack
 from trustgraph.api import AsyncTrustGraph
 from trustgraph.decoding import PLAIN
@@ -83,19 +84,22 @@ async def test_killing_stage_processors_mid_ingest_loses_and_doubles_nothing(sta
 
         half = DOCUMENTS // 2
         await load(documents[:half])
-        await until(lambda: watch.count("chunks") > 0, "the first chunks", DEADLINE)
+        await eventually(lambda: watch.count("chunks") > 0, "the first chunks",
+                         timeout=DEADLINE)
         mid_ingest()
         decoder = kill(stack, "decoder")
         await asyncio.gather(load(documents[half:]), restarted(stack, decoder))
 
-        await until(lambda: vectors_past(0.25), "a quarter of the chunk vectors", DEADLINE)
+        await eventually(lambda: vectors_past(0.25), "a quarter of the chunk vectors",
+                         timeout=DEADLINE)
         mid_ingest()
         second = kill(stack, "chunk-embeddings", "extract")
         # Chunk vectors flow again once chunk-embeddings is back; extract may take
         # longer to start, and the next wave need not wait for it.
         await restarted(stack, {"chunk-embeddings": second.pop("chunk-embeddings")})
 
-        await until(lambda: vectors_past(0.55), "over half of the chunk vectors", DEADLINE)
+        await eventually(lambda: vectors_past(0.55), "over half of the chunk vectors",
+                         timeout=DEADLINE)
         mid_ingest()
         third = kill(stack, "vector-store", "triples-store", "entity-embeddings")
         await restarted(stack, second | third)
@@ -104,7 +108,7 @@ async def test_killing_stage_processors_mid_ingest_loses_and_doubles_nothing(sta
         async def all_done():
             statuses = await client.load_status([d.id for d, _ in documents], **SCOPE)
             return statuses if all(s["state"] == "done" for s in statuses) else None
-        statuses = await until(all_done, "every document to be done", DEADLINE)
+        statuses = await eventually(all_done, "every document to be done", timeout=DEADLINE)
         assert {s["id"]: s["stored"] for s in statuses} == dict(want.per_document)
 
         # Exactly once: one point per chunk, nothing else in the collection.

@@ -12,7 +12,6 @@ import asyncio
 import json
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -23,6 +22,7 @@ from aiohttp import web
 
 from tests.support.openai_server import OpenAiServer, Script, expected_text
 from tests.support.stack import Stack
+from tests.support.waiting import eventually
 from trustgraph.api import AsyncTrustGraph, TrustGraphError
 
 BIN = Path(sys.executable).parent
@@ -161,27 +161,22 @@ async def answer_of(client: AsyncTrustGraph, id: str) -> str:
         return f"{error.type}: {error.message}"
 
 
-async def eventually(client: AsyncTrustGraph, id: str, expected: str) -> None:
-    """Ask until the answer is ``expected``: an edit reaches the prompt service as a
-    config notification, a moment after tg-set-prompt returns."""
-    deadline = time.monotonic() + 10.0
-    while (answer := await answer_of(client, id)) != expected:
-        assert time.monotonic() < deadline, f"still answering {answer!r}"
-        await asyncio.sleep(0.02)
-
-
 async def test_edited_template_is_used_without_a_restart(stack):
     prompt_pid = stack.pid("prompt")
     async with AsyncTrustGraph(stack.gateway_url) as client:
         assert (await answer_of(client, "greeting")).startswith(
-            "prompt-error: no prompt template 'greeting'")
+            "not-found: no prompt template 'greeting'")
         for tokens in (3, 7):
             code, stdout, stderr = await cli(
                 "tg-set-prompt", "-u", stack.gateway_url, "--id", "greeting",
                 "--system", "You greet people.",
                 "--prompt", f"Greet {{{{ name }}}} [tokens={tokens}]")
             assert (code, stdout, stderr) == (0, "", "")
-            await eventually(client, "greeting", expected_text(tokens))
+            # The edit reaches the prompt service as a config notification, a moment
+            # after tg-set-prompt returns.
+            await eventually(lambda: answer_of(client, "greeting"), "the edited template",
+                             accept=lambda answer: answer == expected_text(tokens),
+                             timeout=10.0)
     code, stdout, _ = await cli("tg-invoke-prompt", "-u", stack.gateway_url, "greeting",
                                 "name=Bo")
     assert (code, stdout) == (0, expected_text(7) + "\n")

@@ -24,7 +24,6 @@ until they hold exactly those.
 import asyncio
 import json
 import sys
-import time
 from collections import defaultdict
 from pathlib import Path
 
@@ -34,6 +33,7 @@ import pytest_asyncio
 
 from tests.support.openai_server import PROMPT_TOKENS, expected_text
 from tests.support.stack import Stack, openai_server_thread
+from tests.support.waiting import eventually
 from trustgraph.api import AsyncTrustGraph, Chunk, Final, Metadata
 from trustgraph.pubsub import Bus
 from trustgraph.schema import ChunkTriples, ChunkVector, EntityVectors, Triple, flow_topic
@@ -113,16 +113,6 @@ class Watch:
                    for stage in self.STAGES for document in CORPUS[key])
 
 
-async def until(check, what: str, timeout: float = DEADLINE):
-    """Poll ``check`` (async) until it returns something true, with a deadline."""
-    deadline = time.monotonic() + timeout
-    while not (value := await check()):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
-        await asyncio.sleep(0.1)
-    return value
-
-
 async def settled(client: AsyncTrustGraph, watch: Watch, key: tuple) -> bool:
     """The scope's stores hold exactly what the pipeline made for it."""
     if not watch.processed(key):
@@ -168,7 +158,8 @@ async def corpus(stack, client):
                 await client.load_text(text, name, title=name.removesuffix(".txt").title(),
                                        **scope(key))
         for key in CORPUS:
-            await until(lambda: settled(client, watch, key), f"{key} to be stored")
+            await eventually(lambda: settled(client, watch, key), f"{key} to be stored",
+                             timeout=DEADLINE)
         assert all(watch.triples[key] and watch.entities[key] for key in CORPUS)
         yield watch
     finally:
@@ -318,12 +309,8 @@ async def test_llm_failure_mid_answer_ends_with_one_error_frame(stack, corpus):
 
 async def wait_disconnect(llm, before: int) -> None:
     """Until the LLM server has seen one more stream closed early by its client."""
-    await until(lambda: _true(len(llm.stats.closed_early) > before),
-                "the LLM server to see the disconnect", timeout=5.0)
-
-
-async def _true(value: bool) -> bool:
-    return value
+    await eventually(lambda: len(llm.stats.closed_early) > before,
+                     "the LLM server to see the disconnect", timeout=5.0)
 
 
 @pytest.mark.parametrize("service", ["document-rag", "graph-rag"])

@@ -11,6 +11,7 @@ import pytest
 
 from tests.support.openai_server import expected_text
 from tests.support.stack import Stack, openai_server_thread
+from tests.support.waiting import eventually
 from trustgraph.run.rundir import alive
 
 PARTS = ["text-completion", "gateway"]
@@ -40,16 +41,15 @@ async def complete(stack: Stack, prompt: str = "[tokens=5]", timeout: float = 10
 
 async def answers_within(stack: Stack, deadline: float) -> float:
     """Poll until a request succeeds; returns how long that took."""
-    started = time.monotonic()
-    while True:
+    async def answers() -> bool:
         try:
             text, error = await complete(stack, timeout=1.0)
-            if error is None and text == expected_text(5):
-                return time.monotonic() - started
+            return error is None and text == expected_text(5)
         except (aiohttp.ClientError, TimeoutError):
-            pass
-        assert time.monotonic() - started < deadline, "the stack did not answer again"
-        await asyncio.sleep(0.1)
+            return False
+    started = time.monotonic()
+    await eventually(answers, "the stack to answer again", timeout=deadline, every=0.1)
+    return time.monotonic() - started
 
 
 @pytest.fixture(scope="module")

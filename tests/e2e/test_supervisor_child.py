@@ -3,9 +3,9 @@ it says when it serves, and it never outlives its supervisor."""
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
+from tests.support.waiting import eventually_blocking
 from trustgraph.run.rundir import alive
 
 TG_RUN = str(Path(sys.executable).with_name("tg-run"))
@@ -20,24 +20,18 @@ time.sleep(60)
 """
 
 
-def wait_until(check, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.02)
-
-
 def test_a_child_announces_that_it_serves_and_dies_with_its_supervisor(broker, tmp_path):
     ready, pid_file = tmp_path / "text-completion.ready", tmp_path / "child.pid"
     env = dict(os.environ, PULSAR_URL=broker.url, TG_READY_FILE=str(ready))
     supervisor = subprocess.Popen([sys.executable, "-c", SUPERVISOR, str(pid_file),
                                    TG_RUN, "text-completion"], env=env)
     try:
-        wait_until(ready.exists, 20, "the ready file")
+        eventually_blocking(ready.exists, "the ready file", timeout=20)
         child = int(pid_file.read_text())
         supervisor.kill()  # SIGKILL: no chance to stop its child itself
         supervisor.wait()
-        wait_until(lambda: not alive(child), 10, "the child to follow its supervisor")
+        eventually_blocking(lambda: not alive(child), "the child to follow its supervisor",
+                            timeout=10)
     finally:
         supervisor.kill()
         supervisor.wait()

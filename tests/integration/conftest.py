@@ -1,9 +1,32 @@
-"""What the integration modules that drive a gateway's websocket share."""
+"""What several integration modules share: a ``bus`` on the session's broker, a data
+directory for processors that store (in memory when the machine has some), and
+``frames_of`` for the modules that drive a gateway's websocket."""
 import asyncio
+import shutil
+import tempfile
+from pathlib import Path
 
 import pytest
 
+from trustgraph.pubsub import Bus
+
 DEADLINE = 30.0
+
+
+@pytest.fixture
+async def bus(broker):
+    bus = Bus(broker.url)
+    yield bus
+    await bus.close()
+
+
+@pytest.fixture
+def data_dir():
+    """Edge shards fsync on creation (~0.2 s on disk): use memory when there is some."""
+    path = Path(tempfile.mkdtemp(prefix="tg-data-",
+                                 dir="/dev/shm" if Path("/dev/shm").is_dir() else None))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.fixture

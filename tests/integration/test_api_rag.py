@@ -10,8 +10,8 @@ from collections.abc import Callable
 import pytest
 import pytest_asyncio
 
-from tests.support.scripted_rag import (MODEL, PROMPT_TOKENS, RagStack, expected_text,
-                                        scripted_rag_stack, wire_sources)
+from tests.support.scripted_rag import (MODEL, PROMPT_TOKENS, ScriptedRagGateway,
+                                        expected_text, scripted_rag_gateway, wire_sources)
 from trustgraph.api import (Answer, AsyncTrustGraph, Chunk, Final, Metadata, RagStream,
                             TrustGraph, TrustGraphError, Usage)
 from trustgraph.pubsub.embedded import free_port
@@ -26,7 +26,7 @@ USAGE = {"in_token": PROMPT_TOKENS, "model": MODEL}
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def rig(broker):
     """An open gateway (``url``) and one requiring TOKEN (``guarded_url``)."""
-    async with scripted_rag_stack(broker.url, TOKEN) as stack:
+    async with scripted_rag_gateway(broker.url, TOKEN) as stack:
         yield stack
 
 
@@ -51,8 +51,8 @@ async def text_before_failure(stream) -> tuple[str, TrustGraphError]:
     return "".join(texts), failure.value
 
 
-async def check_leaving_early_cancels(rig: RagStack, ask: Callable[[str], RagStream]
-                                      ) -> None:
+async def check_leaving_early_cancels(rig: ScriptedRagGateway,
+                                      ask: Callable[[str], RagStream]) -> None:
     """Leave the stream of a long answer, ``ask(query)``, at its first chunk: the
     service sees the answer cancelled."""
     query = f"[tokens=5000 delay=0.01] {uuid.uuid4().hex}"
@@ -152,7 +152,7 @@ async def test_query_failure_mid_answer_raises_the_services_error(rig, tg):
 
 
 @pytest.mark.parametrize("options, error_type, named", [
-    ({"mode": "lazy"}, "mode-unavailable", "not available yet"),
+    ({"mode": "lazy"}, "disabled", "LAZY_RAG_ENABLED=true"),
     ({"mode": "graph", "doc_limit": 3}, "bad-request", "doc_limit"),
     ({"flow": "nowhere"}, "unknown-flow", "nowhere"),
 ])

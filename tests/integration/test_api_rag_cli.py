@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
-from tests.support.scripted_rag import MODEL, RagStack, expected_text, scripted_rag_stack
+from tests.support.scripted_rag import (MODEL, ScriptedRagGateway, expected_text,
+                                        scripted_rag_gateway)
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -20,18 +21,19 @@ DEADLINE = 30.0
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def rig(broker):
-    async with scripted_rag_stack(broker.url) as stack:
+    async with scripted_rag_gateway(broker.url) as stack:
         yield stack
 
 
-async def start(rig: RagStack, command: str, *args: str) -> asyncio.subprocess.Process:
+async def start(rig: ScriptedRagGateway, command: str, *args: str
+                ) -> asyncio.subprocess.Process:
     return await asyncio.create_subprocess_exec(
         str(BIN / command), "-u", rig.url, "-f", rig.flow, *args,
         stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE)
 
 
-async def tg(rig: RagStack, command: str, *args: str) -> tuple[int, str, str]:
+async def tg(rig: ScriptedRagGateway, command: str, *args: str) -> tuple[int, str, str]:
     process = await start(rig, command, *args)
     stdout, stderr = await asyncio.wait_for(process.communicate(), DEADLINE)
     return process.returncode, stdout.decode(), stderr.decode()

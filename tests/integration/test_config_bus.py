@@ -5,19 +5,12 @@ import uuid
 
 import pytest
 
+from tests.support.waiting import answered
 from trustgraph.base import Processor
 from trustgraph.base import ConfigClient, ConfigWatcher, ServiceError
 from trustgraph.config.service import SPEC as CONFIG_SPEC
 from trustgraph.config.service import ConfigSettings
-from trustgraph.pubsub import Bus
 from trustgraph.schema import ConfigRequest, ConfigResponse, Record
-
-
-@pytest.fixture
-async def bus(broker):
-    bus = Bus(broker.url)
-    yield bus
-    await bus.close()
 
 
 @pytest.fixture
@@ -35,26 +28,12 @@ async def start_config(broker, tmp_path, client):
                                                     tg_data_dir=str(tmp_path)))
         started.append(processor)
         await processor.start()
-        await answering(client)
+        await answered(client.everything, "config", timeout=10, attempt=0.2)
         return processor
 
     yield start
     for processor in started:
         await processor.stop()
-
-
-async def answering(client: ConfigClient, timeout: float = 10.0) -> None:
-    """Wait until a just-started service answers. The broker drops a request that
-    arrives in the moment between a consumer subscribing and its flow permits
-    reaching the broker, so the first one is retried."""
-    async with asyncio.timeout(timeout):
-        while True:
-            try:
-                async with asyncio.timeout(0.2):
-                    await client.everything()
-                    return
-            except TimeoutError:
-                pass
 
 
 @pytest.fixture

@@ -2,7 +2,6 @@
 librarian → ``decode`` → decoder → one ``Chunk`` per chunk on ``chunks``; text,
 Markdown and PDF; re-loads giving the same chunks; documents that can never be
 decoded rejected with a clear log line; a large document as many small records."""
-import asyncio
 import base64
 import logging
 import re
@@ -10,9 +9,11 @@ import uuid
 
 import pytest
 
-from tests.integration.test_librarian_bus import Client, Topic
-from trustgraph.base import Processor, ProcessorSpec
+from tests.support.librarian import LibrarianClient
 from tests.support.pdf import minimal_pdf
+from tests.support.topic import Topic
+from tests.support.waiting import eventually, signalled
+from trustgraph.base import Processor, ProcessorSpec
 from trustgraph.base.stage import Emitters
 from trustgraph.decoding import decode
 from trustgraph.ingest.decoder import (DecoderSettings, chunk_records, decoder_parts,
@@ -20,7 +21,6 @@ from trustgraph.ingest.decoder import (DecoderSettings, chunk_records, decoder_p
 from trustgraph.librarian.service import SPEC as LIBRARIAN_SPEC
 from trustgraph.librarian.service import LibrarianSettings
 from trustgraph.librarian.store import LibraryStore
-from trustgraph.pubsub import Bus
 from trustgraph.schema import Chunk, DecodeWork, DocumentMetadata, DocumentRef, encode
 from trustgraph.schema.librarian import UPLOAD_PART_BYTES
 
@@ -63,27 +63,23 @@ def flow():
 
 @pytest.fixture
 async def stack(broker, tmp_path, flow, bus):
-    """A librarian and a decoder on one data dir, a client, and the chunks topic."""
+    """A librarian and a decoder on one data dir, a client, and the chunks topic. The
+    decoder takes one document at a time, in the order their work was sent, so the
+    chunks of a document come after every chunk of the documents loaded before it."""
     chunks = await Topic.watch(bus, "chunks", flow, Chunk)
     librarian = Processor(LIBRARIAN_SPEC, LibrarianSettings(
         pulsar_url=broker.url, tg_data_dir=str(tmp_path), tg_flows=[flow]))
     settings = DecoderSettings(pulsar_url=broker.url, tg_data_dir=str(tmp_path),
-                               tg_flows=[flow], tg_chunk_size=SIZE, tg_chunk_overlap=OVERLAP)
+                               tg_flows=[flow], tg_chunk_size=SIZE, tg_chunk_overlap=OVERLAP,
+                               tg_concurrency=1)
     decoder = Processor(ProcessorSpec("decoder", DecoderSettings, decoder_parts), settings)
     await librarian.start()
     await decoder.start()
-    client = await Client(bus, flow).start()
+    client = await LibrarianClient(bus, flow).start()
     await client.ready()
     yield client, chunks
     await decoder.stop()
     await librarian.stop()
-
-
-@pytest.fixture
-async def bus(broker):
-    bus = Bus(broker.url)
-    yield bus
-    await bus.close()
 
 
 def expected(tmp_path, id, user="trustgraph", collection="default"):
@@ -93,11 +89,12 @@ def expected(tmp_path, id, user="trustgraph", collection="default"):
 
 
 async def chunks_of(topic, id, count, timeout=15.0):
-    async with asyncio.timeout(timeout):
-        while len(found := [c for c in topic.seen if c.document.id == id]) < count:
-            topic.arrived.clear()
-            await topic.arrived.wait()
-    return sorted(found, key=lambda c: c.index)
+    def found():
+        chunks = [c for c in topic.seen if c.document.id == id]
+        return chunks if len(chunks) >= count else None
+    chunks = await signalled(topic.arrived, found, f"{count} chunks of {id!r}",
+                             timeout=timeout)
+    return sorted(chunks, key=lambda c: c.index)
 
 
 def check_chunks(chunks, id, source_words, title=""):
@@ -148,7 +145,9 @@ async def test_loading_again_sends_the_same_chunks(stack, tmp_path):
     both = await chunks_of(topic, "again", 2 * count)
     assert sorted(c.id for c in both) == sorted(2 * [c.id for c in first])
     assert {(c.id, c.index, c.text) for c in both} == {(c.id, c.index, c.text) for c in first}
-    await asyncio.sleep(0.5)
+    # A document loaded after both: its chunks come after any further chunk of "again".
+    await client.load_text(id="after", text="A short document loaded after the others.")
+    await chunks_of(topic, "after", 1)
     assert len([c for c in topic.seen if c.document.id == "again"]) == 2 * count
 
 
@@ -167,9 +166,9 @@ async def test_documents_that_cannot_be_decoded_are_rejected_and_the_stage_goes_
             await emit("decode", DecodeWork(document=DocumentRef(id=id), kind=kind))
         await client.load_text(id="fine", text="After the bad ones, a good one.")
         await chunks_of(topic, "fine", 1)
-        async with asyncio.timeout(10):
-            while len([r for r in caplog.records if "rejected" in r.getMessage()]) < 4:
-                await asyncio.sleep(0.05)
+        await eventually(lambda: len([r for r in caplog.records
+                                      if "rejected" in r.getMessage()]) >= 4,
+                         "four rejections logged", timeout=10)
     rejections = "\n".join(r.getMessage() for r in caplog.records
                            if "rejected" in r.getMessage())
     assert "document 'zip' of trustgraph/default (application/zip) cannot be decoded: " \

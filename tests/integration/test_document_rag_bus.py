@@ -4,182 +4,21 @@ OpenAI-format server), embeddings (the real all-MiniLM-L6-v2), the chunk-embeddi
 stage and the vector store (Qdrant Edge on disk). The corpus goes in through the
 ingestion pipeline's ``chunks`` stage, as the chunker sends it.
 
-``RagStack`` is used by test_graph_rag_bus.py too.
+The processors are in tests/support/rag_processors.py, shared with test_graph_rag_bus.py.
 """
 import asyncio
-import json
-import shutil
-import tempfile
-import time
-import uuid
-from pathlib import Path
 
 import pytest
 
-from tests.support.openai_server import PROMPT_TOKENS, OpenAiServer, Script, expected_text
-from trustgraph.base import Processor, ProcessorSettings, Requester
-from trustgraph.base.stage import Emitters
-from trustgraph.config.service import SPEC as CONFIG_SPEC
-from trustgraph.config.service import ConfigSettings
-from trustgraph.ingest import embedding_stages as stages
-from trustgraph.embeddings.provider import EmbeddingsSettings
-from trustgraph.embeddings.service import SPEC as EMBEDDINGS
-from trustgraph.model.text_completion.openai.provider import Settings as OpenAiSettings
-from trustgraph.model.text_completion.service import spec_for
-from trustgraph.prompt.defaults import DEFAULT_TEMPLATES
-from trustgraph.prompt.service import SPEC as PROMPT_SPEC
-from trustgraph.prompt.service import PromptSettings
-from trustgraph.pubsub import Bus
-from trustgraph.retrieval.document_rag import service as document_rag
-from trustgraph.retrieval.graph_rag import service as graph_rag
-from trustgraph.schema import (Chunk, DocumentEmbeddingsRequest, DocumentEmbeddingsResponse,
-                               DocumentRagRequest, DocumentRef, EmbeddingsRequest,
-                               EmbeddingsResponse, RagResponse, Record, decode)
-from trustgraph.storage.triples import service as service_triples
-from trustgraph.storage.vectors import service as service_vectors
-
-REWRITE = "where and when Acme Rockets was founded"
-SUBQUERIES = ["Who founded Acme Rockets?", "Where is the Roadrunner engine built?"]
-
-
-class RagLlm(OpenAiServer):
-    """Answers the query-rewrite and query-decompose prompts as a model would (they
-    are told apart by their system prompts); every other prompt as scripted."""
-
-    answers = {DEFAULT_TEMPLATES["query-rewrite"].system: REWRITE,
-               DEFAULT_TEMPLATES["query-decompose"].system: json.dumps(SUBQUERIES)}
-
-    async def handle(self, request, body=None):
-        body = await request.json()
-        text = self.prompt_text(body)
-        for system, answer in self.answers.items():
-            if system in text:
-                if not self.wants_stream(body):
-                    return self.completion(answer, self.script)
-                response = await self.open_stream(request, body)
-                await self.write_token(response, answer)
-                await self.write_end(response, body, self.script)
-                return response
-        return await super().handle(request, body)
-
-    def answer_prompt(self) -> str:
-        """The last prompt that was answered as scripted: the RAG answer's."""
-        return self.prompt_text(self.last_body)
-
-
-class RagStack:
-    """Every processor both RAG services need, on a flow of their own."""
-
-    def __init__(self, broker, llm: RagLlm, data_dir: Path,
-                 retrieval_settings: bool = False) -> None:
-        """``retrieval_settings``: build the RAG services with their retrieval
-        settings (hybrid search, mixed graph retrieval) as ``tg-run`` does, rather
-        than with plain ProcessorSettings (vector search, as before)."""
-        self.url, self.llm, self.data_dir = broker.url, llm, data_dir
-        self.retrieval_settings = retrieval_settings
-        self.flow = f"rag-{uuid.uuid4().hex[:8]}"
-        self.processors: list[Processor] = []
-        self.bus = Bus(self.url)
-        self.emit = Emitters(self.bus, self.flow).emit
-
-    async def start(self) -> "RagStack":
-        common = {"pulsar_url": self.url, "tg_flows": [self.flow], "tg_request_timeout": 30}
-        stored = {"tg_data_dir": str(self.data_dir), "neo4j_uri": None, "qdrant_url": None}
-        for processor in (
-                Processor(CONFIG_SPEC, ConfigSettings(pulsar_url=self.url,
-                                                tg_data_dir=str(self.data_dir))),
-                Processor(spec_for("openai"), OpenAiSettings(
-                    openai_base_url=self.llm.base_url, openai_api_key="test", **common)),
-                Processor(PROMPT_SPEC, PromptSettings(**common)),
-                Processor(EMBEDDINGS, EmbeddingsSettings(tg_embeddings="minilm", **common)),
-                Processor(service_vectors.SPEC,
-                          service_vectors.VectorStoreSettings(**common, **stored)),
-                Processor(service_triples.SPEC,
-                          service_triples.TriplesStoreSettings(**common, **stored)),
-                Processor(stages.CHUNK_SPEC, stages.EmbeddingStageSettings(**common)),
-                Processor(stages.ENTITY_SPEC, stages.EmbeddingStageSettings(**common)),
-                Processor(document_rag.SPEC, (document_rag.RetrievalSettings
-                                              if self.retrieval_settings
-                                              else ProcessorSettings)(**common)),
-                Processor(graph_rag.SPEC, (graph_rag.GraphRagSettings
-                                           if self.retrieval_settings
-                                           else ProcessorSettings)(**common))):
-            self.processors.append(processor)
-            await processor.start()
-        return self
-
-    async def stop(self) -> None:
-        await self.bus.close()
-        for processor in reversed(self.processors):
-            await processor.stop()
-
-    async def requester(self, service: str) -> Requester:
-        requester = Requester(self.bus, service, self.flow, f"test-{uuid.uuid4().hex[:8]}",
-                              timeout=30)
-        await requester.start()
-        return requester
-
-    async def frames(self, service: str, request: Record) -> list[RagResponse]:
-        """Every record of the answer, errors included, in order."""
-        requester = await self.requester(service)
-        return [decode(RagResponse, data) async for batch in requester.frames(request)
-                for data, _ in batch]
-
-    async def vector(self, text: str) -> list[float]:
-        embeddings = await self.requester("embeddings")
-        return (await embeddings.call(EmbeddingsRequest(texts=[text]),
-                                      EmbeddingsResponse)).vectors[0]
-
-    async def load_chunks(self, user: str, collection: str,
-                          documents: dict[tuple[str, str], list[str]]) -> None:
-        """``{(document id, title): [chunk text]}`` in at the ``chunks`` stage; returns
-        once the vector store serves them all."""
-        count = 0
-        for (id, title), texts in documents.items():
-            document = DocumentRef(id=id, user=user, collection=collection, title=title)
-            for index, text in enumerate(texts):
-                await self.emit("chunks", Chunk(document=document, id=f"{id}/c{index}",
-                                                index=index, text=text))
-                count += 1
-        store, probe = await self.requester("document-embeddings"), await self.vector("x")
-        await until(lambda: store.call(DocumentEmbeddingsRequest(
-            vector=probe, limit=1000, user=user, collection=collection),
-            DocumentEmbeddingsResponse), lambda found: len(found.chunks) >= count)
-
-
-async def until(produce, accept, timeout: float = 60.0):
-    """``produce()`` again until ``accept`` holds for its result (the pipeline has
-    stored what was sent), failing with the last result at the deadline."""
-    deadline = time.monotonic() + timeout
-    while not accept(result := await produce()):
-        assert time.monotonic() < deadline, f"still {result!r} after {timeout} s"
-        await asyncio.sleep(0.05)
-    return result
+from tests.support.openai_server import PROMPT_TOKENS, Script, expected_text
+from tests.support.rag_processors import REWRITE, SUBQUERIES, rag_processors
+from trustgraph.schema import DocumentRagRequest, RagResponse, decode
 
 
 @pytest.fixture
-def data_dir():
-    """Edge shards fsync on creation (~0.2 s on disk): use memory when there is some."""
-    path = Path(tempfile.mkdtemp(prefix="tg-rag-",
-                                 dir="/dev/shm" if Path("/dev/shm").is_dir() else None))
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
-
-
-@pytest.fixture
-async def llm():
-    server = await RagLlm(Script(tokens=12)).start()
-    yield server
-    await server.stop()
-
-
-@pytest.fixture
-async def stack(broker, llm, data_dir):
-    stack = await RagStack(broker, llm, data_dir).start()
-    try:
-        yield stack
-    finally:
-        await stack.stop()
+async def rag(broker, data_dir):
+    async with rag_processors(broker, data_dir) as rag:
+        yield rag
 
 
 ACME = {
@@ -200,11 +39,11 @@ QUESTION = "When was Acme Rockets founded, and by whom?"
 
 
 @pytest.fixture
-async def corpus(stack):
-    await asyncio.gather(stack.load_chunks("alice", "acme", ACME),
-                         stack.load_chunks("alice", "zeta", ZETA),
-                         stack.load_chunks("bob", "acme", BOBS))
-    return stack
+async def corpus(rag):
+    await asyncio.gather(rag.load_chunks("alice", "acme", ACME),
+                         rag.load_chunks("alice", "zeta", ZETA),
+                         rag.load_chunks("bob", "acme", BOBS))
+    return rag
 
 
 def ask(**request) -> DocumentRagRequest:

@@ -2,12 +2,12 @@
 real pulsar-lite broker: first against a scripted embeddings service (to see every
 request and inject failures), then end to end with the real embeddings service
 (all-MiniLM-L6-v2) and the real vector store, queried through its services."""
-import asyncio
 import uuid
 
 import pytest
 
-from tests.integration.test_store_services import Handled, data_dir  # noqa: F401
+from tests.support.handled import Handled
+from tests.support.waiting import eventually
 from trustgraph.base import (HandledError, Processor, ProcessorSettings, ProcessorSpec,
                              Requester, Service, Stage)
 from trustgraph.base.stage import Emitters
@@ -108,12 +108,6 @@ async def pipeline(broker, script):
     await pipeline.stop()
 
 
-async def wait_until(condition, timeout=20.0):
-    async with asyncio.timeout(timeout):
-        while not condition():
-            await asyncio.sleep(0.02)
-
-
 def doc(id="d1", user="trustgraph", collection="default", title="") -> DocumentRef:
     return DocumentRef(id=id, user=user, collection=collection, title=title)
 
@@ -164,7 +158,8 @@ async def test_many_entities_are_batched_per_request_and_split_per_record(pipeli
     await pipeline.handled.until("entities", 1)
     assert [len(r) for r in script.requests] == [8] * 37 + [4]  # 8 texts per request
     # 300 vectors of 384 dimensions is too much for one record: several, none lost
-    await wait_until(lambda: sum(len(r.entities) for r in pipeline.entity_vectors) >= 300)
+    await eventually(lambda: sum(len(r.entities) for r in pipeline.entity_vectors) >= 300,
+                     "300 entity vectors")
     assert len(pipeline.entity_vectors) >= 2
     got = [e.label for r in pipeline.entity_vectors for e in r.entities]
     assert sorted(got) == names
@@ -196,7 +191,9 @@ async def test_no_embeddings_service_means_the_chunk_waits(broker):
     pipeline = await Pipeline(broker, None, tg_request_timeout=1).start()
     try:
         await pipeline.emit("chunks", chunk(doc(), 0, "patient"))
-        await asyncio.sleep(2.5)
+        # Its handler asked for a vector, got no answer and failed: no vector came of
+        # it, and the chunk waits for its redelivery.
+        await pipeline.handled.until("chunks:raised", 1)
         assert pipeline.chunk_vectors == []
         script = ScriptedEmbeddings()  # the service comes up: the chunk goes through
         processor = Processor(scripted_spec(script), ProcessorSettings(
@@ -229,7 +226,7 @@ DOCUMENTS = {
 }
 
 
-async def test_end_to_end_with_the_real_model_and_vector_store(broker, data_dir):  # noqa: F811
+async def test_end_to_end_with_the_real_model_and_vector_store(broker, data_dir):
     spec, settings = real_embeddings()
     pipeline = Pipeline(broker, spec, settings)
     await pipeline.start(collect=False)

@@ -7,15 +7,15 @@ schemas checked there) to a scripted text-completion service that answers each
 template with JSON chosen from the chunk's text, or with prose the prompt service
 cannot parse.
 """
-import asyncio
 import json
 import uuid
 from collections.abc import AsyncIterator
 
 import pytest
 
-from trustgraph.base import (Context, Processor, ProcessorSettings, ProcessorSpec, Requester,
-                             Service, ServiceError, Stage)
+from tests.support.waiting import eventually, serving
+from trustgraph.base import (Context, Processor, ProcessorSettings, ProcessorSpec, Service,
+                             Stage)
 from trustgraph.base.stage import Emitters
 from trustgraph.extract.service import ExtractSettings, extract_stage
 from trustgraph.extract.vocabulary import (CO_OCCURS, DEFINITION, LABEL, MENTIONED_IN,
@@ -77,22 +77,6 @@ def chunks(document: str, texts: list[str]) -> list[Chunk]:
             for n, text in enumerate(texts)]
 
 
-async def answering(bus: Bus, flow: str, timeout: float = 15.0) -> None:
-    """Wait until the just-started prompt service answers on ``flow`` (a request sent
-    while its consumer is still subscribing can be dropped)."""
-    requester = Requester(bus, "prompt", flow, f"probe-{uuid.uuid4().hex[:8]}", 10)
-    await requester.start()
-    async with asyncio.timeout(timeout):
-        while True:
-            try:
-                async with asyncio.timeout(0.3):
-                    await requester.call(PromptRequest(id="no-such-template"), PromptResponse)
-            except ServiceError:
-                return
-            except TimeoutError:
-                pass
-
-
 @pytest.fixture
 async def stack(broker):
     keyphrase, llm = (f"{kind}-{uuid.uuid4().hex[:8]}" for kind in ("kp", "llm"))
@@ -112,7 +96,8 @@ async def stack(broker):
                     scripted_llm)]), ProcessorSettings(pulsar_url=url, tg_flows=[llm])))
         await start(Processor(PROMPT_SPEC, PromptSettings(pulsar_url=url, tg_flows=[llm],
                                                     tg_config_wait=0.5)))
-        await answering(bus, llm)
+        await serving(bus, "prompt", llm, PromptRequest(id="no-such-template"),
+                      PromptResponse, timeout=15)
         await start(Processor(ProcessorSpec("extract", ExtractSettings,
                                             lambda runtime: [extract_stage(runtime.settings)]),
                               ExtractSettings(pulsar_url=url, tg_flows=[keyphrase, llm],
@@ -123,12 +108,6 @@ async def stack(broker):
         await bus.close()
         for processor in reversed(started):
             await processor.stop()
-
-
-async def wait_for(collected: Collected, keys: set, timeout: float = 60.0) -> None:
-    async with asyncio.timeout(timeout):
-        while not (keys <= set(collected.triples) and keys <= set(collected.entities)):
-            await asyncio.sleep(0.05)
 
 
 def has(record: ChunkTriples, s: str, p: str, o: Term) -> bool:
@@ -143,7 +122,9 @@ async def test_chunks_become_triples_and_entities_on_each_flow(stack):
     for chunk in facts:
         await emit_llm("chunks", chunk)
     expected = {(keyphrase, c.id) for c in prose} | {(llm, c.id) for c in facts}
-    await wait_for(collected, expected)
+    await eventually(lambda: expected <= set(collected.triples)
+                     and expected <= set(collected.entities),
+                     "triples and entities of every chunk", timeout=60)
 
     harbour = entity_iri("Harbour Robotics")
     for chunk in prose:

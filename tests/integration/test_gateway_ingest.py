@@ -2,151 +2,39 @@
 (embeddings, triples, graph-embeddings, document-embeddings), and the client library's
 methods for them, on a real broker in front of the real librarian and store owners.
 
-The embeddings service is a stand-in written here: a text's vector is a fixed
-pseudo-random unit vector seeded by the text, so a query for the same text finds it
-with score 1. One stack serves the whole module, on a flow of its own.
+The embeddings service is a stand-in (tests/support/ingest_stack.py): a text's vector
+is a fixed pseudo-random unit vector seeded by the text, so a query for the same text
+finds it with score 1. One stack serves the whole module, on a flow of its own.
 """
-import asyncio
 import base64
 import hashlib
-import math
-import random
-import uuid
 
 import aiohttp
 import pytest
 import pytest_asyncio
 
-from tests.integration.test_librarian_bus import Topic
+from tests.support.ingest_stack import DEADLINE, IngestStack, ask, vector_of
+from tests.support.topic import Topic
+from tests.support.waiting import eventually, signalled
 from trustgraph.api import AsyncTrustGraph, TrustGraphError
 from trustgraph.api.async_client import SINGLE_LOAD_BYTES
-from trustgraph.base import (Context, Processor, ProcessorSettings, ProcessorSpec, Requester,
-                             Service, ServiceError)
-from trustgraph.base.stage import Emitters
-from trustgraph.gateway.app import Gateway, GatewaySettings
-from trustgraph.librarian.service import SPEC as LIBRARIAN_SPEC
-from trustgraph.librarian.service import LibrarianSettings
-from trustgraph.pubsub import Bus
-from trustgraph.pubsub.embedded import free_port
 from trustgraph.schema import (LIBRARIAN_FLOW, Chunk, ChunkTriples, ChunkVector, DecodeWork,
-                               DocumentEmbeddingsRequest, DocumentEmbeddingsResponse,
-                               DocumentRef, DocumentRemoved, EmbeddingsRequest,
-                               EmbeddingsResponse, EntityVector, EntityVectors,
-                               LibrarianRequest, LibrarianResponse, Term, Triple,
-                               TriplesQueryRequest, TriplesQueryResponse)
-from trustgraph.storage.triples import service as service_triples
-from trustgraph.storage.vectors import service as service_vectors
+                               DocumentRef, DocumentRemoved, EntityVector, EntityVectors,
+                               Term, Triple)
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
-DEADLINE = 30.0
-DIM = 16
 I, L = Term.iri, Term.literal
-
-
-def vector_of(text: str) -> list[float]:
-    rng = random.Random(hashlib.sha256(text.encode()).digest())
-    v = [rng.uniform(-1, 1) for _ in range(DIM)]
-    norm = math.sqrt(sum(x * x for x in v))
-    return [x / norm for x in v]
-
-
-async def embed(request: EmbeddingsRequest, ctx: Context) -> EmbeddingsResponse:
-    return EmbeddingsResponse(vectors=[vector_of(t) for t in request.inputs()],
-                              end_of_stream=True)
-
-
-EMBEDDINGS_SPEC = ProcessorSpec("test-embeddings", ProcessorSettings, lambda s: [
-    Service("embeddings", EmbeddingsRequest, EmbeddingsResponse, embed)])
-
-
-class IngestStack:
-    """Librarian, triples and vector store owners, the stand-in embeddings service and
-    a gateway routing one flow of their own (plus ``extra`` processors, and
-    ``other_flows`` that the gateway routes and nothing here serves); ``emit`` sends to
-    the flow's stage topics."""
-
-    def __init__(self, broker, data_dir, extra=(), other_flows=()) -> None:
-        self.broker, self.data_dir, self.extra = broker, data_dir, extra
-        self.flow = f"ingest-{uuid.uuid4().hex[:8]}"
-        self.started: list[Processor] = []
-        self.bus = Bus(broker.url)
-        self.emit = Emitters(self.bus, self.flow).emit
-        self.gateway = Gateway(GatewaySettings(
-            pulsar_url=broker.url, tg_gateway_host="127.0.0.1", tg_gateway_port=free_port(),
-            tg_flows=[self.flow, *other_flows], tg_request_timeout=15))
-        self.url = ""
-
-    async def start(self) -> "IngestStack":
-        url, flows = self.broker.url, [self.flow]
-        # The librarian is outside flows: asked on LIBRARIAN_FLOW whatever flow is named.
-        processors = [
-            Processor(LIBRARIAN_SPEC, LibrarianSettings(
-                pulsar_url=url, tg_data_dir=str(self.data_dir / "library"),
-                tg_flows=[LIBRARIAN_FLOW, self.flow])),
-            Processor(service_triples.SPEC, service_triples.TriplesStoreSettings(
-                pulsar_url=url, tg_flows=flows, tg_data_dir=str(self.data_dir / "triples"))),
-            Processor(service_vectors.SPEC, service_vectors.VectorStoreSettings(
-                pulsar_url=url, tg_flows=flows, tg_data_dir=str(self.data_dir / "vectors"))),
-            Processor(EMBEDDINGS_SPEC, ProcessorSettings(pulsar_url=url, tg_flows=flows)),
-            *(Processor(spec, settings(pulsar_url=url, tg_flows=flows))
-              for spec, settings in self.extra),
-        ]
-        for processor in processors:
-            self.started.append(processor)
-            await processor.start()
-        for service, flow, probe, model in (
-                ("librarian", LIBRARIAN_FLOW, LibrarianRequest(operation="list-documents"),
-                 LibrarianResponse),
-                ("triples", self.flow, TriplesQueryRequest(), TriplesQueryResponse),
-                ("document-embeddings", self.flow, DocumentEmbeddingsRequest(vector=[1.0]),
-                 DocumentEmbeddingsResponse),
-                ("embeddings", self.flow, EmbeddingsRequest(texts=[]), EmbeddingsResponse)):
-            await answering_on(self.bus, service, flow, probe, model)
-        self.url = await self.gateway.start()
-        return self
-
-    async def stop(self) -> None:
-        await self.gateway.stop()
-        await self.bus.close()
-        for processor in reversed(self.started):
-            await processor.stop()
-
-
-async def answering_on(bus, service, flow, probe, model) -> None:
-    """Wait until a just-started service answers on ``flow`` (the broker drops a
-    request that arrives while a new consumer's permits are on their way: retry)."""
-    requester = Requester(bus, service, flow, f"probe-{uuid.uuid4().hex[:8]}", 10)
-    await requester.start()
-    async with asyncio.timeout(DEADLINE):
-        while True:
-            try:
-                async with asyncio.timeout(0.3):
-                    await requester.call(probe, model)
-                return
-            except ServiceError:
-                return
-            except TimeoutError:
-                pass
-
-
-async def until(check, what: str, timeout: float = DEADLINE):
-    """Poll ``check`` (async) until it returns something true, with a deadline."""
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not (value := await check()):
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
-        await asyncio.sleep(0.05)
-    return value
 
 
 async def arrived(topic: Topic, *ids: str) -> dict:
     """The latest record on a watched stage topic for each document id (a new
     subscription also sees what earlier tests sent there)."""
-    async def all_there():
+    def all_there():
         latest = {r.document.id: r for r in topic.seen}
         return latest if set(ids) <= set(latest) else None
-    return await until(all_there, f"records of {', '.join(ids)}")
+    return await signalled(topic.arrived, all_there, f"records of {', '.join(ids)}",
+                           timeout=DEADLINE)
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
@@ -169,16 +57,6 @@ async def ws(stack):
     async with aiohttp.ClientSession() as session:
         async with session.ws_connect(stack.url + "api/v1/socket") as ws:
             yield ws
-
-
-async def ask(ws, service: str, request: dict, flow: str) -> dict:
-    """One request on the raw socket; its single, complete frame."""
-    id = uuid.uuid4().hex[:8]
-    await ws.send_json({"id": id, "service": service, "flow": flow, "request": request})
-    async with asyncio.timeout(DEADLINE):
-        frame = await ws.receive_json()
-    assert frame["id"] == id and frame["complete"], frame
-    return frame
 
 
 async def post(stack, service: str, body: dict, flow: str | None = None
@@ -299,7 +177,7 @@ async def test_librarian_is_reached_whatever_flow_is_named(stack, ws):
         assert frame["response"] == {"documents": [], "end_of_stream": True}
     status, body = await post(stack, "librarian", {"operation": "get-document-metadata",
                                                    "id": "nope"}, flow="elsewhere")
-    assert status == 502 and body["error"]["type"] == "not-found"
+    assert status == 404 and body["error"]["type"] == "not-found"
     frame = await ask(ws, "librarian", {"operation": "shred"}, stack.flow)
     assert frame["error"]["type"] == "bad-request"
     assert frame["error"]["message"].startswith("request.operation: Input should be")
@@ -330,7 +208,7 @@ async def test_triples_pattern_queries_per_collection(stack, client, ws):
     await stack.emit("triples", ChunkTriples(document=doc, chunk_id="tdoc/c0",
                                              triples=triples))
     scope = {"user": "tq", "collection": "graph", "flow": stack.flow}
-    found = await until(lambda: client.triples(**scope), "the triples to be stored")
+    found = await eventually(lambda: client.triples(**scope), "the triples to be stored")
     assert sorted(Triple.model_validate(x).model_dump_json() for x in found) == sorted(
         x.model_dump_json() for x in triples)
     assert await client.triples("http://ex/alice", "http://ex/name", **scope) == [
@@ -361,7 +239,7 @@ async def test_document_embeddings_nearest_chunks_per_user(stack, client, ws):
         found = await client.document_embeddings(vector_of("vectors in shards"), **scope)
         return found if len(found) == 3 else None
 
-    best, *rest = await until(stored, "three chunk vectors")
+    best, *rest = await eventually(stored, "three chunk vectors")
     assert (best["chunk_id"], best["text"], best["document_id"], best["title"]) == (
         "vdoc/c1", "vectors in shards", "vdoc", "Vectors")
     assert best["score"] == pytest.approx(1.0, abs=1e-4)
@@ -385,7 +263,7 @@ async def test_graph_embeddings_nearest_entities(stack, client):
                                               flow=stack.flow)
         return found if len(found) == 2 else None
 
-    best, other = await until(stored, "two entity vectors")
+    best, other = await eventually(stored, "two entity vectors")
     assert best["entity"] == {"t": "i", "i": "http://ex/Bob"} and best["label"] == "Bob"
     assert best["score"] == pytest.approx(1.0, abs=1e-4)
     assert best["score"] > other["score"]

@@ -8,7 +8,7 @@ import uuid
 import pytest
 import pytest_asyncio
 
-from tests.integration.test_gateway_ingest import IngestStack
+from tests.support.ingest_stack import IngestStack
 from trustgraph.api import AsyncTrustGraph
 from trustgraph.base import Context, HandledError, Processor, ProcessorSettings, ProcessorSpec
 from trustgraph.base import Service

@@ -15,9 +15,10 @@ import aiohttp
 import pytest
 import pytest_asyncio
 
+from tests.support.waiting import serving
 from trustgraph.api import AsyncTrustGraph, TrustGraph, TrustGraphError
 from trustgraph.base import (ConfigClient, Context, Processor, ProcessorSettings,
-                             ProcessorSpec, Requester, Service, ServiceError)
+                             ProcessorSpec, Service)
 from trustgraph.config.service import SPEC as CONFIG_SPEC
 from trustgraph.config.service import ConfigSettings
 from trustgraph.gateway.app import Gateway, GatewaySettings
@@ -52,23 +53,6 @@ async def echo(request: TextCompletionRequest, ctx: Context
         in_token=len(words), out_token=len(pieces), model="echo")
 
 
-async def answering(bus: Bus, service: str, probe, model) -> None:
-    """Wait until a just-started service answers (the broker drops a request that
-    arrives while a new consumer's permits are still on their way, so retry)."""
-    requester = Requester(bus, service, "default", f"probe-{uuid.uuid4().hex[:8]}", 10)
-    await requester.start()
-    async with asyncio.timeout(DEADLINE):
-        while True:
-            try:
-                async with asyncio.timeout(0.3):
-                    await requester.call(probe, model)
-                return
-            except ServiceError:
-                return  # an error is an answer too
-            except TimeoutError:
-                pass
-
-
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def gateway(broker, tmp_path_factory):
     """The gateway's base URL, with config (holding the defaults and TEMPLATES),
@@ -91,9 +75,10 @@ async def gateway(broker, tmp_path_factory):
         await config.put_many("prompt", {**default_values(), **TEMPLATES})
         started.append(prompt := Processor(PROMPT_SPEC, PromptSettings(pulsar_url=url)))
         await prompt.start()
-        await answering(bus, "text-completion", TextCompletionRequest(prompt="hi"),
-                        TextCompletionResponse)
-        await answering(bus, "prompt", PromptRequest(id="no-such-template"), PromptResponse)
+        await serving(bus, "text-completion", "default", TextCompletionRequest(prompt="hi"),
+                      TextCompletionResponse)
+        await serving(bus, "prompt", "default", PromptRequest(id="no-such-template"),
+                      PromptResponse)
         yield await gateway.start()
     finally:
         await gateway.stop()
@@ -177,7 +162,7 @@ async def test_rest_prompt_as_ndjson_and_config_on_any_flow(gateway):
 
         async with http.post(gateway + "api/v1/flow/default/service/config", json={
                 "operation": "get", "keys": [{"type": "prompt", "key": "nope"}]}) as response:
-            assert response.status == 502
+            assert response.status == 404
             assert (await response.json())["error"]["type"] == "not-found"
 
         async with http.get(gateway + "api/v1/openapi.json") as response:

@@ -11,8 +11,8 @@ import aiohttp
 import pytest
 import pytest_asyncio
 
-from tests.support.scripted_rag import (MODEL, PROMPT_TOKENS, RagStack, expected_text,
-                                        scripted_rag_stack, wire_sources)
+from tests.support.scripted_rag import (MODEL, PROMPT_TOKENS, ScriptedRagGateway,
+                                        expected_text, scripted_rag_gateway, wire_sources)
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -21,7 +21,7 @@ DEADLINE = 30.0
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def rig(broker):
-    async with scripted_rag_stack(broker.url) as stack:
+    async with scripted_rag_gateway(broker.url) as stack:
         yield stack
 
 
@@ -38,7 +38,7 @@ async def http():
         yield http
 
 
-def rag_frame(rig: RagStack, service: str, request: dict, **envelope) -> dict:
+def rag_frame(rig: ScriptedRagGateway, service: str, request: dict, **envelope) -> dict:
     return {"id": uuid.uuid4().hex, "service": service, "flow": rig.flow, **envelope,
             "request": request}
 
@@ -130,7 +130,7 @@ async def test_bad_rag_requests_name_the_field(rig, frames_of):
 
 # --- REST on the service path --------------------------------------------------------
 
-def service_url(rig: RagStack, kind: str) -> str:
+def service_url(rig: ScriptedRagGateway, kind: str) -> str:
     return f"{rig.url}api/v1/flow/{rig.flow}/service/{kind}"
 
 
@@ -254,7 +254,7 @@ async def test_query_failure_without_stream_is_502(rig, http):
     ({"query": "q", "mode": "document", "triple-limit": 3}, 400, "bad-request",
      "triple_limit:"),
     ({"query": "q", "collection": 7}, 400, "bad-request", "collection:"),
-    ({"query": "q", "mode": "lazy"}, 404, "mode-unavailable", "not available yet"),
+    ({"query": "q", "mode": "lazy"}, 404, "disabled", "LAZY_RAG_ENABLED=true"),
     ({"query": "q", "flow": "elsewhere"}, 404, "unknown-flow", "elsewhere"),
 ])
 async def test_query_bad_input(rig, http, body, status, error_type, named):
@@ -300,6 +300,6 @@ async def test_openapi_describes_the_rag_services_and_the_query_api(rig, http):
         assert "application/x-ndjson" in operation["responses"]["200"]["content"]
     request = spec["components"]["schemas"]["QueryRequest"]
     assert request["required"] == ["query"]
-    assert request["properties"]["mode"]["enum"] == ["document", "graph", "lazy"]
+    assert request["properties"]["mode"]["enum"] == ["document", "graph", "lazy", "agent"]
     assert {"ContentLine", "MetadataLine", "DoneLine", "ErrorLine"} <= set(
         spec["components"]["schemas"])

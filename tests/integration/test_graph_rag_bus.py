@@ -1,6 +1,7 @@
-"""graph-rag over a real pulsar-lite broker, with the stack of
-test_document_rag_bus.py: the triples store (SQLite) serving ``subgraph``, entity
-vectors from the real embedding model in Qdrant Edge, a local OpenAI-format server.
+"""graph-rag over a real pulsar-lite broker, with the processors of
+test_document_rag_bus.py (tests/support/rag_processors.py): the triples store
+(SQLite) serving ``subgraph``, entity vectors from the real embedding model in Qdrant
+Edge, a local OpenAI-format server.
 
 The graph goes in through the pipeline's ``triples`` and ``entities`` stages as LLM
 extraction sends it (entity and relation IRIs with their labels), so the statements
@@ -10,9 +11,9 @@ import asyncio
 
 import pytest
 
-from tests.integration.test_document_rag_bus import (  # noqa: F401 (fixtures)
-    RagStack, data_dir, expected_text, llm, stack, until)
-from tests.support.openai_server import PROMPT_TOKENS
+from tests.support.openai_server import PROMPT_TOKENS, expected_text
+from tests.support.rag_processors import RagProcessors, rag_processors
+from tests.support.waiting import eventually
 from trustgraph.extract.vocabulary import LABEL, entity_iri, relation_iri
 from trustgraph.schema import (ChunkEntities, ChunkTriples, DocumentRef, EntityContext,
                                GraphEmbeddingsRequest, GraphEmbeddingsResponse,
@@ -47,7 +48,7 @@ def extracted(document: DocumentRef, chunk_id: str, facts: list[Fact]
                 EntityContext(entity=e, label=label) for e, label in entities.items()]))
 
 
-async def load_graph(rag: RagStack, user: str, collection: str,
+async def load_graph(rag: RagProcessors, user: str, collection: str,
                      documents: dict[str, list[list[Fact]]]) -> None:
     """``{document id: [facts of each chunk]}`` in at the pipeline's stages; returns
     once the stores serve every triple and entity vector."""
@@ -60,14 +61,16 @@ async def load_graph(rag: RagStack, user: str, collection: str,
             await rag.emit("entities", named)
             triples |= set(record.triples)
             entities |= {e.entity for e in named.entities}
-    store = await rag.requester("triples")
-    await until(lambda: store.call(TriplesQueryRequest(user=user, collection=collection),
-                                   TriplesQueryResponse),
-                lambda found: len(found.response) >= len(triples))
+    store, query = await rag.requester("triples"), TriplesQueryRequest(user=user,
+                                                                        collection=collection)
+    await eventually(lambda: store.call(query, TriplesQueryResponse),
+                     f"{len(triples)} triples stored in {user}/{collection}",
+                     accept=lambda found: len(found.response) >= len(triples), timeout=60)
     vectors, probe = await rag.requester("graph-embeddings"), await rag.vector("x")
-    await until(lambda: vectors.call(GraphEmbeddingsRequest(
-        vector=probe, limit=1000, user=user, collection=collection), GraphEmbeddingsResponse),
-        lambda found: len(found.entities) >= len(entities))
+    search = GraphEmbeddingsRequest(vector=probe, limit=1000, user=user, collection=collection)
+    await eventually(lambda: vectors.call(search, GraphEmbeddingsResponse),
+                     f"{len(entities)} entity vectors stored in {user}/{collection}",
+                     accept=lambda found: len(found.entities) >= len(entities), timeout=60)
 
 
 ACME = {
@@ -84,10 +87,16 @@ QUESTION = "Who founded Acme Rockets?"
 
 
 @pytest.fixture
-async def graphs(stack):
-    await asyncio.gather(load_graph(stack, "alice", "acme", ACME),
-                         load_graph(stack, "alice", "zeta", ZETA))
-    return stack
+async def rag(broker, data_dir):
+    async with rag_processors(broker, data_dir) as rag:
+        yield rag
+
+
+@pytest.fixture
+async def graphs(rag):
+    await asyncio.gather(load_graph(rag, "alice", "acme", ACME),
+                         load_graph(rag, "alice", "zeta", ZETA))
+    return rag
 
 
 def ask(**request) -> GraphRagRequest:

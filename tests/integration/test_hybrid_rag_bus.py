@@ -1,6 +1,6 @@
 """Hybrid retrieval over a real broker, with the real model and stores
-(test_document_rag_bus.py's ``RagStack``, its services built with their retrieval
-settings): an exact rare term that vector search misses is found, the lexical index
+(tests/support/rag_processors.py's ``RagProcessors``, its services built with their
+retrieval settings, the opt-in modes turned on): an exact rare term that vector search misses is found, the lexical index
 is scoped by user and collection and forgets a removed document, and sources carry
 what each retriever scored."""
 import asyncio
@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
-from tests.integration.test_document_rag_bus import RagLlm, RagStack, until
 from tests.support.openai_server import Script
+from tests.support.rag_processors import RagLlm, RagProcessors
+from tests.support.waiting import eventually
 from trustgraph.schema import (DocumentEmbeddingsResponse, DocumentRagRequest, DocumentRef,
                                DocumentRemoved, GraphRagRequest, LexicalSearchRequest)
 
@@ -36,7 +37,8 @@ async def stack(broker):
     data_dir = Path(tempfile.mkdtemp(
         prefix="tg-hybrid-", dir="/dev/shm" if Path("/dev/shm").is_dir() else None))
     llm = await RagLlm(Script(tokens=3)).start()
-    stack = await RagStack(broker, llm, data_dir, retrieval_settings=True).start()
+    stack = await RagProcessors(broker, llm, data_dir, retrieval={
+        "tg_retrieval": "hybrid", "tg_graph_mix": True}).start()
     try:
         await asyncio.gather(stack.load_chunks("alice", "engines", CODES),
                              stack.load_chunks("bob", "engines", OTHER))
@@ -59,7 +61,7 @@ async def test_an_exact_rare_term_is_found_by_words_where_vectors_miss_it(stack)
     assert [s.id for s in lexical.sources] == ["codes/c0"]
     assert lexical.sources[0].distance is None  # no vector search: no cosine distance
     assert set(lexical.sources[0].scores) == {"lexical", "fused"}
-    # Hybrid (the service's default) has both retrievers' best in its first two,
+    # Hybrid (the service's default here: TG_RETRIEVAL=hybrid) has both retrievers' best in its first two,
     # each with what each retriever scored it.
     [hybrid] = await stack.frames("document-rag", ask(doc_limit=2))
     found = {s.id: s for s in hybrid.sources}
@@ -83,7 +85,8 @@ async def test_the_lexical_index_is_scoped_and_forgets_a_removed_document(stack)
     assert await search("carol") == []
     await stack.emit("document-removed", DocumentRemoved(document=DocumentRef(
         id="codes", user="alice", collection="engines")))
-    await until(lambda: search("alice"), lambda found: found == [])
+    await eventually(lambda: search("alice"), "alice's removed document unindexed",
+                     accept=lambda found: found == [], timeout=60)
     assert await search("bob") == ["other-codes/c0"]
 
 

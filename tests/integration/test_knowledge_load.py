@@ -6,7 +6,8 @@ import aiohttp
 import pytest
 import pytest_asyncio
 
-from tests.integration.test_gateway_ingest import IngestStack, ask, until, vector_of
+from tests.support.ingest_stack import IngestStack, ask, vector_of
+from tests.support.waiting import eventually
 from trustgraph.api import AsyncTrustGraph
 from trustgraph.ingest.embedding_stages import ENTITY_SPEC, EmbeddingStageSettings, entity_text
 from trustgraph.schema import (RDFS_LABEL, DocumentRef, DocumentRemoved, EntityContext, Term,
@@ -74,7 +75,7 @@ async def test_triples_are_stored_once_and_labelled_entities_get_vectors(stack, 
         found = await client.graph_embeddings(vector_of("Alice: a cryptographer"), **scope)
         return found if len(found) == 2 else None
 
-    alice, bob = await until(both_vectors, "vectors for Alice and Bob")
+    alice, bob = await eventually(both_vectors, "vectors for Alice and Bob")
     assert (alice["entity"], alice["label"]) == ({"t": "i", "i": "http://ex/alice"}, "Alice")
     assert alice["score"] == pytest.approx(1.0, abs=1e-4)
     assert bob["label"] == "Bob"
@@ -101,7 +102,7 @@ async def test_removing_the_source_removes_its_triples(stack, client):
         found = await client.triples(**scope)
         return found if len(found) == 1 else None
 
-    [left] = await until(only_the_shared_triple, "one.ttl's triples to go")
+    [left] = await eventually(only_the_shared_triple, "one.ttl's triples to go")
     assert keys([left]) == keys([GRAPH[0].model_dump()])
 
 

@@ -21,6 +21,7 @@ import pytest
 import pytest_asyncio
 
 from tests.support.pdf import minimal_pdf
+from tests.support.waiting import eventually
 from trustgraph.api import AsyncTrustGraph
 from trustgraph.base import Processor
 from trustgraph.decoding import PLAIN
@@ -113,14 +114,10 @@ async def client(pipeline):
 
 async def status_when(client, pipeline, id: str, check, what: str, scope=SCOPE) -> dict:
     """Poll load-status (with a deadline) until ``check(status)`` holds."""
-    deadline = asyncio.get_running_loop().time() + DEADLINE
-    while True:
+    async def status():
         [status] = await client.load_status([id], flow=pipeline.flow, **scope)
-        if check(status):
-            return status
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"timed out waiting for {id} to be {what}; last: {status}")
-        await asyncio.sleep(0.05)
+        return status
+    return await eventually(status, f"{id} to be {what}", accept=check, timeout=DEADLINE)
 
 
 async def test_a_document_is_done_only_when_its_chunks_are_stored(pipeline, client):
@@ -190,10 +187,8 @@ async def test_a_reload_with_fewer_chunks_leaves_no_stale_tail(pipeline, client)
             await status_when(client, pipeline, "shrinks.txt",
                               lambda s: s["state"] == "done", "done")
             want = sorted(f"shrinks.txt/c{i}" for i in range(expected_chunks(text)))
-            deadline = asyncio.get_running_loop().time() + DEADLINE
-            while (ids := await stored_ids()) != want:
-                assert asyncio.get_running_loop().time() < deadline, ids
-                await asyncio.sleep(0.05)
+            await eventually(stored_ids, f"the vectors of {want}",
+                             accept=lambda ids: ids == want, timeout=DEADLINE)
     finally:
         await pipeline.stop("chunk-embeddings")
     found = await client.document_embeddings(probe, limit=100, flow=pipeline.flow, **SCOPE)

@@ -12,6 +12,7 @@ import uuid
 import pytest
 
 from tests.support.openai_server import expected_text
+from tests.support.waiting import eventually
 from trustgraph.base import Processor, Requester, ServiceError
 from trustgraph.base.local import LocalRequester
 from trustgraph.base.processor import start_together, stop_together
@@ -148,7 +149,7 @@ async def test_in_one_process_the_prompts_call_does_not_cross_the_bus(pair):
 
     assert "id" in await first_seen_after_a_prompt("bus")  # the observer sees requests
     assert await first_seen_after_a_prompt("local") == {"marker": "1"}
-    assert isinstance(await pair.prompt.clients["local"].get("text-completion"),
+    assert isinstance(await pair.prompt.runtime.clients("local").get("text-completion"),
                       LocalRequester)
 
 
@@ -165,9 +166,8 @@ async def test_cancelling_the_outer_request_closes_the_llm_stream(pair, how):
     else:
         await frames.aclose()
     await asyncio.wait_for(pair.openai_server.disconnected.wait(), 2.0)
-    async with asyncio.timeout(2):  # the inner request is gone, its slot free
-        while pair.llm._inflight or pair.prompt._inflight:
-            await asyncio.sleep(0.01)
+    await eventually(lambda: not (pair.llm._inflight or pair.prompt._inflight),
+                     "the inner request to be gone, its slot free", timeout=2)
     await frames.aclose()
     records = [r async for r in pair.requesters["local"].stream(say("[tokens=2]"),
                                                                  PromptResponse)]

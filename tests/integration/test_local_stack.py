@@ -1,7 +1,6 @@
 """A process group under ``tg-start`` (the default stack's ``prompt+text-completion``):
 one child process serving both, through the gateway, restarted as one after SIGKILL."""
 import asyncio
-import time
 import uuid
 
 import aiohttp
@@ -9,6 +8,7 @@ import pytest
 
 from tests.support.openai_server import expected_text
 from tests.support.stack import Stack, openai_server_thread
+from tests.support.waiting import eventually
 from trustgraph.run.rundir import alive
 
 GROUP = "prompt+text-completion"
@@ -40,15 +40,13 @@ def prompt(tokens: int) -> dict:
 
 
 async def answers_within(stack: Stack, deadline: float) -> None:
-    started = time.monotonic()
-    while True:
+    async def answers() -> bool:
         try:
-            if await ask(stack, "prompt", prompt(4), timeout=2.0) == (expected_text(4), None):
-                return
+            return await ask(stack, "prompt", prompt(4), timeout=2.0) == (expected_text(4),
+                                                                           None)
         except (aiohttp.ClientError, TimeoutError):
-            pass
-        assert time.monotonic() - started < deadline, "the group did not answer again"
-        await asyncio.sleep(0.1)
+            return False
+    await eventually(answers, "the group to answer again", timeout=deadline, every=0.1)
 
 
 @pytest.fixture(scope="module")

@@ -9,14 +9,15 @@ template's variables.
 """
 import asyncio
 import json
-import time
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import aclosing
+from functools import partial
 
 import pytest
 
 from tests.support.openai_server import expected_text
+from tests.support.waiting import answered, eventually
 from trustgraph.base import (ConfigClient, Context, Processor, ProcessorSettings, ProcessorSpec,
                              PromptClient, PromptResult, Requester, Service, ServiceError)
 from trustgraph.config.service import SPEC as CONFIG_SPEC
@@ -58,7 +59,9 @@ async def echo(request: TextCompletionRequest, ctx: Context
         in_token=len(words), out_token=len(pieces), model="echo")
 
 
-class Stack:
+class PromptProcessors:
+    """Config, both LLMs and (``start_prompt``) the prompt processor, in this process."""
+
     def __init__(self, broker, openai_server, data_dir) -> None:
         self.broker = broker
         self.openai_server = openai_server
@@ -106,7 +109,7 @@ class Stack:
 @pytest.fixture
 async def stack(broker, openai_server, tmp_path):
     """Config and both LLMs running; no prompt processor yet."""
-    stack = Stack(broker, openai_server, tmp_path)
+    stack = PromptProcessors(broker, openai_server, tmp_path)
     try:
         await stack.start_backends()
         yield stack
@@ -121,39 +124,15 @@ async def prompts(stack):
     await stack.start_prompt()
     stack.llm = await stack.requester("default")
     stack.scripted = await stack.requester("scripted")
+    probe = PromptRequest(id="no-such-template")  # answered with an error
     for requester in (stack.llm, stack.scripted):
-        await answering(requester)
+        await answered(partial(requester.call, probe, PromptResponse), "prompt", timeout=10,
+                       attempt=0.2)
     return stack
-
-
-async def answering(requester: Requester, timeout: float = 10.0) -> None:
-    """Wait until the just-started prompt service answers on this flow. The broker
-    drops a request that arrives in the moment between a consumer subscribing and its
-    flow permits reaching the broker, so the first one is retried."""
-    probe = PromptRequest(id="no-such-template")
-    async with asyncio.timeout(timeout):
-        while True:
-            try:
-                async with asyncio.timeout(0.2):
-                    await requester.call(probe, PromptResponse)
-            except ServiceError:
-                return  # answered: "no prompt template ..."
-            except TimeoutError:
-                pass
 
 
 async def records(requester: Requester, request: PromptRequest) -> list[PromptResponse]:
     return [r async for r in requester.stream(request, PromptResponse)]
-
-
-async def eventually(produce, accept, timeout: float = 5.0):
-    """Call ``produce()`` until ``accept`` holds for its result (a change spreading
-    through the bus), failing with the last result at the deadline."""
-    deadline = time.monotonic() + timeout
-    while not accept(result := await produce()):
-        assert time.monotonic() < deadline, f"still {result!r} after {timeout} s"
-        await asyncio.sleep(0.01)
-    return result
 
 
 async def outcome(call) -> str:
@@ -229,21 +208,24 @@ async def test_jsonl_template_answers_with_a_list_of_its_lines(prompts):
     assert json.loads(record.object) == [{"name": "Ann", "age": 31}, {"name": "Bo", "age": 4}]
 
 
-@pytest.mark.parametrize("id, variables, message", [
-    ("people", {"answer": '[{"name": "Ann", "age": "old"}]'},
+@pytest.mark.parametrize("id, variables, error_type, message", [
+    ("people", {"answer": '[{"name": "Ann", "age": "old"}]'}, "prompt-error",
      "does not match its schema at /0/age: 'old' is not of type 'integer'"),
-    ("people", {"answer": "I cannot help with that."}, "is not valid JSON"),
-    ("people", {}, "template 'people': variable 'answer' is undefined (the request gave: none)"),
-    ("echo", {"y": 1}, "variable 'x' is undefined (the request gave: y)"),
-    ("missing", {}, "no prompt template 'missing' (known: agent-react, "),
+    ("people", {"answer": "I cannot help with that."}, "prompt-error", "is not valid JSON"),
+    ("people", {}, "bad-request",
+     "template 'people': variable 'answer' is undefined (the request gave: none)"),
+    ("echo", {"y": 1}, "bad-request", "variable 'x' is undefined (the request gave: y)"),
+    ("missing", {}, "not-found", "no prompt template 'missing' (known: agent-classify, agent-code, "),
 ])
-async def test_clear_errors(prompts, id, variables, message):
+async def test_clear_errors(prompts, id, variables, error_type, message):
     stream = prompts.scripted.stream(PromptRequest(id=id, variables=variables, streaming=True),
                                      PromptResponse)
     with pytest.raises(ServiceError) as failure:
         async for record in stream:
             pytest.fail(f"nothing but the error should come: {record}")
-    assert failure.value.error.type == "prompt-error"
+    # The caller's mistakes have the types every service uses (the gateway answers
+    # them 400 / 404); the model's bad answer is the prompt service's own failure.
+    assert failure.value.error.type == error_type
     assert message in failure.value.error.message
 
 
@@ -257,13 +239,16 @@ async def test_edited_template_used_by_the_next_request_without_restart(prompts)
     assert await client.prompt("echo", {"x": "hi"}) == "v1 hi"
     await prompts.config.put("prompt", "echo", {"prompt": "v2 {{ x | upper }}"})
     ask = lambda: outcome(client.prompt("echo", {"x": "hi"}))  # noqa: E731
-    await eventually(ask, lambda answer: answer == "v2 HI")
+    await eventually(ask, "the edit to be used", accept=lambda answer: answer == "v2 HI",
+                     timeout=5.0)
 
     await prompts.config.put("prompt", "echo", {"prompt": "{% if %}"})
-    await eventually(ask, lambda answer: "template 'echo' in config is invalid" in answer)
+    await eventually(ask, "the broken template to be refused", timeout=5.0,
+                     accept=lambda answer: "template 'echo' in config is invalid" in answer)
 
     await prompts.config.delete("prompt", "echo")
-    await eventually(ask, lambda answer: "no prompt template 'echo'" in answer)
+    await eventually(ask, "the template to be gone", timeout=5.0,
+                     accept=lambda answer: "no prompt template 'echo'" in answer)
 
 
 async def test_prompt_client_returns_text_or_the_parsed_object(prompts):

@@ -3,6 +3,7 @@ only after the handler's effect, redelivered after a failure or a crash."""
 import asyncio
 import uuid
 
+from tests.support.waiting import eventually
 from trustgraph.base import Processor, ProcessorSettings, ProcessorSpec, Rejected, Stage
 from trustgraph.base.stage import Emitters
 from trustgraph.pubsub import Bus
@@ -28,12 +29,6 @@ async def send(broker, flow, *numbers):
     await bus.close()
 
 
-async def wait_until(condition, timeout=15.0):
-    async with asyncio.timeout(timeout):
-        while not condition():
-            await asyncio.sleep(0.02)
-
-
 async def test_every_record_is_handled_once(broker):
     flow, seen = uuid.uuid4().hex[:8], []
 
@@ -42,7 +37,7 @@ async def test_every_record_is_handled_once(broker):
 
     processor = await run_stage(broker, flow, handler)
     await send(broker, flow, *range(50))
-    await wait_until(lambda: len(seen) == 50)
+    await eventually(lambda: len(seen) == 50, "all 50 records handled")
     await processor.stop()
     assert sorted(seen) == list(range(50))
 
@@ -59,7 +54,8 @@ async def test_a_failure_is_redelivered_and_a_rejection_is_not(broker):
 
     processor = await run_stage(broker, flow, handler)
     await send(broker, flow, 1, 2, 3)
-    await wait_until(lambda: attempts.get(1) == 2 and 3 in attempts)
+    await eventually(lambda: attempts.get(1) == 2 and 3 in attempts,
+                     "record 1 redelivered and record 3 handled")
     await processor.stop()
     assert attempts[2] == 1
 
@@ -80,5 +76,5 @@ async def test_work_in_flight_when_a_processor_dies_is_redelivered(broker):
         done.append(work.n)
 
     second = await run_stage(broker, flow, finishes)
-    await wait_until(lambda: done == [7])
+    await eventually(lambda: done == [7], "record 7 redelivered to the second processor")
     await second.stop()

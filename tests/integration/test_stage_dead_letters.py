@@ -7,6 +7,7 @@ handled again."""
 import asyncio
 import uuid
 
+from tests.support.waiting import eventually
 from trustgraph.base import Processor, ProcessorSettings, ProcessorSpec, Stage
 from trustgraph.base.stage import DEAD_LETTER_SUBSCRIPTION, Emitters, dead_letter_topic
 from trustgraph.pubsub import Bus
@@ -88,9 +89,7 @@ async def test_a_record_whose_handling_ends_the_process_is_not_handled_again(bro
     processor = await run_stage(broker, flow, handler, max_deliveries=3)
     letter = await next_message(dead)
     await send(bus, flow, 8)
-    async with asyncio.timeout(DEADLINE):
-        while attempts != [8]:
-            await asyncio.sleep(0.02)
+    await eventually(lambda: attempts == [8], "record 8 handled", timeout=DEADLINE)
     await processor.stop()
     await bus.close()
     assert letter.data() == encode(Work(n=7))

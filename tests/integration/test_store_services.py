@@ -1,19 +1,13 @@
 """The store owners (processors ``triples-store`` and ``vector-store``) on a real
 pulsar-lite broker: fed through their stage topics, queried through their services."""
-import asyncio
-import dataclasses
-import inspect
 import math
 import random
-import shutil
-import tempfile
 import uuid
-from collections import Counter
-from pathlib import Path
 
 import pytest
 
-from trustgraph.base import Processor, ProcessorSpec, Rejected, Requester, ServiceError, Stage
+from tests.support.handled import Handled
+from trustgraph.base import Processor, ProcessorSpec, Requester, ServiceError
 from trustgraph.base.stage import Emitters
 from trustgraph.pubsub import Bus
 from trustgraph.schema import (Chunk, ChunkTriples, ChunkVector, DocumentEmbeddingsRequest,
@@ -42,56 +36,6 @@ def t(s, p, o) -> Triple:
 
 def doc(id, user="trustgraph", collection="default", title="") -> DocumentRef:
     return DocumentRef(id=id, user=user, collection=collection, title=title)
-
-
-class Handled:
-    """Stage handler completions (returned or rejected), to wait on."""
-
-    def __init__(self):
-        self.counts = Counter()
-        self.changed = asyncio.Event()
-        self.fail_once: set[str] = set()  # stages whose next call fails AFTER its effect
-
-    def wrap(self, factory):
-        async def parts(settings):
-            made = factory(settings)
-            made = await made if inspect.isawaitable(made) else made
-            return [dataclasses.replace(p, handler=self._counting(p)) if isinstance(p, Stage)
-                    else p for p in made]
-        return parts
-
-    def _counting(self, stage: Stage):
-        async def handler(record, ctx):
-            try:
-                await stage.handler(record, ctx)
-            except Rejected:
-                self._done(stage.name)
-                raise
-            if stage.name in self.fail_once:
-                self.fail_once.discard(stage.name)
-                self.counts[f"{stage.name}:failed"] += 1
-                raise RuntimeError("crashed after the write, before the acknowledgement")
-            self._done(stage.name)
-        return handler
-
-    def _done(self, name):
-        self.counts[name] += 1
-        self.changed.set()
-
-    async def until(self, name, count, timeout=20.0):
-        async with asyncio.timeout(timeout):
-            while self.counts[name] < count:
-                self.changed.clear()
-                await self.changed.wait()
-
-
-@pytest.fixture
-def data_dir():
-    """Edge shards fsync on creation (~0.2 s on disk): use memory when there is some."""
-    path = Path(tempfile.mkdtemp(prefix="tg-store-services-",
-                                 dir="/dev/shm" if Path("/dev/shm").is_dir() else None))
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
 
 
 class Stores:

@@ -61,9 +61,8 @@ class TriplesStore:
     async def start(self, data_dir):
         settings = service_triples.TriplesStoreSettings(
             pulsar_url=self.broker.url, tg_flows=[self.flow], tg_data_dir=str(data_dir))
-        emitters = service_triples.FlowEmitters(self.broker.url)
         made = [self._signalling(part) if isinstance(part, Stage) else part
-                for part in service_triples.parts(self.counting, emitters)]
+                for part in service_triples.parts(self.counting)]
         spec = ProcessorSpec(service_triples.NAME, type(settings), lambda _: made)
         self.processor = Processor(spec, settings)
         await self.processor.start()

@@ -7,12 +7,12 @@ settings: the chunks each document becomes, the triples each chunk yields with
 their provenance, and the entities that get vectors. A test then proves that the
 stores, filled through the broker by separate processes, hold exactly that.
 """
-import asyncio
 import sqlite3
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tests.support.waiting import eventually
 from trustgraph.ingest.decoder import DecoderSettings, chunk_records, token_counter
 from trustgraph.extract.keyphrase import KeyphraseExtractor
 from trustgraph.extract.service import ExtractSettings
@@ -108,20 +108,6 @@ class StageWatch:
         await self.bus.close()
 
 
-async def until(check, what: str, timeout: float):
-    """Poll ``check`` (async or not) until it returns something true, with a deadline."""
-    deadline = asyncio.get_running_loop().time() + timeout
-    while True:
-        value = check()
-        if asyncio.iscoroutine(value):
-            value = await value
-        if value:
-            return value
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
-        await asyncio.sleep(0.1)
-
-
 def stored_provenance(data_dir: Path, user: str, collection: str) -> list[Provenance]:
     """Every (triple, document, chunk) row of the SQLite triples store of a scope,
     read straight from its file (read-only, beside the running store)."""
@@ -141,8 +127,8 @@ async def check_graph_stored(client, want: Expected, data_dir: Path, user: str,
     """Extraction runs beside chunk embedding: wait until the triples store holds every
     (triple, document, chunk) row of ``want``, then check each is there once, the
     triples query repeats nothing, and every entity has its vector."""
-    await until(lambda: set(stored_provenance(data_dir, user, collection))
-                == want.provenance, "every triple with its provenance", deadline)
+    await eventually(lambda: set(stored_provenance(data_dir, user, collection))
+                     == want.provenance, "every triple with its provenance", timeout=deadline)
     rows = stored_provenance(data_dir, user, collection)
     assert len(rows) == len(set(rows)) == len(want.provenance)
     scope = {"user": user, "collection": collection}
@@ -152,5 +138,5 @@ async def check_graph_stored(client, want: Expected, data_dir: Path, user: str,
     async def entities():
         found = await client.graph_embeddings(probe, limit=1000, **scope)
         return found if {e["entity"]["i"] for e in found} == want.entities else None
-    found = await until(entities, "a vector for every entity", deadline)
+    found = await eventually(entities, "a vector for every entity", timeout=deadline)
     assert len(found) == len(want.entities)

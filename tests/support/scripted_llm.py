@@ -7,15 +7,22 @@ tokens: how many tokens (``tok0 tok1 ...``); first / delay: seconds before the f
 token and between tokens; fail_after: an in-stream error after N tokens; drop_after:
 cut the connection after N tokens; status: answer with that HTTP status instead
 (only the first ``fail_times`` such requests when given, then answer normally).
+
+A test that needs particular words (an agent's "Thought: ... Action: ...") sets
+``server.reply``: a function of the prompt text returning the answer for that
+request, or None for the scripted tokens. The answer is streamed a word at a time
+(``words``), with the directive's timing and failures.
 """
 import asyncio
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from aiohttp import web
 
 DIRECTIVE = re.compile(r"\[([a-z_]+=[^\]]*)\]")
+WORD = re.compile(r"\s*\S+\s*|\s+")
 PROMPT_TOKENS = 11  # every scripted server reports this many input tokens
 _INTS = {"tokens", "fail_after", "drop_after", "status", "fail_times"}
 
@@ -34,8 +41,23 @@ class Script:
         match = DIRECTIVE.search(text)
         if not match:
             return self
-        values = dict(item.split("=", 1) for item in match.group(1).split())
-        return replace(self, **{k: (int if k in _INTS else float)(v) for k, v in values.items()})
+        try:
+            values = dict(item.split("=", 1) for item in match.group(1).split())
+            return replace(self, **{k: (int if k in _INTS else float)(v)
+                                    for k, v in values.items()})
+        except (ValueError, TypeError):
+            return self  # text that only looks like a directive (fuzzed input) is text
+
+
+@dataclass
+class Call:
+    """One request as the server saw it; times are ``time.perf_counter()`` (one clock
+    for every thread of a process, so a benchmark can line them up with its own)."""
+
+    prompt: str
+    arrived: float
+    written: list[float] = field(default_factory=list)  # when each token was sent
+    done: float | None = None  # when the answer was complete
 
 
 @dataclass
@@ -73,6 +95,11 @@ def expected_text(tokens: int) -> str:
     return "".join(token(i) for i in range(tokens))
 
 
+def words(text: str) -> list[str]:
+    """How a scripted reply is streamed: a word (with the spaces after it) at a time."""
+    return WORD.findall(text)
+
+
 class ScriptedServer:
     """Subclasses set ``model`` and implement the hooks below for their format."""
 
@@ -86,6 +113,8 @@ class ScriptedServer:
         self.disconnected = asyncio.Event()
         self.last_body: dict | None = None
         self.last_headers: dict | None = None
+        self.reply: Callable[[str], str | None] | None = None
+        self.arrivals: list[Call] = []  # every request, in the order they arrived
 
     # --- hooks for a wire format -------------------------------------------------
     def routes(self, app: web.Application) -> None:
@@ -117,6 +146,11 @@ class ScriptedServer:
 
     # --- common behaviour ---------------------------------------------------------
     @property
+    def prompts(self) -> list[str]:
+        """Every prompt text, in the order the requests arrived."""
+        return [call.prompt for call in self.arrivals]
+
+    @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
@@ -139,17 +173,26 @@ class ScriptedServer:
         body = body if body is not None else await request.json()
         self.stats.requests += 1
         self.last_body, self.last_headers = body, dict(request.headers)
-        script = self.script.updated(self.prompt_text(body))
+        text = self.prompt_text(body)
+        call = Call(text, time.perf_counter())
+        self.arrivals.append(call)
+        script = self.script.updated(text)
+        reply = self.reply(text) if self.reply is not None else None
+        pieces = words(reply) if reply is not None else \
+            [token(i) for i in range(script.tokens)]
+        script = replace(script, tokens=len(pieces))
         if script.status != 200 and (script.fail_times is None
                                      or self.stats.statuses_sent < script.fail_times):
             self.stats.statuses_sent += 1
             return self.error_response(script.status, f"scripted {script.status}")
         if not self.wants_stream(body):
             await asyncio.sleep(script.first + script.delay * max(script.tokens - 1, 0))
-            return self.completion(expected_text(script.tokens), script)
-        return await self._stream(request, body, script)
+            call.done = time.perf_counter()
+            return self.completion("".join(pieces), script)
+        return await self._stream(request, body, script, pieces, call)
 
-    async def _stream(self, request: web.Request, body: dict, script: Script) -> web.StreamResponse:
+    async def _stream(self, request: web.Request, body: dict, script: Script,
+                      pieces: list[str], call: Call) -> web.StreamResponse:
         response = await self.open_stream(request, body)
         self.stats.open_streams += 1
         finished = False
@@ -166,8 +209,10 @@ class ScriptedServer:
                     request.transport.close()
                     finished = True
                     return response
-                await self.write_token(response, token(i))
+                await self.write_token(response, pieces[i])
+                call.written.append(time.perf_counter())
             await self.write_end(response, body, script)
+            call.done = time.perf_counter()
             finished = True
             return response
         finally:

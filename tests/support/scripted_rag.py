@@ -10,8 +10,10 @@ the final record carry the whole ``response`` again, as a careless service might
 The sources depend on the service, user and collection, so a test can see that its
 scope arrived.
 
-``scripted_rag_stack`` puts both services behind a real gateway, on a flow of their
-own, for a test module's fixture.
+``scripted_rag_gateway`` puts the services behind a real gateway, on a flow of their
+own, for a test module's fixture (LazyRAG off at that gateway unless asked for:
+tests/support/scripted_lazy_rag.py scripts it); ``answering`` and ``gateways`` serve
+the other scripted services' gateways too.
 """
 import asyncio
 import re
@@ -20,14 +22,15 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
 
+from tests.support.waiting import serving
 from tests.support.scripted_llm import PROMPT_TOKENS, expected_text, token  # noqa: F401
 from trustgraph.base import (Context, HandledError, Processor, ProcessorSettings,
-                             ProcessorSpec, Requester, Service, ServiceError)
+                             ProcessorSpec, Service)
 from trustgraph.gateway.app import Gateway, GatewaySettings
 from trustgraph.pubsub import Bus
 from trustgraph.pubsub.embedded import free_port
-from trustgraph.schema import (DocumentRagRequest, GraphRagRequest, RagResponse, Source,
-                               Term)
+from trustgraph.schema import (DocumentRagRequest, GraphRagRequest, RagResponse, Record,
+                               Response, Source, Term)
 
 DIRECTIVE = re.compile(r"\[([a-z_]+=[^\]]*)\]")
 MODEL = "scripted-rag"
@@ -40,14 +43,19 @@ class RagScript:
     delay: float = 0.0
     fail_after: int | None = None
     repeat: int = 0
+    summary_fail: int = 0  # lazy-rag: the LLM fails; the final record says so
+    cache_miss: int = 0  # lazy-rag: the communities were computed for this question
 
     def updated(self, text: str) -> "RagScript":
         match = DIRECTIVE.search(text)
         if not match:
             return self
-        values = dict(item.split("=", 1) for item in match.group(1).split())
-        return replace(self, **{k: (float if k in ("first", "delay") else int)(v)
-                                for k, v in values.items()})
+        try:
+            values = dict(item.split("=", 1) for item in match.group(1).split())
+            return replace(self, **{k: (float if k in ("first", "delay") else int)(v)
+                                    for k, v in values.items()})
+        except (ValueError, TypeError):
+            return self  # text that only looks like a directive (fuzzed input) is text
 
 
 def sources_for(service: str, user: str, collection: str) -> list[Source]:
@@ -77,6 +85,7 @@ class ScriptedRag:
     questions whose answers stopped early (the generator was closed before its final
     record: the request was cancelled)."""
 
+    names = ("graph-rag", "document-rag")  # the services it serves
     script: RagScript = field(default_factory=RagScript)
     requests: list = field(default_factory=list)
     ids: list[str] = field(default_factory=list)
@@ -106,9 +115,11 @@ class ScriptedRag:
     async def _answer(self, name: str, request) -> AsyncIterator[RagResponse]:
         script = self.script.updated(request.query)
         sources = sources_for(name, request.user, request.collection)
-        optimized = f"rewritten: {request.query}" if request.optimize_query else None
-        subqueries = [f"{request.query} (part {n})" for n in (1, 2)] if request.subqueries \
-            else []
+        # (lazy-rag's requests have neither option)
+        optimized = f"rewritten: {request.query}" \
+            if getattr(request, "optimize_query", False) else None
+        subqueries = [f"{request.query} (part {n})" for n in (1, 2)] \
+            if getattr(request, "subqueries", False) else []
         totals = {"in_token": PROMPT_TOKENS, "out_token": script.tokens, "model": MODEL}
         text = expected_text(script.tokens)
         if not request.streaming:
@@ -141,67 +152,79 @@ class ScriptedRag:
 
 
 async def start_scripted_rag(broker_url: str, flow: str, rag: ScriptedRag) -> Processor:
-    """A processor serving both scripted services on ``flow``, answering already."""
+    """A processor serving ``rag``'s scripted services on ``flow``, answering already."""
     processor = Processor(ProcessorSpec("scripted-rag", ProcessorSettings, rag.services),
                           ProcessorSettings(pulsar_url=broker_url, tg_flows=[flow]))
     await processor.start()
+    bus = Bus(broker_url)
     try:
-        for service in ("graph-rag", "document-rag"):
-            await _answering(broker_url, service, flow)
+        for service in rag.names:
+            await serving(bus, service, flow, GraphRagRequest(query="[tokens=1]"), RagResponse)
     except BaseException:
         await processor.stop()
         raise
+    finally:
+        await bus.close()
     rag.requests.clear()
     rag.ids.clear()
     return processor
 
 
-async def _answering(broker_url: str, service: str, flow: str, deadline: float = 30.0) -> None:
-    """Wait until a just-started service answers (a request that reaches a new
-    consumer before its permits can be dropped, so ask again until one is answered)."""
+async def answering(broker_url: str, service: str, flow: str,
+                    probe: Record = GraphRagRequest(query="[tokens=1]"),
+                    response: type[Response] = RagResponse) -> None:
+    """Wait until a just-started service answers ``probe`` (on a bus of its own)."""
     bus = Bus(broker_url)
     try:
-        requester = Requester(bus, service, flow, f"probe-{uuid.uuid4().hex[:8]}", 10)
-        await requester.start()
-        async with asyncio.timeout(deadline):
-            while True:
-                try:
-                    async with asyncio.timeout(0.5):
-                        await requester.call(GraphRagRequest(query="[tokens=1]"), RagResponse)
-                    return
-                except ServiceError:
-                    return  # an error is an answer too
-                except TimeoutError:
-                    pass
+        await serving(bus, service, flow, probe, response)
     finally:
         await bus.close()
 
 
 @dataclass
-class RagStack:
+class ScriptedRagGateway:
+    """Both scripted services on a flow of their own, behind a real gateway."""
+
     url: str  # the gateway, open
     flow: str
     rag: ScriptedRag
     guarded_url: str | None = None  # the same services behind a gateway with a token
+    off_url: str | None = None  # the same services behind a gateway with LazyRAG off
 
 
 @asynccontextmanager
-async def scripted_rag_stack(broker_url: str, token: str | None = None
-                             ) -> AsyncIterator[RagStack]:
-    """Both scripted services on a new flow behind an open gateway and, given a
-    ``token``, a second gateway that requires it."""
-    flow = f"rag-{uuid.uuid4().hex[:6]}"
-    rag = ScriptedRag()
-    processor = await start_scripted_rag(broker_url, flow, rag)
-    tokens = [""] if token is None else ["", token]
-    gateways = [Gateway(GatewaySettings(
+async def gateways(broker_url: str, flow: str, token: str | None = None,
+                   lazy_rag: bool = False) -> AsyncIterator[list[str]]:
+    """The URLs of an open gateway routing ``flow`` (LazyRAG on as ``lazy_rag``
+    says), then, given a ``token``, of one that requires it, then, with ``lazy_rag``,
+    of one with LazyRAG off."""
+    options = [("", lazy_rag)] + [(token, lazy_rag)] * (token is not None) \
+        + [("", False)] * lazy_rag
+    started = [Gateway(GatewaySettings(
         pulsar_url=broker_url, tg_gateway_host="127.0.0.1", tg_gateway_port=free_port(),
-        tg_flows=[flow], tg_request_timeout=10, tg_gateway_token=required))
-        for required in tokens]
+        tg_flows=[flow], tg_request_timeout=10, tg_gateway_token=required,
+        lazy_rag_enabled=enabled)) for required, enabled in options]
     try:
-        url, *guarded = [await gateway.start() for gateway in gateways]
-        yield RagStack(url, flow, rag, *guarded)
+        yield [await gateway.start() for gateway in started]
     finally:
-        for gateway in gateways:
+        for gateway in started:
             await gateway.stop()
+
+
+@asynccontextmanager
+async def scripted_rag_gateway(broker_url: str, token: str | None = None,
+                               rag: ScriptedRag | None = None, lazy_rag: bool = False
+                               ) -> AsyncIterator[ScriptedRagGateway]:
+    """``rag``'s scripted services (default: graph-rag and document-rag) on a new flow
+    behind an open gateway, with LazyRAG on as ``lazy_rag`` says; given a ``token``, a
+    second gateway that requires it; with ``lazy_rag``, a third with LazyRAG off."""
+    flow = f"rag-{uuid.uuid4().hex[:6]}"
+    rag = ScriptedRag() if rag is None else rag
+    processor = await start_scripted_rag(broker_url, flow, rag)
+    try:
+        async with gateways(broker_url, flow, token, lazy_rag) as urls:
+            yield ScriptedRagGateway(urls[0], flow, rag,
+                                     urls[1] if token is not None else None,
+                                     urls[-1] if lazy_rag else None)
+    finally:
         await processor.stop()

@@ -32,6 +32,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from tests.support.openai_server import OpenAiServer, Script
+from tests.support.waiting import TimedOut, eventually_blocking
 from trustgraph.pubsub.embedded import free_port
 from trustgraph.run.rundir import alive
 
@@ -135,15 +136,15 @@ class Stack:
     def wait_for(self, check: Callable[[], object], timeout: float, what: str) -> object:
         """Poll ``check`` until it returns something true; fail with the log after
         ``timeout`` seconds or if tg-start exits."""
-        deadline = time.monotonic() + timeout
-        while not (value := check()):
+        def done() -> object:
             if self.process is not None and self.process.poll() is not None:
                 self._fail(f"tg-start exited with {self.process.returncode} while "
                            f"waiting for {what}")
-            if time.monotonic() > deadline:
-                self._fail(f"timed out after {timeout:g} s waiting for {what}")
-            time.sleep(0.02)
-        return value
+            return check()
+        try:
+            return eventually_blocking(done, what, timeout=timeout)
+        except TimedOut as error:
+            self._fail(str(error))
 
     def start(self) -> "Stack":
         """Launch tg-start and wait for its ready line."""
@@ -237,15 +238,17 @@ class Stack:
 
 
 @contextmanager
-def openai_server_thread(script: Script | None = None) -> Iterator[OpenAiServer]:
-    """The local OpenAI-format server on a thread of its own, so it answers while the
-    test blocks (on a subprocess, a sync client, or a ``Stack`` wait)."""
+def openai_server_thread(script: Script | None = None,
+                         server_class: type[OpenAiServer] = OpenAiServer
+                         ) -> Iterator[OpenAiServer]:
+    """The local OpenAI-format server (or a subclass) on a thread of its own, so it
+    answers while the test blocks (on a subprocess, a sync client, or a ``Stack`` wait)."""
     loop = asyncio.new_event_loop()
     thread = threading.Thread(target=loop.run_forever, name="openai-server", daemon=True)
     thread.start()
 
     async def started() -> OpenAiServer:
-        return await OpenAiServer(script).start()
+        return await server_class(script).start()
 
     server = asyncio.run_coroutine_threadsafe(started(), loop).result(10)
     try:

@@ -2,8 +2,8 @@
 collected answer, and the HTTP base derived from a gateway URL."""
 import pytest
 
-from trustgraph.api import (Answer, Chunk, Final, Metadata, RagStream, TrustGraphError,
-                            Usage)
+from trustgraph.api import (Answer, Chunk, Final, LazyAnswer, LazyResult, Metadata, RagStream,
+                            TrustGraphError, Usage)
 from trustgraph.api.http import GatewayHttp, http_url
 from trustgraph.api.rag import answer_from, events_from_frames, events_from_lines
 
@@ -111,3 +111,37 @@ def test_not_a_gateway_url():
     with pytest.raises(TrustGraphError) as failure:
         http_url("localhost:8888")
     assert failure.value.type == "connection"
+
+
+# --- lazy-rag: the final record's LazyResult -------------------------------------------
+
+LAZY = {"entities": [{"id": "http://ex/a", "label": "a", "hops": 0, "score": 1.0}],
+        "relationships": [], "communities": [], "confidence": 0.0,
+        "missing_info": ["when"], "generation_time_ms": 4.5, "community_cache": "miss"}
+
+
+async def test_a_lazy_final_record_carries_its_lazy_result_and_collects_a_lazy_answer():
+    frames = replay({"message_type": "metadata", "sources": SOURCES, "end_of_stream": False},
+                    {"message_type": "chunk", "chunk": "x", "end_of_stream": False},
+                    {"message_type": "chunk", "chunk": "", "end_of_stream": True, **LAZY})
+    answer = await RagStream(lambda: events_from_frames(frames())).collect()
+    assert isinstance(answer, LazyAnswer) and answer == "x"
+    assert answer.lazy == LazyResult(**LAZY)
+    assert (answer.confidence, answer.missing_info, answer.community_cache) == (
+        0.0, ["when"], "miss")  # a confidence of 0 is a value, not a missing one
+
+
+async def test_a_lazy_done_line_and_collected_body_carry_it_too():
+    lines = replay({"type": "metadata", "sources": [], "request_id": "r"},
+                   {"type": "done", "usage": {}, **LAZY, "summary_error": None})
+    events = [event async for event in events_from_lines(lines())]
+    assert events[-1].lazy == LazyResult(**LAZY)
+    body = {"response": "", "usage": {}, **LAZY,
+            "summary_error": {"type": "llm-error", "message": "down"}}
+    assert answer_from(body).summary_error == {"type": "llm-error", "message": "down"}
+
+
+def test_graph_and_document_answers_have_no_lazy_result():
+    assert answer_from({"response": "x", "sources": SOURCES}).lazy is None
+    with pytest.raises(AttributeError):
+        answer_from({"response": "x"}).confidence

@@ -10,7 +10,7 @@ from trustgraph.gateway.answers import (AnswerLines, CollectedAnswer, ContentLin
                                         ErrorLine, MetadataLine, error_line, parse)
 from trustgraph.gateway.dispatch import Dispatcher
 from trustgraph.gateway.errors import GatewayError
-from trustgraph.gateway.services import SERVICES
+from trustgraph.gateway.services import LAZY_RAG_SERVICES, SERVICES
 from trustgraph.schema import Error, RagResponse, Source, Term, encode
 
 SOURCE = Source(id="u/c/d1/c0", document_id="d1", title="One", text="one", distance=0.25)
@@ -90,6 +90,7 @@ def test_deltas_after_the_first_batch_pass_through_untouched():
 # --- the answer-stream API: requests -------------------------------------------------
 
 DISPATCHER = Dispatcher(bus=None, flows=["default"], timeout=1)
+LAZY_OFF = Dispatcher(bus=None, flows=["default"], timeout=1, off=LAZY_RAG_SERVICES)
 
 
 def test_parse_builds_a_streaming_service_request_for_the_mode():
@@ -110,7 +111,6 @@ def test_parse_defaults_to_document_mode_and_service_defaults():
 
 @pytest.mark.parametrize("body, status, starts", [
     ({}, 400, "query: Field required"),
-    ({"query": "q", "mode": "lazy"}, 404, "mode: 'lazy' is not available yet"),
     ({"query": "q", "doc_limit": 0}, 400, "doc_limit: Input should be greater"),
     ({"query": "q", "mode": "graph", "doc_limit": 5}, 400, "doc_limit: not a parameter"),
     ({"query": "q", "flow": "other"}, 404, "unknown flow 'other'"),
@@ -119,6 +119,13 @@ def test_parse_refuses_naming_the_field(body, status, starts):
     with pytest.raises(GatewayError) as failure:
         parse(DISPATCHER, body)
     assert failure.value.status == status and failure.value.message.startswith(starts)
+
+
+def test_parse_refuses_lazy_mode_while_lazy_rag_is_off_saying_how_to_enable_it():
+    with pytest.raises(GatewayError) as failure:
+        parse(LAZY_OFF, {"query": "q", "mode": "lazy"})
+    assert (failure.value.status, failure.value.type) == (404, "disabled")
+    assert "LAZY_RAG_ENABLED=true" in failure.value.message
 
 
 # --- the answer-stream API: lines ----------------------------------------------------

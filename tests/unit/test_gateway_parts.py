@@ -4,7 +4,7 @@ import pytest
 from trustgraph.base import RequestTimeout, ServiceError
 from trustgraph.gateway.app import GatewaySettings
 from trustgraph.gateway.auth import Auth
-from trustgraph.gateway.dispatch import Dispatcher
+from trustgraph.gateway.dispatch import MAX_RECORD_BYTES, Dispatcher
 from trustgraph.gateway.errors import GatewayError, classify
 from trustgraph.gateway.openapi import openapi
 from trustgraph.gateway.services import SERVICES, ServiceRow
@@ -28,7 +28,7 @@ def test_settings_from_environment(monkeypatch):
     assert settings.tg_flows == ["default", "other"]
     assert settings.tg_gateway_port == 9999
     assert settings.tg_gateway_token == "" and settings.tg_gateway_max_inflight == 256
-    assert settings.tg_gateway_max_frame == 8 * 1024 * 1024
+    assert settings.tg_gateway_max_frame == MAX_RECORD_BYTES < 5_232_640  # the broker's cap
 
 
 def test_envelope_user_fills_the_request_only_when_it_has_none():
@@ -71,6 +71,9 @@ def test_classify_maps_each_failure_once():
         "timeout", 504)
     failed = classify(ServiceError(Error(type="overflow", message="too slow")))
     assert (failed.type, failed.status) == ("overflow", 502)
+    for error_type, status in (("bad-request", 400), ("too-many-texts", 400),
+                               ("not-found", 404), ("too-large", 413), ("overloaded", 503)):
+        assert classify(ServiceError(Error(type=error_type, message="m"))).status == status
     surprise = classify(KeyError("secret"))
     assert (surprise.type, surprise.status) == ("gateway-error", 500)
     assert "Traceback" not in surprise.message
@@ -99,3 +102,22 @@ def test_openapi_describes_every_row():
     assert schemas["TextCompletionRequest"]["required"] == ["prompt"]
     assert "end_of_stream" in schemas["TextCompletionResponse"]["properties"]
     assert {"/api/v1/socket", "/metrics", "/api/v1/openapi.json"} <= spec["paths"].keys()
+
+
+def test_text_that_is_not_valid_unicode_is_named():
+    from trustgraph.gateway.dispatch import lone_surrogate
+    assert lone_surrogate({"a": ["ok", {"b": "x\udfffy"}]}) == ["a", "1", "b"]
+    assert lone_surrogate({"a": {"\ud800": 1}}) == ["a", "\\ud800"]
+    assert lone_surrogate({"a": "\U0001F600", "b": [1, None]}) is None
+    with pytest.raises(GatewayError) as failure:
+        Dispatcher.prepare(SERVICES["text-completion"], {"prompt": "p", "system": "\udfff"})
+    assert failure.value.message.startswith("request.system: not valid Unicode")
+
+
+def test_a_deeply_nested_field_is_named_briefly():
+    deep: object = "x"
+    for _ in range(400):
+        deep = [deep]
+    with pytest.raises(GatewayError) as failure:
+        Dispatcher.prepare(SERVICES["prompt"], {"id": "t", "variables": {"v": deep}})
+    assert failure.value.status == 400 and len(failure.value.message) < 200

@@ -10,9 +10,8 @@ from trustgraph.schema import (DocumentEmbeddingsResponse, Evidence, GraphRagReq
                                ScoredChunk, ScoredEntity, SubgraphRequest, SubgraphResponse,
                                Term, Triple)
 from trustgraph.storage.triples.service import mixed_seeds
-from tests.unit.test_graph_rag import ScriptedSubgraph, entities
-from tests.unit.test_rag_answer import (Answer, Clients, ScriptedEmbeddings,
-                                        ScriptedPrompts, ScriptedStore)
+from tests.support.rag_clients import (Answer, Clients, ScriptedEmbeddings, ScriptedPrompts,
+                                       ScriptedStore, ScriptedSubgraph, entities)
 
 I = Term.iri
 REL = I("urn:rel")
@@ -98,7 +97,9 @@ async def test_mixed_graph_rag_seeds_from_the_best_chunks_and_cites_in_relevance
         document_embeddings=ScriptedStore(embeddings, {}, chunks),
         lexical_search=Lexical(DocumentEmbeddingsResponse(chunks=[chunk("d2/c5", 7.5)])),
         subgraph=graph)
-    runtime = SimpleNamespace(settings=graph_rag.GraphRagSettings())
+    # Both opt-in (docs/retrieval.md): tg-start's defaults are vector and plain.
+    runtime = SimpleNamespace(settings=graph_rag.GraphRagSettings(
+        tg_retrieval="hybrid", tg_graph_mix=True))
     [service] = graph_rag.SPEC.services(runtime)
     request = GraphRagRequest(query="q", max_subgraph_size=2, user="u", collection="c")
     [record] = [r async for r in service.handler(request, Context(
@@ -109,3 +110,23 @@ async def test_mixed_graph_rag_seeds_from_the_best_chunks_and_cites_in_relevance
     best = record.sources[1]
     assert (best.title, best.document_id, best.scores["chunk"]) == ("Title d2", "d2", 1)
     assert set(best.scores) >= {"seed", "hops", "pagerank", "fused"}
+
+
+async def test_graph_rag_built_with_the_default_settings_retrieves_plainly():
+    """TG_GRAPH_MIX is off by default: no chunk search, no chunk seeds, the subgraph
+    asked for ``max-subgraph-size`` triples as before mixed retrieval."""
+    embeddings = ScriptedEmbeddings()
+    graph = ScriptedSubgraph(SubgraphResponse(triples=[e("a", "b", "d1/c0")], labels={}))
+    clients = Clients(  # no document-embeddings or lexical-search to ask
+        prompt=ScriptedPrompts(kg_prompt=Answer(deltas=["ok"])), embeddings=embeddings,
+        graph_embeddings=ScriptedStore(embeddings, {}, entities((I("urn:a"), 0.9, "A"))),
+        subgraph=graph)
+    settings = graph_rag.GraphRagSettings()
+    assert (settings.tg_graph_mix, settings.tg_retrieval) == (False, "vector")
+    [service] = graph_rag.SPEC.services(SimpleNamespace(settings=settings))
+    request = GraphRagRequest(query="q", max_subgraph_size=2, user="u", collection="c")
+    [record] = [r async for r in service.handler(request, Context(
+        id="t", flow="default", clients=clients))]
+    [asked] = graph.requests
+    assert not asked.seed_chunks and asked.max_subgraph_size == 2
+    assert [s.id for s in record.sources] == ["d1/c0"]

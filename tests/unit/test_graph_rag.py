@@ -1,25 +1,20 @@
 """The graph-rag service (trustgraph/retrieval/graph_rag/service.py) with scripted
 services around it: which entities seed the subgraph, what the subgraph request asks,
 how triples read to the LLM, and what is cited. The frame sequence it shares with
-document-rag is in test_rag_answer.py."""
+document-rag is in test_rag_answer.py; the scripted services are in
+tests/support/rag_clients.py."""
 import pytest
 
+from tests.support.rag_clients import (Answer, Clients, ScriptedEmbeddings, ScriptedPrompts,
+                                       ScriptedStore, ScriptedSubgraph, entities)
 from trustgraph.base import Context, HandledError, ProcessorSettings, ServiceError
 from trustgraph.retrieval.graph_rag import service as graph_rag
-from trustgraph.schema import (RDFS_LABEL, Error, Evidence, GraphEmbeddingsResponse,
-                               GraphRagRequest, RagResponse, ScoredEntity, SubgraphRequest,
+from trustgraph.schema import (RDFS_LABEL, Error, Evidence, GraphRagRequest, RagResponse,
                                SubgraphResponse, Term, Triple)
-from tests.unit.test_rag_answer import (Answer, Clients, ScriptedEmbeddings,
-                                        ScriptedPrompts, ScriptedStore)
 
 I, L = Term.iri, Term.literal
 QUESTION = "Who founded Acme?"
 ACME, ANN, FOUNDED = I("urn:e:acme"), I("urn:e:ann"), I("urn:rel:founded-by")
-
-
-def entities(*found: tuple[Term, float, str]) -> GraphEmbeddingsResponse:
-    return GraphEmbeddingsResponse(entities=[ScoredEntity(entity=e, score=score, label=label)
-                                             for e, score, label in found])
 
 
 def evidence(s: Term, p: Term, o: Term, chunk: str = "doc-1/c0",
@@ -33,18 +28,6 @@ SUBGRAPH = SubgraphResponse(
              evidence(ANN, I("urn:rel:born"), L("1970"), chunk="doc-2/c4", document="doc-2"),
              evidence(I("urn:e:unlabelled"), FOUNDED, ACME)],
     labels={ACME.i: "Acme Corp", FOUNDED.i: "founded by"})
-
-
-class ScriptedSubgraph:
-    def __init__(self, answer: SubgraphResponse | Exception) -> None:
-        self.answer = answer
-        self.requests: list[SubgraphRequest] = []
-
-    async def call(self, request, model):
-        self.requests.append(request)
-        if isinstance(self.answer, Exception):
-            raise self.answer
-        return self.answer
 
 
 class Rig:

@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from tests.support.waiting import eventually
 from trustgraph.base import Context, HandledError, RequestTimeout, Service, ServiceError
 from trustgraph.base.local import LocalRequester, LocalServices
 from trustgraph.base.runtime import Clients
@@ -143,9 +144,7 @@ async def test_local_calls_wait_for_the_runners_concurrency_limit():
     requester = LocalRequester(runner(handler, concurrency=2))
     calls = [asyncio.create_task(requester.call(ASK, TextCompletionResponse))
              for _ in range(6)]
-    async with asyncio.timeout(5):
-        while handler.active < 2:
-            await asyncio.sleep(0)
+    await eventually(lambda: handler.active >= 2, "two calls running", timeout=5, every=0)
     for _ in range(100):  # every other call is runnable: had it a slot, it would start
         await asyncio.sleep(0)
     assert handler.active == 2

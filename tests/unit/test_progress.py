@@ -7,7 +7,8 @@ import json
 from trustgraph.api.rag import events_from_frames
 from trustgraph.api import Chunk, Final, Metadata
 from trustgraph.gateway.answers import AnswerLines, ProgressLine
-from tests.unit.test_rag_answer import Answer, Rig
+from tests.support.rag_clients import Answer
+from tests.support.rag_clients import DocumentRagRig as Rig
 
 
 async def test_a_streaming_request_that_asks_gets_progress_before_the_metadata():

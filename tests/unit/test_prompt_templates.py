@@ -7,6 +7,7 @@ import pytest
 from trustgraph.base import HandledError
 from trustgraph.retrieval.document_rag.service import document_variables
 from trustgraph.retrieval.graph_rag.service import kg_variables
+from trustgraph.prompt.agent_templates import AGENT_TEMPLATES
 from trustgraph.prompt.defaults import DEFAULT_TEMPLATES, default_values
 from trustgraph.prompt.service import request_variables
 from trustgraph.prompt.templates import PromptError, Templates, compile_template
@@ -30,7 +31,7 @@ def test_render_system_and_prompt():
 def test_undefined_variable_is_named():
     with pytest.raises(PromptError) as failure:
         template("Answer {{ query }} from {{ documents }}").render({"query": "q"})
-    assert failure.value.type == "prompt-error"
+    assert failure.value.type == "bad-request"
     assert "variable 'documents' is undefined" in failure.value.message
     assert "the request gave: query" in failure.value.message
 
@@ -114,7 +115,7 @@ def test_request_accepts_both_spellings_and_template_both_schema_names():
 def test_the_shipped_defaults():
     assert set(DEFAULT_TEMPLATES) == {
         "kg-prompt", "document-prompt", "extract-definitions", "extract-relationships",
-        "query-rewrite", "query-decompose", "agent-react", "lazy-rag-summary"}
+        "query-rewrite", "query-decompose", "lazy-rag-summary", *AGENT_TEMPLATES}
     templates = Templates(default_values())
     examples = {
         "kg-prompt": kg_variables("Who founded Acme?", [("Acme", "founded by", "Ann")]),

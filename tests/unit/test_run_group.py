@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import pytest
 
+from tests.support.waiting import eventually
 from trustgraph.base.local import LocalServices
 from trustgraph.base.processor import serve_together
 from trustgraph.run import registry, single
@@ -113,9 +114,7 @@ async def test_a_group_is_ready_once_every_member_serves_and_stops_all(tmp_path,
         await asyncio.sleep(0)
     assert fast.started and not ready.exists()
     slow.release.set()
-    async with asyncio.timeout(5):
-        while not ready.exists():
-            await asyncio.sleep(0.01)
+    await eventually(ready.exists, "the ready file", timeout=5)
     assert isinstance(fast.local, LocalServices) and fast.local is slow.local
     os.kill(os.getpid(), signal.SIGTERM)  # serve_together's own handler takes it
     await asyncio.wait_for(serving, 5)
@@ -139,9 +138,7 @@ async def test_a_processor_alone_shares_nothing(tmp_path, monkeypatch):
     alone = Fake("prompt")
     alone.release.set()
     serving = asyncio.create_task(serve_together([alone]))
-    async with asyncio.timeout(5):
-        while not (tmp_path / "ready").exists():
-            await asyncio.sleep(0.01)
+    await eventually((tmp_path / "ready").exists, "the ready file", timeout=5)
     assert alone.local is None
     os.kill(os.getpid(), signal.SIGTERM)
     await asyncio.wait_for(serving, 5)

@@ -70,3 +70,19 @@ def test_no_broker_for_this_platform_is_said_plainly(tmp_path, monkeypatch, caps
     assert "cannot start the embedded broker: the embedded broker runs on Linux " \
         "x86-64 only; set PULSAR_URL" in capsys.readouterr().err
     assert list((tmp_path / "run").iterdir()) == []
+
+
+@pytest.mark.parametrize("value, kept", [(None, True), ("true", True), ("false", False),
+                                         ("0", False), ("off", False)])
+def test_lazy_rag_answers_with_the_others_unless_its_switch_is_off(monkeypatch, capsys,
+                                                                  value, kept):
+    if value is None:
+        monkeypatch.delenv("LAZY_RAG_ENABLED", raising=False)
+    else:
+        monkeypatch.setenv("LAZY_RAG_ENABLED", value)
+    [answering] = [e for e in registry.DEFAULT_STACK if "graph-rag" in registry.members(e)]
+    assert "lazy-rag" in registry.members(answering)
+    [group] = [part for part in plan([answering]) if "graph-rag" in part]
+    assert ("lazy-rag" in registry.members(group)) == kept
+    assert ("skipping lazy-rag: LAZY_RAG_ENABLED is false" in capsys.readouterr().out) \
+        == (not kept)

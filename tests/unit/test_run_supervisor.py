@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.waiting import eventually, eventually_blocking
 from trustgraph.run.rundir import AlreadyRunning, RunDir, alive
 from trustgraph.run.supervisor import Backoff, Child
 
@@ -17,14 +18,6 @@ FAST = dict(first=0.05, limit=0.2, stable=30.0)
 
 def python(code: str, *args: str) -> list[str]:
     return [sys.executable, "-c", code, *args]
-
-
-async def until(check, timeout: float = 10.0):
-    deadline = time.monotonic() + timeout
-    while not (value := check()):
-        assert time.monotonic() < deadline, "timed out"
-        await asyncio.sleep(0.01)
-    return value
 
 
 def child(tmp_path, code: str, shutdown: asyncio.Event | None = None, **kwargs) -> Child:
@@ -46,7 +39,7 @@ def test_backoff_doubles_to_its_limit_and_resets_after_a_stable_run():
 async def test_a_child_that_exits_is_restarted_with_backoff(tmp_path):
     kid = child(tmp_path, "raise SystemExit(3)")
     kid.start()
-    await until(lambda: len(kid.spawned) >= 3)
+    await eventually(lambda: len(kid.spawned) >= 3, "a third spawn", timeout=10)
     await kid.stop()
     pids = [pid for pid, _ in kid.spawned]
     assert len(set(pids)) == len(pids)
@@ -58,7 +51,7 @@ async def test_a_child_that_exits_is_restarted_with_backoff(tmp_path):
 async def test_stop_sends_sigterm_and_removes_the_pid_file(tmp_path):
     kid = child(tmp_path, "import time; time.sleep(60)")
     kid.start()
-    await until(lambda: (tmp_path / "worker.pid").exists())
+    await eventually((tmp_path / "worker.pid").exists, "the pid file", timeout=10)
     assert int((tmp_path / "worker.pid").read_text()) == kid.pid
     await kid.stop()
     assert kid.process.returncode == -signal.SIGTERM
@@ -73,7 +66,7 @@ async def test_a_child_ignoring_sigterm_is_killed_after_the_grace_period(tmp_pat
                           "pathlib.Path(sys.argv[1]).touch(); time.sleep(60)", grace=0.3)
     kid.argv.append(str(marker))
     kid.start()
-    await until(marker.exists)
+    await eventually(marker.exists, "the child to ignore SIGTERM", timeout=10)
     started = time.monotonic()
     await kid.stop()
     assert time.monotonic() - started >= 0.3
@@ -87,19 +80,20 @@ async def test_the_childs_own_children_are_stopped_with_it(tmp_path):
     grandchild = tmp_path / "grandchild"
     kid.argv.append(str(grandchild))
     kid.start()
-    pid = int(await until(lambda: grandchild.exists() and grandchild.read_text()))
+    pid = int(await eventually(lambda: grandchild.exists() and grandchild.read_text(),
+                               "the grandchild's pid", timeout=10))
     await kid.stop()
-    await until(lambda: not alive(pid), 2)
+    await eventually(lambda: not alive(pid), "the grandchild to be gone", timeout=2)
 
 
 async def test_nothing_is_restarted_once_shutdown_is_set(tmp_path):
     shutdown = asyncio.Event()
     kid = child(tmp_path, "import time; time.sleep(60)", shutdown)
     kid.start()
-    await until(lambda: kid.spawned)
+    await eventually(lambda: kid.spawned, "the spawn", timeout=10)
     shutdown.set()
     os.kill(kid.pid, signal.SIGKILL)
-    await until(lambda: not kid.running)
+    await eventually(lambda: not kid.running, "the child to be gone", timeout=10)
     await asyncio.sleep(0.2)  # longer than the backoff
     assert len(kid.spawned) == 1 and kid.exits == 0
     await kid.stop()
@@ -116,10 +110,9 @@ def spawn(*marker: str) -> subprocess.Popen:
     """A sleeping process, returned once its command line (with ``marker``) is in
     /proc, i.e. after its exec."""
     process = subprocess.Popen(python("import time; time.sleep(60)", "spawned", *marker))
-    deadline = time.monotonic() + 5
-    while b"spawned" not in Path(f"/proc/{process.pid}/cmdline").read_bytes():
-        assert time.monotonic() < deadline
-        time.sleep(0.005)
+    cmdline = Path(f"/proc/{process.pid}/cmdline")
+    eventually_blocking(lambda: b"spawned" in cmdline.read_bytes(), "its exec", timeout=5,
+                        every=0.005)
     return process
 
 

@@ -10,8 +10,10 @@ from typing import Any, Literal, overload
 
 from trustgraph.schema.librarian import UPLOAD_PART_BYTES
 
+from .agent import AgentResult, AgentStream
+from .agent import events_from_frames as agent_events
 from .http import GatewayHttp
-from .rag import (Answer, RagStream, answer_from, events_from_frames,
+from .rag import (Answer, LazyResult, RagStream, answer_from, events_from_frames,
                   events_from_lines)
 from .socket import CONNECT_TIMEOUT, MAX_INFLIGHT, GatewaySocket
 from .streams import Completion, PromptStream, TextStream
@@ -140,6 +142,44 @@ class AsyncTrustGraph:
             query=query, doc_limit=doc_limit, optimize_query=optimize_query,
             subqueries=subqueries, **scope(user, collection)))
 
+    def lazy_rag(self, query: str, *, user: str | None = None, collection: str | None = None,
+                 max_hops: int | None = None, max_entities: int | None = None,
+                 use_communities: bool | None = None, streaming: bool = False,
+                 flow: str = "default") -> Coroutine[Any, Any, Answer] | RagStream:
+        """An answer summarised at query time from the part of the graph the question
+        touches (LazyRAG). ``await`` it for a ``LazyAnswer`` (an ``Answer`` with
+        ``.confidence``, ``.missing_info``, ``.entities``, ``.relationships``,
+        ``.communities``; ``.summary_error`` when the LLM failed, the rest still
+        there); with ``streaming=True`` iterate it as ``graph_rag``'s, the ``Final``
+        event carrying them as ``.lazy``. Options left as ``None`` take the service's
+        settings (LAZY_RAG_MAX_HOPS, ...)."""
+        return self._rag("lazy-rag", streaming, flow, given(
+            query=query, max_hops=max_hops, max_entities=max_entities,
+            use_communities=use_communities, **scope(user, collection)))
+
+    async def lazy_rag_expand(self, query: str, *, user: str | None = None,
+                              collection: str | None = None, max_hops: int | None = None,
+                              max_entities: int | None = None,
+                              use_communities: bool | None = None, flow: str = "default"
+                              ) -> LazyResult:
+        """LazyRAG's retrieval alone, no LLM: the subgraph and communities the question
+        touches, the confidence and what is missing."""
+        response = await final_response(self.request("lazy-rag-expand", given(
+            query=query, max_hops=max_hops, max_entities=max_entities,
+            use_communities=use_communities, **scope(user, collection)), flow))
+        return LazyResult.of(response) or LazyResult()
+
+    async def lazy_rag_status(self, *, user: str | None = None, collection: str | None = None,
+                              flow: str = "default") -> dict[str, Any]:
+        """LazyRAG's settings in force and its community cache: ``{"enabled",
+        "max_hops", "max_entities", "use_communities", "summary_model",
+        "community_cache": [{"collection", "fresh", "computing", "communities",
+        "levels", "entities", "graph_version", "cached_version", ...}]}`` (one entry
+        per cached collection of the user, or the one ``collection`` asked about)."""
+        response = await final_response(self.request("lazy-rag-status", given(
+            collection=collection, **scope(user, None)), flow))
+        return {key: value for key, value in response.items() if key != "end_of_stream"}
+
     def _rag(self, service: str, streaming: bool, flow: str, request: dict[str, Any]
              ) -> Coroutine[Any, Any, Answer] | RagStream:
         stream = RagStream(lambda: events_from_frames(self.request(
@@ -151,23 +191,50 @@ class AsyncTrustGraph:
               optimize_query: bool = False, subqueries: bool = False,
               entity_limit: int | None = None, triple_limit: int | None = None,
               max_subgraph_size: int | None = None, max_path_length: int | None = None,
-              doc_limit: int | None = None, flow: str = "default"
-              ) -> Coroutine[Any, Any, Answer] | RagStream:
+              doc_limit: int | None = None, max_hops: int | None = None,
+              max_entities: int | None = None, use_communities: bool | None = None,
+              flow: str = "default") -> Coroutine[Any, Any, Answer] | RagStream:
         """The answer-stream API (``POST /api/v1/query``, over HTTP): ``mode``
-        ``document`` or ``graph``. ``await`` it for the ``Answer``; with
-        ``stream=True`` iterate it for the same events as ``graph_rag`` streams
-        (``Metadata`` also has the ``request_id``)."""
+        ``document``, ``graph``, ``lazy`` or ``agent`` (its answer only: ``agent``
+        gives the steps and the session). ``await`` it for the ``Answer`` (a
+        ``LazyAnswer`` in mode lazy); with ``stream=True`` iterate it for the same
+        events as ``graph_rag`` streams (``Metadata`` also has the ``request_id``)."""
+        # The options only RAG modes take are sent only when asked for, so that
+        # mode "agent" (which refuses them) can be asked too.
         body = given(query=query, mode=mode, stream=stream, flow=flow,
-                      optimize_query=optimize_query, subqueries=subqueries,
-                      entity_limit=entity_limit, triple_limit=triple_limit,
-                      max_subgraph_size=max_subgraph_size, max_path_length=max_path_length,
-                      doc_limit=doc_limit, **scope(user, collection))
+                     optimize_query=optimize_query or None, subqueries=subqueries or None,
+                     entity_limit=entity_limit, triple_limit=triple_limit,
+                     max_subgraph_size=max_subgraph_size, max_path_length=max_path_length,
+                     doc_limit=doc_limit, max_hops=max_hops, max_entities=max_entities,
+                     use_communities=use_communities, **scope(user, collection))
         if stream:
             return RagStream(lambda: events_from_lines(self._http.lines(QUERY_PATH, body)))
         return self._answer(body)
 
     async def _answer(self, body: dict[str, Any]) -> Answer:
         return answer_from(await self._http.post(QUERY_PATH, body))
+
+    # the agent: reasons in steps, calls tools, remembers a session
+
+    def agent(self, question: str, *, user: str | None = None, collection: str | None = None,
+              streaming: bool = False, session_id: str | None = None,
+              group: Iterable[str] | None = None, pattern: str | None = None,
+              max_iterations: int | None = None, state: str | None = None,
+              history: list[dict[str, Any]] | None = None, flow: str = "default"
+              ) -> Coroutine[Any, Any, AgentResult] | AgentStream:
+        """The agent's answer. ``await`` it for the ``AgentResult`` (a ``str`` with
+        ``.session_id``, ``.usage``, ``.sources`` and ``.steps``); with
+        ``streaming=True`` iterate it for ``AgentThought``, ``AgentAction``,
+        ``AgentObservation`` and ``AgentAnswer`` events, then one ``AgentFinal``.
+        ``session_id`` continues a conversation (the answer names the one used);
+        ``group`` limits the tools; ``pattern`` is ``react`` or ``ask`` (None: the
+        service's default)."""
+        request = given(question=question, streaming=streaming, session_id=session_id,
+                        group=None if group is None else list(group), pattern=pattern,
+                        max_iterations=max_iterations, state=state, history=history,
+                        **scope(user, collection))
+        stream = AgentStream(lambda: agent_events(self.request("agent", request, flow)))
+        return stream if streaming else stream.collect()
 
     # config (global: not part of any flow)
 

@@ -1,16 +1,17 @@
-"""RAG answers (graph-rag, document-rag, the answer-stream API) as events.
+"""RAG answers (graph-rag, document-rag, lazy-rag, the answer-stream API) as events.
 
 Every answer is, in order: one ``Metadata`` event (the sources, known before the
 first token; the rewritten question and sub-questions), ``Chunk`` events carrying
 the answer's text deltas, and one ``Final`` event with the sources and the token
-usage. Both transports give the same events: the websocket's RAG frames
+usage (and, for lazy-rag, the ``LazyResult``: the subgraph the answer was written
+from, its confidence and what is missing). Both transports give the same events: the websocket's RAG frames
 (``events_from_frames``) and the answer-stream API's NDJSON lines
 (``events_from_lines``). ``RagStream`` is what a caller iterates; ``Answer`` is the
 collected answer.
 """
 from collections.abc import AsyncIterator, Callable
 from contextlib import aclosing
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from .errors import TrustGraphError
@@ -33,9 +34,43 @@ class Chunk:
 
 
 @dataclass(frozen=True)
+class LazyResult:
+    """What LazyRAG retrieved: ``entities`` (``{"id", "label", "hops", "score",
+    "community"?}``), ``relationships`` (``{"s", "p", "o", "text", "document_id",
+    "chunk_id"}``), ``communities`` (``{"id", "level", "size", "members",
+    "relations"}``), ``confidence`` (0-1), ``missing_info`` (what the graph does not
+    cover), ``generation_time_ms``, ``community_cache`` (``"hit"``: the communities
+    were cached, ``"miss"``: computed for this question; None: not used), and
+    ``summary_error`` (``{"type", "message"}``) when the LLM failed and the answer has
+    no text."""
+
+    entities: list[dict[str, Any]] = field(default_factory=list)
+    relationships: list[dict[str, Any]] = field(default_factory=list)
+    communities: list[dict[str, Any]] = field(default_factory=list)
+    confidence: float | None = None
+    missing_info: list[str] = field(default_factory=list)
+    generation_time_ms: float | None = None
+    community_cache: str | None = None
+    summary_error: dict[str, str] | None = None
+
+    @classmethod
+    def of(cls, record: dict[str, Any]) -> "LazyResult | None":
+        """The lazy fields of a final record or ``done`` line; None when it has none
+        (a graph-rag or document-rag answer)."""
+        if not any(key in record for key in LAZY_FIELDS):
+            return None
+        return cls(**{key: record[key] for key in LAZY_FIELDS
+                      if record.get(key) is not None})
+
+
+LAZY_FIELDS = tuple(item.name for item in fields(LazyResult))
+
+
+@dataclass(frozen=True)
 class Final:
     sources: list[Source]
     usage: Usage
+    lazy: LazyResult | None = None  # lazy-rag answers only
 
 
 RagEvent = Metadata | Chunk | Final
@@ -49,6 +84,7 @@ class Answer(Completion):
     optimized_query: str | None
     subqueries: list[str]
     request_id: str | None
+    lazy: "LazyResult | None" = None  # a lazy-rag answer's (``LazyAnswer``)
 
     def __new__(cls, text: str, usage: Usage, metadata: Metadata,
                 sources: list[Source] | None = None) -> "Answer":
@@ -58,6 +94,34 @@ class Answer(Completion):
         answer.subqueries = metadata.subqueries
         answer.request_id = metadata.request_id
         return answer
+
+
+class LazyAnswer(Answer):
+    """A lazy-rag ``Answer``: its ``lazy`` result's fields read as its own
+    (``.confidence``, ``.missing_info``, ``.entities``, ``.relationships``,
+    ``.communities``, ``.generation_time_ms``, ``.community_cache``,
+    ``.summary_error``)."""
+
+    lazy: LazyResult
+
+    def __new__(cls, text: str, usage: Usage, metadata: Metadata, sources: list[Source],
+                lazy: LazyResult) -> "LazyAnswer":
+        answer = super().__new__(cls, text, usage, metadata, sources)
+        answer.lazy = lazy
+        return answer
+
+    def __getattr__(self, name: str) -> Any:
+        if name in LAZY_FIELDS:
+            return getattr(self.lazy, name)
+        raise AttributeError(name)
+
+
+def answer_of(text: str, usage: Usage, metadata: Metadata, sources: list[Source],
+              lazy: LazyResult | None) -> Answer:
+    """An ``Answer``, or a ``LazyAnswer`` when the answer came with a ``LazyResult``."""
+    if lazy is None:
+        return Answer(text, usage, metadata, sources)
+    return LazyAnswer(text, usage, metadata, sources, lazy)
 
 
 class RagStream:
@@ -84,6 +148,11 @@ class RagStream:
     def usage(self) -> Usage:
         return self.final.usage if self.final is not None else Usage()
 
+    @property
+    def lazy(self) -> LazyResult | None:
+        """A lazy-rag answer's ``LazyResult``, once the stream has ended."""
+        return self.final.lazy if self.final is not None else None
+
     def __aiter__(self) -> AsyncIterator[RagEvent]:
         if self._started:
             raise RuntimeError("a RagStream can be iterated only once")
@@ -102,7 +171,8 @@ class RagStream:
     async def collect(self) -> Answer:
         """The whole answer, with its sources and usage."""
         parts = [event.text async for event in self if isinstance(event, Chunk)]
-        return Answer("".join(parts), self.usage, self.metadata or Metadata([]), self.sources)
+        return answer_of("".join(parts), self.usage, self.metadata or Metadata([]),
+                         self.sources, self.lazy)
 
 
 async def events_from_frames(responses: AsyncIterator[dict[str, Any]]
@@ -126,7 +196,8 @@ async def events_from_frames(responses: AsyncIterator[dict[str, Any]]
             if text:
                 yield Chunk(text)
             if response.get("end_of_stream"):
-                yield Final(response.get("sources") or metadata.sources, usage)
+                yield Final(response.get("sources") or metadata.sources, usage,
+                            LazyResult.of(response))
 
 
 async def events_from_lines(lines: AsyncIterator[dict[str, Any]]) -> AsyncIterator[RagEvent]:
@@ -143,7 +214,7 @@ async def events_from_lines(lines: AsyncIterator[dict[str, Any]]) -> AsyncIterat
             elif kind == "content":
                 yield Chunk(line.get("delta") or "")
             elif kind == "done":
-                yield Final(metadata.sources, _usage(line.get("usage")))
+                yield Final(metadata.sources, _usage(line.get("usage")), LazyResult.of(line))
                 return
             elif kind == "error":
                 raise TrustGraphError(str(line.get("error_type") or "error"),
@@ -155,7 +226,8 @@ def answer_from(body: dict[str, Any]) -> Answer:
     """The answer-stream API's collected answer (``stream: false``)."""
     metadata = Metadata(body.get("sources") or [], body.get("optimized_query"),
                         body.get("subqueries") or [], body.get("request_id"))
-    return Answer(body.get("response") or "", _usage(body.get("usage")), metadata)
+    return answer_of(body.get("response") or "", _usage(body.get("usage")), metadata,
+                     metadata.sources, LazyResult.of(body))
 
 
 def _usage(value: Any) -> Usage:

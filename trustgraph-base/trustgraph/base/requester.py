@@ -183,9 +183,11 @@ class Requester(Calls):
         cancel for the request, so the service stops and closes its LLM stream.
         """
         request_id = request_id or uuid.uuid4().hex
+        # Encoded before registering: a record that cannot be encoded (e.g. a lone
+        # surrogate in its text) must leave nothing behind in ``_pending``.
+        data, properties = encode(request), {"id": request_id, "reply-to": self._reply_to}
         pending = self._pending[request_id] = Pending()
         finished = False
-        data, properties = encode(request), {"id": request_id, "reply-to": self._reply_to}
         try:
             await self._producer.send(data, properties)
             give_up = time.monotonic() + self.accept_timeout

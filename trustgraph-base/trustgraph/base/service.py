@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 from ..pubsub import Bus, Message
 from ..schema import Error, Record, Response, decode, encode, request_topic
-from .metrics import RequestTimer
+from .metrics import SLOT_WAIT, WAITING, RequestTimer
 
 log = logging.getLogger(__name__)
 
@@ -151,6 +151,24 @@ class ServiceRunner:
             type="overloaded", message=f"{self.service.name} has {self._backlog} requests "
                                        f"in hand; try again shortly")), True)
 
+    async def _slot(self, request_id: str) -> None:
+        """One of the TG_CONCURRENCY slots; a request that has to wait for one says so
+        (log, and the tg_requests_waiting / tg_slot_wait_seconds metrics): streams
+        that queue are otherwise only slow, with nothing in the log to say why."""
+        if not self._limit.locked():
+            await self._limit.acquire()
+            return
+        name = self.service.name
+        log.info("id=%s %s waits for a slot: all TG_CONCURRENCY slots are busy", request_id,
+                 name)
+        started = time.perf_counter()
+        WAITING.labels(name).inc()
+        try:
+            await self._limit.acquire()
+        finally:
+            WAITING.labels(name).dec()
+            SLOT_WAIT.labels(name).observe(time.perf_counter() - started)
+
     async def _serve(self, data: bytes, request_id: str, open_reply: "OpenReply") -> None:
         started = time.perf_counter()
         timer = RequestTimer(self.service.name)
@@ -159,7 +177,7 @@ class ServiceRunner:
         try:
             reply = await open_reply()
             await reply.accept()
-            await self._limit.acquire()
+            await self._slot(request_id)
             holding = True
             request = decode(self.service.request, data)
             ctx = Context(request_id, self.flow, self._clients, self._emit)

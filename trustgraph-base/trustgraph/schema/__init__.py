@@ -26,13 +26,15 @@ __all__ = [
 ]
 
 from .queries import (DocumentEmbeddingsRequest, DocumentEmbeddingsResponse,
-                      Evidence, GraphEmbeddingsRequest, GraphEmbeddingsResponse,
-                      LexicalSearchRequest,
+                      Evidence, GraphEdge, GraphEdgesRequest, GraphEdgesResponse,
+                      GraphEmbeddingsRequest, GraphEmbeddingsResponse,
+                      GraphVersionRequest, GraphVersionResponse, LexicalSearchRequest,
                       ScoredChunk, ScoredEntity, SubgraphRequest, SubgraphResponse,
                       TriplesQueryRequest, TriplesQueryResponse)
 
 __all__ += [
-    "DocumentEmbeddingsRequest", "DocumentEmbeddingsResponse", "Evidence",
+    "DocumentEmbeddingsRequest", "DocumentEmbeddingsResponse", "Evidence", "GraphEdge",
+    "GraphEdgesRequest", "GraphEdgesResponse", "GraphVersionRequest", "GraphVersionResponse",
     "GraphEmbeddingsRequest", "GraphEmbeddingsResponse", "LexicalSearchRequest",
     "ScoredChunk", "ScoredEntity",
     "SubgraphRequest", "SubgraphResponse", "TriplesQueryRequest", "TriplesQueryResponse",
@@ -59,3 +61,16 @@ from .load_status import (ChunkCountRequest, ChunkCountResponse, ChunkSet,  # no
 
 __all__ += ["ChunkCountRequest", "ChunkCountResponse", "ChunkSet", "DocumentStatus",
             "LoadStatusRequest", "LoadStatusResponse"]
+
+from .agent import AgentRequest, AgentResponse, AgentStep  # noqa: E402
+
+__all__ += ["AgentRequest", "AgentResponse", "AgentStep"]
+
+from .lazy_rag import (CommunityCacheState, LazyCommunity, LazyEntity,  # noqa: E402
+                       LazyRagExpandRequest, LazyRagExpandResponse, LazyRagRequest,
+                       LazyRagResponse, LazyRagStatusRequest, LazyRagStatusResponse,
+                       LazyRelationship)
+
+__all__ += ["CommunityCacheState", "LazyCommunity", "LazyEntity", "LazyRagExpandRequest",
+            "LazyRagExpandResponse", "LazyRagRequest", "LazyRagResponse",
+            "LazyRagStatusRequest", "LazyRagStatusResponse", "LazyRelationship"]

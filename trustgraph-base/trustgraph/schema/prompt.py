@@ -35,6 +35,7 @@ class PromptRequest(Record):
     variables: dict[str, JsonValue] | None = None
     terms: dict[str, str] | None = None  # legacy: each value JSON-encoded
     streaming: bool = False
+    model: str | None = None  # passed on to text-completion (TextCompletionRequest.model)
 
 
 class PromptResponse(Response):

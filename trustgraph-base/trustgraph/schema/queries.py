@@ -130,3 +130,43 @@ class SubgraphResponse(Response):
     triples: list[Evidence] | None = None  # in the order reached; absent only on error
     labels: dict[str, str] | None = None  # IRI → rdfs:label, for the IRIs that have one
     end_of_stream: bool = True
+
+
+class GraphVersionRequest(_Scoped):
+    """The scope's graph version (service ``graph-version``): a counter the triples
+    store bumps on every write and removal that changes the scope's triples, so a
+    reader caching something derived from the graph (LazyRAG's communities) knows
+    when it is stale. A scope never written to is at version 0."""
+
+
+class GraphVersionResponse(Response):
+    version: int | None = None  # absent only on an error
+    end_of_stream: bool = True
+
+
+MAX_EDGES_PAGE = 10_000
+
+
+class GraphEdgesRequest(_Scoped):
+    """The scope's entity graph (service ``graph-edges``), a page at a time: each
+    distinct pair of IRIs joined by at least one triple (literals and self-loops
+    left out), with the number of triples joining them. Pages follow ``after``, the
+    ``next`` of the page before (0 for the first)."""
+
+    after: int = Field(0, ge=0)
+    limit: int = Field(MAX_EDGES_PAGE, ge=1, le=MAX_EDGES_PAGE)
+
+
+class GraphEdge(Record):
+    s: str  # IRI
+    o: str  # IRI
+    weight: int = 1  # triples joining s to o
+
+
+class GraphEdgesResponse(Response):
+    edges: list[GraphEdge] | None = None  # absent only on an error
+    # IRI → rdfs:label; read to the end, the pages label every IRI that has one
+    labels: dict[str, str] | None = None
+    next: int | None = None  # the cursor of the next page; None: this was the last
+    version: int | None = None  # the scope's graph version when the page was read
+    end_of_stream: bool = True

@@ -5,6 +5,9 @@ class TextCompletionRequest(Record):
     system: str = ""
     prompt: str
     streaming: bool = False
+    # A model of the configured provider to answer with instead of its own (LazyRAG's
+    # LAZY_RAG_SUMMARY_MODEL); unset: the provider's configured model.
+    model: str | None = None
 
 
 class TextCompletionResponse(Response):

@@ -42,6 +42,17 @@ def scope_options(arguments: argparse.ArgumentParser) -> argparse.ArgumentParser
     return arguments
 
 
+def positive(text: str) -> int:
+    """An ``argparse`` type: a whole number of at least 1 (a limit, a count)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is less than 1")
+    return value
+
+
 def connect(args: argparse.Namespace) -> AsyncTrustGraph:
     return AsyncTrustGraph(args.url, args.token)
 

@@ -2,10 +2,10 @@
 import argparse
 import sys
 
-from trustgraph.api import TrustGraphError
 from trustgraph.schema import PROMPT_CONFIG_TYPE
 
-from .common import connect, parser, run
+from .common import parser, run
+from .config_items import delete_item
 
 PROG = "tg-delete-prompt"
 
@@ -16,21 +16,9 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     return arguments.parse_args(argv)
 
 
-async def delete(args: argparse.Namespace) -> None:
-    async with connect(args) as client:
-        try:
-            await client.delete_config([(PROMPT_CONFIG_TYPE, args.id)])
-        except TrustGraphError as error:
-            if error.type != "not-found":
-                raise
-            known = sorted(await client.config_values(PROMPT_CONFIG_TYPE))
-            raise TrustGraphError("not-found", f"no prompt template {args.id!r} (known: "
-                                               f"{', '.join(known) or 'none'})") from None
-
-
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
-    return run(PROG, delete(args))
+    return run(PROG, delete_item(args, PROMPT_CONFIG_TYPE, args.id, "prompt template"))
 
 
 if __name__ == "__main__":

@@ -1,21 +1,26 @@
-"""The RAG commands (tg-invoke-graph-rag, tg-invoke-document-rag): each is
-``rag_main`` with its client method and its own limits; they share their options
-(``rag_parser``) and their output (``invoke_rag``): the sources, when asked, then the
-answer as it streams, then the usage on stderr.
+"""The RAG commands (tg-invoke-graph-rag, tg-invoke-document-rag, tg-invoke-lazy-rag):
+each is ``rag_main`` with its client method and its own limits; they share their
+options (``rag_parser``) and their output (``invoke_rag``): the sources, when asked,
+then the answer as it streams, then (tg-invoke-lazy-rag) the confidence and what is
+missing, then the usage on stderr.
 """
 import argparse
 from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Any
 
-from trustgraph.api import Answer, Chunk, Metadata, RagStream
+from trustgraph.api import Answer, Chunk, LazyResult, Metadata, RagStream, TrustGraphError
 
-from .common import connect, parser, print_stream, run, scope_options, show_usage, write
+from .common import (connect, parser, positive, print_stream, run, scope_options, show_usage,
+                     write)
 
 SOURCE_TEXT = 160  # characters of a source's text shown by --show-sources
 
 
-def rag_parser(prog: str, description: str) -> argparse.ArgumentParser:
-    """The options both RAG commands take; each adds its own limits."""
+def rag_parser(prog: str, description: str, rewriting: bool = True
+               ) -> argparse.ArgumentParser:
+    """The options every RAG command takes (``rewriting``: with --optimize-query and
+    --subqueries, for the services that can rewrite the question); each adds its own
+    limits."""
     arguments = scope_options(parser(prog, description))
     arguments.add_argument("-q", "--question", required=True, help="the question to answer")
     streaming = arguments.add_mutually_exclusive_group()
@@ -23,28 +28,18 @@ def rag_parser(prog: str, description: str) -> argparse.ArgumentParser:
                            help="print the answer as it streams (the default)")
     streaming.add_argument("--no-streaming", dest="streaming", action="store_false",
                            help="wait for the whole answer instead of streaming it")
-    arguments.add_argument("--optimize-query", action="store_true",
-                           help="let the LLM rewrite the question before retrieval")
-    arguments.add_argument("--subqueries", action="store_true",
-                           help="let the LLM split the question into sub-questions, "
-                                "retrieving for each")
+    if rewriting:
+        arguments.add_argument("--optimize-query", action="store_true",
+                               help="let the LLM rewrite the question before retrieval")
+        arguments.add_argument("--subqueries", action="store_true",
+                               help="let the LLM split the question into sub-questions, "
+                                    "retrieving for each")
     arguments.add_argument("--show-sources", action="store_true",
                            help="print the sources (and any rewritten question or "
                                 "sub-questions) before the answer")
     arguments.add_argument("--show-usage", action="store_true",
                            help="print tokens in/out and the model to stderr afterwards")
     return arguments
-
-
-def positive(text: str) -> int:
-    """An ``argparse`` type: a whole number of at least 1 (a limit)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} is less than 1")
-    return value
 
 
 # AsyncTrustGraph.graph_rag or .document_rag: an answer to await, or a stream
@@ -57,32 +52,58 @@ def rag_main(argv: list[str] | None, prog: str, description: str, method: RagMet
     each a whole number of at least 1 passed to ``method`` under its option's name
     (``--doc-limit`` as ``doc_limit``)."""
     arguments = rag_parser(prog, description)
-    names = [arguments.add_argument(*flags, type=positive, help=help).dest
-             for flags, help in limits.items()]
+    names = limit_options(arguments, limits)
     args = arguments.parse_args(argv)
-    return run(prog, invoke_rag(args, method, names))
+    options = {name: getattr(args, name) for name in names}
+    return run(prog, invoke_rag(args, method, {
+        **options, "optimize_query": args.optimize_query, "subqueries": args.subqueries}))
 
 
-async def invoke_rag(args: argparse.Namespace, method: RagMethod, limits: list[str]) -> None:
-    """Ask with ``method`` (the client's ``graph_rag`` or ``document_rag``), the
-    options and the ``limits`` named, and print the answer, streamed or whole."""
+def limit_options(arguments: argparse.ArgumentParser, limits: dict[tuple[str, ...], str]
+                  ) -> list[str]:
+    """Add ``limits`` (flags → help), each a whole number of at least 1; their names."""
+    return [arguments.add_argument(*flags, type=positive, help=help).dest
+            for flags, help in limits.items()]
+
+
+async def invoke_rag(args: argparse.Namespace, method: RagMethod, options: dict[str, Any]
+                     ) -> None:
+    """Ask with ``method`` (the client's ``graph_rag``, ``document_rag`` or
+    ``lazy_rag``) and its ``options``; print the answer, streamed or whole, and for
+    lazy-rag the confidence and what is missing after it."""
     async with connect(args) as client:
         reply = method(client, args.question, user=args.user, collection=args.collection,
-                       optimize_query=args.optimize_query, subqueries=args.subqueries,
-                       streaming=args.streaming, flow=args.flow_id,
-                       **{name: getattr(args, name) for name in limits})
+                       streaming=args.streaming, flow=args.flow_id, **options)
         if args.streaming:
             await print_stream(_answer_text(reply, args.show_sources))
-            usage = reply.usage
+            usage, lazy = reply.usage, reply.lazy
         else:
             answer = await reply
             if args.show_sources:
                 print_sources(Metadata(answer.sources, answer.optimized_query,
                                        answer.subqueries))
-            print(answer, flush=True)
-            usage = answer.usage
+            if answer:
+                print(answer, flush=True)
+            usage, lazy = answer.usage, answer.lazy
+    if lazy is not None:
+        print_lazy(lazy)
     if args.show_usage:
         show_usage(usage)
+    if lazy is not None and lazy.summary_error:
+        # The answer is missing, though what was retrieved is printed: a failure.
+        raise TrustGraphError(lazy.summary_error.get("type") or "error",
+                              lazy.summary_error.get("message") or "the summary failed")
+
+
+def print_lazy(lazy: LazyResult) -> None:
+    """After a LazyRAG answer: a blank line, its confidence and what is missing."""
+    confidence = "?" if lazy.confidence is None else f"{lazy.confidence:.2f}"
+    lines = ["", f"Confidence: {confidence}"]
+    if lazy.missing_info:
+        lines += ["Missing information:"] + [f"- {item}" for item in lazy.missing_info]
+    else:
+        lines.append("Missing information: none")
+    write("\n".join(lines) + "\n")
 
 
 async def _answer_text(stream: RagStream, show_sources: bool) -> AsyncIterator[str]:

@@ -10,6 +10,7 @@ from pydantic import ValidationError
 from trustgraph.schema import PROMPT_CONFIG_TYPE, PromptTemplate
 
 from .common import connect, parser, run
+from .config_items import problem
 
 PROG = "tg-set-prompt"
 
@@ -45,9 +46,7 @@ def template(args: argparse.Namespace) -> PromptTemplate:
             "system": args.system, "prompt": args.prompt,
             "response-type": args.response_type, "schema": schema})
     except ValidationError as error:
-        problem = error.errors()[0]
-        where = ".".join(str(part) for part in problem["loc"])
-        raise ValueError(f"invalid template: {where}: {problem['msg']}") from None
+        raise ValueError(f"invalid template: {problem(error)}") from None
 
 
 def _schema(text: str) -> object:

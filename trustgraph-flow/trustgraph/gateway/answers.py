@@ -1,46 +1,54 @@
 """``POST /api/v1/query`` (also ``/query``): the answer-stream API (PROTOCOL §3).
 
-One question in; the RAG service of the chosen ``mode`` answers it. The service is
-always asked to stream, whatever ``stream`` says: its metadata record carries the
-sources, the rewritten question and the sub-questions, so streamed and collected
-answers are the same code and say the same things. Its records become the API's own
-lines: ``metadata``, ``content`` deltas, then ``done`` with the usage, or ``error``
-instead of ``done``. ``stream: false`` collects them into one JSON object.
+One question in; the service of the chosen ``mode`` answers it (a RAG service,
+LazyRAG, or the agent). The service is always asked to stream, whatever ``stream`` says: its
+metadata record carries the sources, the rewritten question and the sub-questions,
+so streamed and collected answers are the same code and say the same things. Its
+records become the API's own lines: ``metadata``, ``content`` deltas (the agent's
+thoughts, actions and observations as ``step`` lines among them), then ``done``
+with the usage, or ``error`` instead of ``done``. ``stream: false`` collects them
+into one JSON object.
 """
 import json
-from dataclasses import asdict
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import aclosing
+from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 from aiohttp import web
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
 from trustgraph.base import ServiceError
-from trustgraph.schema import Error, Record, Source, Usage
+from trustgraph.schema import (Error, LazyCommunity, LazyEntity, LazyRelationship, Record,
+                               Source, Usage)
+from trustgraph.schema.agent import Pattern
 
 from .dispatch import Dispatcher, new_request_id
-from .errors import GatewayError, bad_request, validation_message
+from .errors import bad_request, validation_message
 from .framing import Frame
 from .metrics import REQUESTS
 from .responses import NDJSON, failed, json_body, streamed
-from .services import SERVICES, ServiceRow
+from .services import ServiceRow
 
 QUERY_PATHS = ("/api/v1/query", "/query")
-MODES = {"document": "document-rag", "graph": "graph-rag", "lazy": "lazy-rag"}
 # Fields of the API itself; everything else in the body belongs to the service request.
-API_FIELDS = {"stream", "mode", "flow"}
-LIMITS = ("entity_limit", "triple_limit", "max_subgraph_size", "max_path_length", "doc_limit")
+API_FIELDS = {"stream", "mode", "flow", "query"}
+# Options only some modes' services take: given to another mode, a 400 naming them.
+OPTIONS = ("entity_limit", "triple_limit", "max_subgraph_size", "max_path_length",
+           "doc_limit", "max_hops", "max_entities", "use_communities", "optimize_query",
+           "subqueries", "progress", "session_id", "group", "pattern", "max_iterations")
 
 
 class QueryRequest(Record):
-    """The body. The RAG limits apply to the modes whose service takes them (graph:
-    entity/triple limits, subgraph size, path length; document: doc_limit); left out,
-    the service's defaults apply."""
+    """The body. The options apply to the modes whose service takes them (graph:
+    entity/triple limits, subgraph size, path length; document: doc_limit; both:
+    optimize_query, subqueries; lazy: max_hops, max_entities, use_communities; agent:
+    session_id, group, pattern, max_iterations); left out, the service's defaults
+    apply."""
 
     query: str = Field(min_length=1)
     stream: bool = False
-    mode: Literal["document", "graph", "lazy"] = "document"
+    mode: Literal["document", "graph", "lazy", "agent"] = "document"
     flow: str = "default"
     user: str | None = None
     collection: str | None = None
@@ -52,6 +60,13 @@ class QueryRequest(Record):
     max_subgraph_size: int | None = None
     max_path_length: int | None = None
     doc_limit: int | None = None
+    session_id: str | None = None  # agent: the conversation to continue
+    group: list[str] | None = None  # agent: only the tools of these groups
+    pattern: Pattern | None = None  # agent: react or ask (default: the service's)
+    max_iterations: int | None = None  # agent: the most reasoning steps
+    max_hops: int | None = None
+    max_entities: int | None = None
+    use_communities: bool | None = None
 
 
 # What the answers look like, for the OpenAPI document (a unit test holds the lines
@@ -85,9 +100,49 @@ class ContentLine(_Line):
     delta: str
 
 
+StepKind = Literal["thought", "action", "observation"]
+
+
+class StepLine(_Line):
+    """Mode agent: a piece of a thought or observation, or an action (with its tool
+    and arguments), before and between the answer's content lines."""
+
+    type: Literal["step"]
+    chunk_type: StepKind
+    delta: str
+    tool: str | None = None
+    arguments: dict[str, JsonValue] | None = None
+
+
 class DoneLine(_Line):
     type: Literal["done"]
     usage: UsageLine
+    session_id: str | None = None  # mode agent: the conversation, to continue it
+
+
+class LazySubgraph(_Line):
+    """LazyRAG's retrieval: the subgraph, its communities, the confidence that it
+    answers the question and what it leaves out."""
+
+    entities: list[LazyEntity] | None
+    relationships: list[LazyRelationship] | None
+    communities: list[LazyCommunity] | None
+    confidence: float | None
+    missing_info: list[str] | None
+    generation_time_ms: float | None
+    community_cache: Literal["hit", "miss"] | None  # null: communities not used
+
+
+class LazyResult(LazySubgraph):
+    """What a lazy-mode answer adds to ``done`` and to the collected answer: the
+    subgraph it was written from and, when the LLM failed, ``summary_error`` in place
+    of the answer's text."""
+
+    summary_error: Error | None
+
+
+class LazyDoneLine(DoneLine, LazyResult):
+    pass
 
 
 class ErrorLine(_Line):
@@ -105,43 +160,70 @@ class CollectedAnswer(_Line):
     usage: UsageLine
 
 
+class LazyCollectedAnswer(CollectedAnswer, LazyResult):
+    pass
+
+
+class AgentStep(_Line):
+    chunk_type: StepKind
+    content: str
+    tool: str | None = None
+    arguments: dict[str, JsonValue] | None = None
+
+
+class CollectedAgentAnswer(_Line):
+    """Mode agent, ``stream: false``: the answer, and the steps that led to it."""
+
+    response: str
+    steps: list[AgentStep]
+    sources: list[Source]
+    request_id: str
+    session_id: str | None
+    usage: UsageLine
+
+
 async def answer(dispatcher: Dispatcher, request: web.Request) -> web.StreamResponse:
     """The route: validate, ask the service, answer as NDJSON lines or one object."""
     query, row, record = parse(dispatcher, await json_body(request))
     REQUESTS.labels(row.name, "query").inc()
-    request_id = new_request_id()
-    lines = AnswerLines(request_id)
-    async with aclosing(dispatcher.frames(row, query.flow, record, request_id)) as frames:
+    return await respond(request, dispatcher, row, query.flow, record, query.stream,
+                         MODES[query.mode].lines)
+
+
+async def respond(request: web.Request, dispatcher: Dispatcher, row: ServiceRow, flow: str,
+                  record: Record, stream: bool, kind: type["AnswerLines"] | None = None,
+                  collected: Callable[["AnswerLines"], Any] = lambda lines: lines.collected()
+                  ) -> web.StreamResponse:
+    """Ask ``row``'s service (``record`` asks it to stream); answer as NDJSON lines
+    (``kind``: how its records become lines) or, without ``stream``, one JSON object:
+    ``collected(lines)`` once all have arrived."""
+    lines = (kind or AnswerLines)(new_request_id(), row.result_fields)
+    async with aclosing(dispatcher.frames(row, flow, record, lines.request_id)) as frames:
         async with aclosing(lines.translate(frames)) as batches:
-            if query.stream:
+            if stream:
                 return await streamed(request, batches, NDJSON, error_line)
             async for _ in batches:
                 pass
-    return web.json_response(lines.collected(), dumps=_dumps)
+    return web.json_response(collected(lines), dumps=_dumps)
 
 
 def parse(dispatcher: Dispatcher, body: dict) -> tuple[QueryRequest, ServiceRow, Record]:
     """The query, the service row of its mode and the service's request record; a bad
-    field is a 400 naming it, a mode with no service here a 404 saying so."""
+    field is a 400 naming it, a mode whose service is off here a 404 saying so."""
     try:
         query = QueryRequest.model_validate(body)
     except ValidationError as error:
         raise bad_request(validation_message(error, where="")) from None
-    row = SERVICES.get(MODES[query.mode])
-    if row is None:
-        raise GatewayError("mode-unavailable", f"mode: {query.mode!r} is not available yet "
-                           f"(this gateway has no {MODES[query.mode]} service); use "
-                           f"'document' or 'graph'", 404)
-    dispatcher.resolve(row.name, query.flow)
-    for limit in LIMITS:
-        if limit in query.model_fields_set and limit not in row.request_model.model_fields:
-            raise bad_request(f"{limit}: not a parameter of mode {query.mode!r}")
+    mode = MODES[query.mode]
+    row = dispatcher.resolve(mode.service, query.flow)
+    for option in OPTIONS:
+        # Given, and not just its default (clients send ``optimize_query: false``).
+        given = getattr(query, option) != QueryRequest.model_fields[option].default
+        if given and option not in row.request_model.model_fields:
+            raise bad_request(f"{option}: not a parameter of mode {query.mode!r}")
     fields = {key: value for key, value in body.items() if key not in API_FIELDS}
-    try:
-        record = row.request_model.model_validate({**fields, "streaming": True})
-    except ValidationError as error:
-        raise bad_request(validation_message(error, where="")) from None
-    return query, row, record
+    return query, row, dispatcher.prepare(
+        row, {**fields, mode.question: query.query, "streaming": True}, where="")
 
 
 class AnswerLines:
@@ -149,11 +231,13 @@ class AnswerLines:
     collected answer need. A record carrying ``error`` raises ``ServiceError``, which
     the caller turns into an HTTP status (nothing sent yet) or an ``error`` line."""
 
-    def __init__(self, request_id: str) -> None:
+    def __init__(self, request_id: str, result_fields: tuple[str, ...] = ()) -> None:
         self.request_id = request_id
         self.metadata: dict[str, Any] | None = None
         self.parts: list[str] = []
         self.usage = Usage()
+        # the service's own result fields, from its final record (ServiceRow.result_fields)
+        self.result: dict[str, Any] = dict.fromkeys(result_fields)
 
     async def translate(self, frames: AsyncIterator[list[Frame]]) -> AsyncIterator[list[Frame]]:
         async for batch in frames:
@@ -164,24 +248,19 @@ class AnswerLines:
                 yield lines
 
     def lines(self, record: dict[str, Any], final: bool) -> list[Frame]:
-        if record.get("error"):
-            raise ServiceError(Error.model_validate(record["error"]))
-        if record.get("message_type") == "progress":  # opt-in; before the metadata
+        if record.get("message_type") == "progress" and not record.get("error"):
+            # opt-in; before the metadata
             return [(_dumps({"type": "progress", "message": record.get("progress")}).encode(),
                      False)]
-        self._count(record)
-        lines: list[Frame] = []
-        if self.metadata is None:  # first, even from a service that sent no metadata
-            self.metadata = self._metadata(record)
-            lines.append((_dumps(self.metadata).encode(), False))
+        lines = self._opening(record)
         # A streamed delta is ``chunk``; a service that answered in one record anyway
         # (no ``message_type``) has the whole answer in ``response``.
         delta = record.get("chunk") if record.get("message_type") else record.get("response")
         if delta:
-            self.parts.append(delta)
-            lines.append((_dumps({"type": "content", "delta": delta}).encode(), False))
+            lines.append(self._content(delta))
         if final:
-            lines.append((_dumps({"type": "done", "usage": asdict(self.usage)}).encode(), True))
+            self.result = {key: record.get(key) for key in self.result}
+            lines.append(self._done())
         return lines
 
     def collected(self) -> dict[str, Any]:
@@ -190,7 +269,26 @@ class AnswerLines:
         return {"response": "".join(self.parts), "sources": metadata["sources"],
                 "optimized_query": metadata["optimized_query"],
                 "subqueries": metadata["subqueries"], "request_id": self.request_id,
-                "usage": asdict(self.usage)}
+                "usage": asdict(self.usage), **self.result}
+
+    def _opening(self, record: dict[str, Any]) -> list[Frame]:
+        """Any record: raise its error, count its tokens; before the first, the
+        metadata line (even for a service that sent no metadata)."""
+        if record.get("error"):
+            raise ServiceError(Error.model_validate(record["error"]))
+        self._count(record)
+        if self.metadata is not None:
+            return []
+        self.metadata = self._metadata(record)
+        return [(_dumps(self.metadata).encode(), False)]
+
+    def _content(self, delta: str) -> Frame:
+        self.parts.append(delta)
+        return _dumps({"type": "content", "delta": delta}).encode(), False
+
+    def _done(self) -> Frame:
+        return _dumps({"type": "done", "usage": asdict(self.usage), **self.result}
+                      ).encode(), True
 
     def _metadata(self, record: dict[str, Any]) -> dict[str, Any]:
         return {"type": "metadata", "sources": record.get("sources") or [],
@@ -201,6 +299,68 @@ class AnswerLines:
     def _count(self, record: dict[str, Any]) -> None:
         """Token counts are deltas (DESIGN §4): summed; the model is the last named."""
         self.usage.add(Usage.of(record))
+
+
+STEP_KINDS = frozenset(StepKind.__args__)
+
+
+class AgentLines(AnswerLines):
+    """Mode agent: the dialog's thoughts, actions and observations become ``step``
+    lines, its answer ``content`` lines; ``done`` also names the session. Collected,
+    the steps are whole messages (their deltas joined) before the answer."""
+
+    def __init__(self, request_id: str, result_fields: tuple[str, ...] = ()) -> None:
+        super().__init__(request_id, result_fields)
+        self.session_id: str | None = None
+        self.sources: list[Any] = []
+        self.steps: list[dict[str, Any]] = []
+        self._open = False  # the last step is still receiving deltas
+
+    def lines(self, record: dict[str, Any], final: bool) -> list[Frame]:
+        lines = self._opening(record)
+        kind, content = record.get("chunk_type"), record.get("content") or ""
+        if kind == "error":  # an error frame without ``error``: still the dialog's end
+            raise ServiceError(Error(type="agent-error", message=content or "agent failed"))
+        self.session_id = record.get("session_id") or self.session_id
+        self.sources = record.get("sources") or self.sources
+        if kind == "answer" and content:
+            lines.append(self._content(content))
+        elif kind in STEP_KINDS and (content or kind == "action"):
+            lines.append(self._step(kind, content, record))
+        if final:
+            lines.append(self._done())
+        return lines
+
+    def _step(self, kind: str, content: str, record: dict[str, Any]) -> Frame:
+        action = {field: record[field] for field in ("tool", "arguments")
+                  if record.get(field) is not None}
+        if self._open and self.steps[-1]["chunk_type"] == kind:
+            self.steps[-1]["content"] += content
+        else:
+            self.steps.append({"chunk_type": kind, "content": content, **action})
+        self._open = not record.get("end_of_message")
+        return _dumps({"type": "step", "chunk_type": kind, "delta": content,
+                       **action}).encode(), False
+
+    def _done(self) -> Frame:
+        return _dumps({"type": "done", "usage": asdict(self.usage),
+                       "session_id": self.session_id}).encode(), True
+
+    def collected(self) -> dict[str, Any]:
+        return {"response": "".join(self.parts), "steps": self.steps,
+                "sources": self.sources, "request_id": self.request_id,
+                "session_id": self.session_id, "usage": asdict(self.usage)}
+
+
+@dataclass(frozen=True)
+class Mode:
+    service: str
+    question: str = "query"  # the field of the service's request that holds the question
+    lines: type[AnswerLines] = AnswerLines
+
+
+MODES = {"document": Mode("document-rag"), "graph": Mode("graph-rag"),
+         "lazy": Mode("lazy-rag"), "agent": Mode("agent", "question", AgentLines)}
 
 
 def error_line(exception: BaseException) -> bytes:

@@ -12,8 +12,14 @@ from trustgraph.base import RequestTimeout, ServiceError
 log = logging.getLogger(__name__)
 
 
-# Service errors that mean "not now" rather than "failed": HTTP 503.
-UNAVAILABLE = {"no-service", "overloaded"}
+# A service's error type as an HTTP status: the client's mistakes are 4xx, "not now"
+# is 503, and any other failure of the service (the LLM refused, a store is down) 502.
+SERVICE_STATUS = {
+    "bad-request": 400, "too-many-texts": 400,
+    "not-found": 404,
+    "too-large": 413,
+    "no-service": 503, "overloaded": 503,
+}
 
 
 class GatewayError(Exception):
@@ -31,12 +37,27 @@ def bad_request(message: str) -> GatewayError:
     return GatewayError("bad-request", message, 400)
 
 
+def too_large(what: str, size: int | None, limit: int, setting: str = "") -> GatewayError:
+    """413, saying the limit (and what sets it): ``size`` None when not known."""
+    how_big = f"{what} is {size} bytes," if size else f"{what} is"
+    where = f" ({setting})" if setting else ""
+    return GatewayError("too-large", f"{how_big} over the limit of {limit} bytes{where}",
+                        413)
+
+
+def service_status(error_type: str) -> int:
+    """The HTTP status of a service's own error."""
+    return SERVICE_STATUS.get(error_type, 502)
+
+
 def validation_message(error: ValidationError, where: str = "request") -> str:
     """The first problem, naming its field, e.g. ``request.prompt: Field required``
     (``where=""`` for a body whose fields are top-level: ``query: Field required``)."""
     problem = error.errors()[0]
-    path = ".".join(str(part) for part in (where, *problem["loc"]) if part != "")
-    return f"{path or 'body'}: {problem['msg']}"
+    parts = [str(part) for part in (where, *problem["loc"]) if part != ""]
+    if len(parts) > 12:  # a value nested hundreds deep: its start and its end say enough
+        parts = [*parts[:8], "…", *parts[-2:]]
+    return f"{'.'.join(parts) or 'body'}: {problem['msg']}"
 
 
 def classify(exception: BaseException) -> GatewayError:
@@ -45,8 +66,8 @@ def classify(exception: BaseException) -> GatewayError:
     if isinstance(exception, RequestTimeout):
         return GatewayError("timeout", str(exception), 504)
     if isinstance(exception, ServiceError):
-        status = 503 if exception.error.type in UNAVAILABLE else 502
-        return GatewayError(exception.error.type, exception.error.message, status)
+        return GatewayError(exception.error.type, exception.error.message,
+                            service_status(exception.error.type))
     if isinstance(exception, ValidationError):
         return bad_request(validation_message(exception))
     log.warning("gateway failure: %s: %s", type(exception).__name__, exception,

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from aiohttp import web
 
-from .errors import GatewayError, bad_request, classify
+from .errors import GatewayError, bad_request, classify, too_large
 from .framing import Frame
 from .metrics import ERRORS
 
@@ -56,8 +56,8 @@ async def json_body(request: web.Request) -> dict:
     try:
         data = await request.read()
     except web.HTTPRequestEntityTooLarge:
-        raise GatewayError("too-large", "body exceeds the gateway's size limit "
-                           "(TG_GATEWAY_MAX_FRAME)", 413) from None
+        raise too_large("the body", request.content_length, request.client_max_size,
+                        "TG_GATEWAY_MAX_FRAME") from None
     try:
         body = json.loads(data) if data else None
     except (ValueError, RecursionError) as error:

@@ -18,6 +18,7 @@ from aiohttp import web
 from .answers import answer
 from .auth import Auth
 from .dispatch import Dispatcher
+from .errors import service_status
 from .framing import Frame
 from .metrics import REQUESTS
 from .responses import NDJSON, SSE, StreamFormat, error_response, json_body, streamed
@@ -36,6 +37,14 @@ class RestEndpoint:
     async def query(self, request: web.Request) -> web.StreamResponse:
         """``/api/v1/query``"""
         return await self._served(request, lambda r: answer(self.dispatcher, r))
+
+    def served(self, route: Callable[[web.Request], Awaitable[web.StreamResponse]]
+               ) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+        """Another REST route, served as these are: auth, drained at shutdown, its
+        failures as HTTP statuses with JSON bodies."""
+        async def handle(request: web.Request) -> web.StreamResponse:
+            return await self._served(request, route)
+        return handle
 
     async def drain(self, grace: float) -> None:
         """Give the requests in flight ``grace`` seconds, then cancel the rest (and
@@ -91,7 +100,7 @@ async def _single(batches: AsyncIterator[list[Frame]]) -> web.Response:
     final = b"{}"
     async for batch in batches:
         final = batch[-1][0]
-    # A service's own error comes back as its record, with 502.
-    failed = json.loads(final).get("error") is not None
-    return web.Response(body=final, status=502 if failed else 200,
-                        content_type="application/json")
+    # A service's own error comes back as its record, with the status of its type.
+    error = json.loads(final).get("error")
+    status = service_status(error.get("type", "")) if isinstance(error, dict) else 200
+    return web.Response(body=final, status=status, content_type="application/json")

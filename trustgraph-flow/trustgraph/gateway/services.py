@@ -1,14 +1,18 @@
 """The services the gateway exposes: one row each. Adding a service is one row."""
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 
-from trustgraph.schema import (CONFIG_FLOW, LIBRARIAN_FLOW, ConfigRequest, ConfigResponse,
+from trustgraph.schema import (CONFIG_FLOW, LIBRARIAN_FLOW, AgentRequest, AgentResponse,
+                               ConfigRequest, ConfigResponse,
                                DocumentEmbeddingsRequest, DocumentEmbeddingsResponse,
                                DocumentLoadRequest, DocumentRagRequest, EmbeddingsRequest,
                                EmbeddingsResponse, GraphEmbeddingsRequest,
                                GraphEmbeddingsResponse, GraphRagRequest,
-                               KnowledgeLoadRequest, KnowledgeLoadResponse, LexicalSearchRequest,
+                               KnowledgeLoadRequest, KnowledgeLoadResponse,
+                               LazyRagExpandRequest, LazyRagExpandResponse, LazyRagRequest,
+                               LazyRagResponse, LazyRagStatusRequest, LazyRagStatusResponse,
+                               LexicalSearchRequest,
                                LibrarianRequest,
                                LibrarianResponse, LoadResponse, LoadStatusRequest,
                                LoadStatusResponse, PromptRequest, PromptResponse,
@@ -17,7 +21,8 @@ from trustgraph.schema import (CONFIG_FLOW, LIBRARIAN_FLOW, ConfigRequest, Confi
                                TextCompletionResponse, TextLoadRequest, TriplesQueryRequest,
                                TriplesQueryResponse)
 
-from .framing import Frame, coalesce
+from .framing import Frame, RunKey, coalesce, same_keys
+from .metrics import lazy_rag_answered
 
 
 @dataclass(frozen=True)
@@ -34,6 +39,16 @@ class ServiceRow:
     edges: Callable[[dict], dict | None] | None = None
     # normalises a response's first and final records to the protocol's exact shape
     # (None: unchanged); decoded once each per request, the deltas between pass untouched
+    run_key: RunKey = same_keys  # which waiting deltas may be merged (see ``coalesce``)
+    observe: Callable[[float, bytes], None] | None = None
+    # given the seconds a request took and its final record, whatever transport carried
+    # it: for metrics of the service's own (None: nothing beyond the request counts)
+    optional: str | None = None
+    # a service a stack may run without: how to turn it on. Turned off in the gateway's
+    # settings, or with no processor taking its requests, it is a 404 saying this
+    result_fields: tuple[str, ...] = ()
+    # fields of an answer's final record beyond RAG's own that the answer-stream API
+    # passes on (its ``done`` line and collected answer)
 
     def bus_flow(self, flow: str) -> str:
         """The flow the request goes to on the bus."""
@@ -43,7 +58,7 @@ class ServiceRow:
         """A batch of bus records as the client gets them: deltas coalesced, the
         edges normalised (``first``: this batch opens the response), hidden fields
         dropped (only rows with hidden fields pay for a decode of every record)."""
-        batch = coalesce(batch, self.delta_field)
+        batch = coalesce(batch, self.delta_field, self.run_key)
         if self.edges is not None:
             batch = [_edge(data, final, self.edges) if final or (first and i == 0)
                      else (data, final) for i, (data, final) in enumerate(batch)]
@@ -85,6 +100,23 @@ def rag_edges(record: dict) -> dict | None:
     return None
 
 
+def agent_run(record: dict) -> Hashable | None:
+    """Waiting agent deltas merge only within one message: the same ``chunk_type``
+    (a thought never runs into the answer after it) and the same fields. A frame that
+    ends its message (every action, the last piece of a thought) stands alone, so a
+    client still sees where each thought, observation and answer ends."""
+    if record.get("end_of_message") or record.get("end_of_dialog"):
+        return None
+    return record.get("chunk_type"), frozenset(record)
+
+
+# LazyRAG is optional (LAZY_RAG_ENABLED); its answers carry the subgraph they were
+# written from, the confidence and what is missing, beyond the RAG fields.
+LAZY_RAG_HOW = ("to enable it, set LAZY_RAG_ENABLED=true (the default) where tg-start and "
+                "the gateway run and restart them, or run the service: tg-run lazy-rag")
+LAZY_RAG_RESULT = tuple(name for name in LazyRagResponse.model_fields
+                        if name not in RagResponse.model_fields)
+
 # A load is answered ``{}`` (PROTOCOL §2); an error still arrives as ``{"error": ...}``.
 LOADED = frozenset({"end_of_stream"})
 
@@ -108,4 +140,15 @@ SERVICES: dict[str, ServiceRow] = {row.name: row for row in (
     # RAG: the metadata record has no ``chunk``, so it is never merged with the deltas.
     ServiceRow("graph-rag", GraphRagRequest, RagResponse, "chunk", edges=rag_edges),
     ServiceRow("document-rag", DocumentRagRequest, RagResponse, "chunk", edges=rag_edges),
+    ServiceRow("agent", AgentRequest, AgentResponse, "content", run_key=agent_run),
+    ServiceRow("lazy-rag", LazyRagRequest, LazyRagResponse, "chunk", edges=rag_edges,
+               observe=lazy_rag_answered, optional=LAZY_RAG_HOW,
+               result_fields=LAZY_RAG_RESULT),
+    ServiceRow("lazy-rag-expand", LazyRagExpandRequest, LazyRagExpandResponse, None,
+               optional=LAZY_RAG_HOW),
+    ServiceRow("lazy-rag-status", LazyRagStatusRequest, LazyRagStatusResponse, None,
+               optional=LAZY_RAG_HOW),
 )}
+
+# The services LAZY_RAG_ENABLED=false turns off at the gateway.
+LAZY_RAG_SERVICES = ("lazy-rag", "lazy-rag-expand", "lazy-rag-status")

@@ -7,6 +7,7 @@ requests carry on. Closing the socket cancels all of its requests.
 """
 import asyncio
 import json
+import logging
 import re
 from contextlib import aclosing
 from dataclasses import dataclass
@@ -17,10 +18,13 @@ from trustgraph.schema import Record
 
 from .auth import Auth, presented_token
 from .dispatch import Dispatcher
-from .errors import GatewayError, bad_request, classify
+from .errors import GatewayError, bad_request, classify, too_large
 from .framing import Envelope
 from .metrics import ERRORS, REQUESTS, SOCKETS
+from .oversize import FrameTooLarge, WebSocketResponse
 from .services import ServiceRow
+
+log = logging.getLogger(__name__)
 
 HEARTBEAT = 30.0
 AUTH_OK = b'{"type":"auth-ok","default_workspace":"default"}'
@@ -29,6 +33,8 @@ AUTH_REQUIRED = GatewayError(
     "auth-required", 'this gateway needs a token: send {"type":"auth","token":...} first, '
     "or open the socket with ?token= or Authorization: Bearer", 401)
 AUTH_REFUSED = GatewayError("auth-failed", "auth failure", 401)
+UNDESCRIBED = (b'{"id":null,"error":{"type":"gateway-error","message":"the gateway could '
+               b'not serve this frame"},"complete":true}')
 
 
 @dataclass(frozen=True)
@@ -38,10 +44,15 @@ class Limits:
 
 
 def error_frame(client_id: object, exception: BaseException) -> bytes:
-    """The one place a websocket request's failure becomes its error frame."""
-    error = classify(exception)
-    ERRORS.labels(error.type).inc()
-    return Envelope(client_id).error(error.as_dict())
+    """The one place a websocket request's failure becomes its error frame. It must
+    not fail itself: an exception here would end the reader loop and so the socket."""
+    try:
+        error = classify(exception)
+        ERRORS.labels(error.type).inc()
+        return Envelope(client_id).error(error.as_dict())
+    except Exception:
+        log.exception("could not describe a failure: %s", type(exception).__name__)
+        return UNDESCRIBED
 
 
 class SocketEndpoint:
@@ -54,11 +65,13 @@ class SocketEndpoint:
         self.live: set[web.WebSocketResponse] = set()
 
     async def handle(self, request: web.Request) -> web.WebSocketResponse:
-        # Frames up to max_frame get a clean error from us; aiohttp's own limit sits
-        # well above it and is only there to stop a runaway client. No per-message
-        # deflate: compressing every small token frame costs more CPU than it saves.
-        ws = web.WebSocketResponse(heartbeat=HEARTBEAT, compress=False,
-                                   max_msg_size=2 * self.limits.max_frame + (1 << 20))
+        # A frame over max_frame gets a clean error from us: read and checked when
+        # it is a fragmented message under aiohttp's own limit, else dropped unread
+        # (oversize.py). No per-message deflate: compressing every small token frame
+        # costs more CPU than it saves.
+        ws = WebSocketResponse(max_frame=self.limits.max_frame, heartbeat=HEARTBEAT,
+                               compress=False,
+                               max_msg_size=2 * self.limits.max_frame + (1 << 20))
         await ws.prepare(request)
         self.live.add(ws)
         SOCKETS.inc()
@@ -99,6 +112,8 @@ class Session:
             async for message in self.ws:
                 if message.type in (WSMsgType.TEXT, WSMsgType.BINARY):
                     await self.on_frame(message.data)
+                elif isinstance(message.data, FrameTooLarge):
+                    await self.on_dropped(message.data)
         finally:
             for task in self._running:
                 task.cancel()
@@ -109,13 +124,20 @@ class Session:
         try:
             if _too_large(data, self.endpoint.limits.max_frame):
                 client_id = _leading_id(data)
-                raise GatewayError("too-large", f"frame exceeds the gateway's limit of "
-                                   f"{self.endpoint.limits.max_frame} bytes", 413)
+                raise self._too_large(len(data if isinstance(data, bytes) else data.encode()))
             frame = _parse(data)
             client_id = frame.get("id")
             await self._dispatch(frame)
         except Exception as exception:
             await self._send(error_frame(client_id, exception))
+
+    async def on_dropped(self, dropped: FrameTooLarge) -> None:
+        """A frame too large to read at all: its error, for the id in its first bytes."""
+        await self._send(error_frame(_leading_id(dropped.head), self._too_large(dropped.size)))
+
+    def _too_large(self, size: int) -> GatewayError:
+        return too_large("the frame", size, self.endpoint.limits.max_frame,
+                         "TG_GATEWAY_MAX_FRAME")
 
     async def _dispatch(self, frame: dict) -> None:
         kind = frame.get("type")

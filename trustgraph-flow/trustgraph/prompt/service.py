@@ -61,11 +61,14 @@ def prompt_handler(templates: Templates):
             if template.response_type == "text":
                 # Closed here and now when the request is cancelled, so the
                 # text-completion request is cancelled too.
-                async with aclosing(_text(llm, system, prompt, request.streaming)) as text:
+                async with aclosing(_text(llm, TextCompletionRequest(
+                        system=system, prompt=prompt, streaming=request.streaming,
+                        model=request.model))) as text:
                     async for record in text:
                         yield record
             else:
-                yield await _structured(llm, template, system, prompt)
+                yield await _structured(llm, template, TextCompletionRequest(
+                    system=system, prompt=prompt, model=request.model))
         except ServiceError as error:  # text-completion's own error, passed on as it is
             raise HandledError(error.error.type, error.error.message) from None
         except RequestTimeout as error:
@@ -73,9 +76,8 @@ def prompt_handler(templates: Templates):
     return handle
 
 
-async def _text(llm: Requester, system: str, prompt: str, streaming: bool
+async def _text(llm: Requester, request: TextCompletionRequest
                 ) -> AsyncIterator[PromptResponse]:
-    request = TextCompletionRequest(system=system, prompt=prompt, streaming=streaming)
     async with aclosing(llm.frames(request)) as frames:
         async for batch in frames:
             deltas: list[str] = []
@@ -96,10 +98,9 @@ async def _text(llm: Requester, system: str, prompt: str, streaming: bool
                 yield PromptResponse(text="".join(deltas))
 
 
-async def _structured(llm: Requester, template: Compiled, system: str, prompt: str
+async def _structured(llm: Requester, template: Compiled, request: TextCompletionRequest
                       ) -> PromptResponse:
-    answer = await llm.call(TextCompletionRequest(system=system, prompt=prompt),
-                            TextCompletionResponse)
+    answer = await llm.call(request, TextCompletionResponse)
     value = template.parse(answer.response)
     return PromptResponse(object=json.dumps(value, ensure_ascii=False), end_of_stream=True,
                           in_token=answer.in_token, out_token=answer.out_token,

@@ -21,6 +21,10 @@ from trustgraph.schema import PromptTemplate
 log = logging.getLogger(__name__)
 
 ERROR = "prompt-error"
+# The caller's mistakes get the types every service uses for them, so the gateway
+# answers them 404 / 400 rather than as a failure of the service.
+NOT_FOUND = "not-found"
+BAD_REQUEST = "bad-request"
 
 _environment = ImmutableSandboxedEnvironment(
     undefined=jinja2.StrictUndefined, autoescape=False, keep_trailing_newline=True)
@@ -32,8 +36,8 @@ _FENCED = re.compile(r"```[a-zA-Z]*\s*\n?(.*?)```", re.DOTALL)
 
 
 class PromptError(HandledError):
-    def __init__(self, message: str) -> None:
-        super().__init__(ERROR, message)
+    def __init__(self, message: str, type: str = ERROR) -> None:
+        super().__init__(type, message)
 
 
 @dataclass(frozen=True)
@@ -56,8 +60,8 @@ class Compiled:
             match = _UNDEFINED_NAME.match(str(error))
             given = ", ".join(sorted(variables)) or "none"
             what = f"variable '{match.group(1)}' is undefined" if match else str(error)
-            raise PromptError(f"template '{self.id}': {what} (the request gave: {given})"
-                              ) from None
+            raise PromptError(f"template '{self.id}': {what} (the request gave: {given})",
+                              BAD_REQUEST) from None
         except jinja2.TemplateError as error:  # includes the sandbox's SecurityError
             raise PromptError(f"template '{self.id}' failed to render: {error}") from None
 
@@ -125,7 +129,7 @@ class Templates:
             raise template
         if template is None:
             known = ", ".join(sorted(self._templates)) or "none"
-            raise PromptError(f"no prompt template '{id}' (known: {known})")
+            raise PromptError(f"no prompt template '{id}' (known: {known})", NOT_FOUND)
         return template
 
 

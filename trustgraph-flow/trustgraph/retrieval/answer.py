@@ -18,7 +18,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import aclosing
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from trustgraph.base import Clients, Context, PromptClient, PromptResult, Service
 from trustgraph.schema import DocumentRagRequest, GraphRagRequest, RagResponse, Source, Usage
@@ -27,6 +27,7 @@ from .questions import Questions, plan_questions
 from .steps import step
 
 log = logging.getLogger(__name__)
+R = TypeVar("R", bound=RagResponse)
 
 @dataclass
 class Found:
@@ -64,27 +65,13 @@ def rag_service(name: str, error_type: str, request: type[RagRequest],
                  len(questions.searches), len(found.sources),
                  (time.perf_counter() - started) * 1000)
         with step(error_type, f"answering ({found.template})"):
-            if not request.streaming:
-                result = await prompts.invoke(found.template, found.variables)
-                yield RagResponse(
-                    response=result.text, end_of_stream=True, end_of_session=True,
-                    sources=found.sources, optimized_query=questions.optimized_query,
-                    subqueries=questions.subqueries, **_totals(questions, result))
-                return
-            yield RagResponse(message_type="metadata", sources=found.sources,
-                              optimized_query=questions.optimized_query,
-                              subqueries=questions.subqueries)
-            # Closed at once when the request is cancelled: the prompt request and
-            # its LLM stream with it.
-            async with aclosing(prompts.stream(found.template, found.variables)) as pieces:
-                async for piece in pieces:
-                    if not piece.end:
-                        yield RagResponse(message_type="chunk", chunk=piece.text)
-                    else:  # the end: no text, so a client joining every chunk sees it once
-                        yield RagResponse(
-                            message_type="chunk", chunk="", end_of_stream=True,
-                            end_of_session=True, sources=found.sources,
-                            **_totals(questions, piece))
+            async with aclosing(answer_frames(
+                    prompts, found, request.streaming, RagResponse,
+                    first={"optimized_query": questions.optimized_query,
+                           "subqueries": questions.subqueries},
+                    last=lambda piece: _totals(questions, piece))) as frames:
+                async for frame in frames:
+                    yield frame
 
     return Service(name, request, RagResponse, handle, error_type=error_type)
 
@@ -96,6 +83,30 @@ SEARCHING = {"document-rag": "searching the documents",
 
 def _progress(text: str) -> RagResponse:
     return RagResponse(message_type="progress", progress=text)
+async def answer_frames(prompts: PromptClient, found: Found, streaming: bool,
+                        response: type[R], first: dict[str, Any],
+                        last: Callable[[PromptResult], dict[str, Any]],
+                        model: str | None = None) -> AsyncIterator[R]:
+    """The answer's frames, as ``response`` records: ``first`` goes on the metadata
+    record (and on the one record of a non-streaming answer), ``last(end piece)`` on
+    the final record; ``model`` overrides the LLM's own. Every RAG service answers
+    through this one sequence."""
+    if not streaming:
+        result = await prompts.invoke(found.template, found.variables, model=model)
+        yield response(response=result.text, end_of_stream=True, end_of_session=True,
+                       sources=found.sources, **first, **last(result))
+        return
+    yield response(message_type="metadata", sources=found.sources, **first)
+    # Closed at once when the request is cancelled: the prompt request and its LLM
+    # stream with it.
+    async with aclosing(prompts.stream(found.template, found.variables,
+                                       model=model)) as pieces:
+        async for piece in pieces:
+            if not piece.end:
+                yield response(message_type="chunk", chunk=piece.text)
+            else:  # the end: no text, so a client joining every chunk sees it once
+                yield response(message_type="chunk", chunk="", end_of_stream=True,
+                               end_of_session=True, sources=found.sources, **last(piece))
 
 
 def _totals(questions: Questions, answer: PromptResult) -> dict[str, Any]:

@@ -7,7 +7,8 @@ text-completion with that provider fixed. The gateway is not a bus processor: it
 serves HTTP from a ``main`` of its own.
 """
 import importlib
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Mapping
 
 from trustgraph.base import ProcessorSpec
 
@@ -28,7 +29,22 @@ RUNNABLES = {
     "extract": "trustgraph.extract.service:SPEC",
     "graph-rag": "trustgraph.retrieval.graph_rag.service:SPEC",
     "document-rag": "trustgraph.retrieval.document_rag.service:SPEC",
+    "agent": "trustgraph.agent.service:SPEC",
+    "lazy-rag": "trustgraph.retrieval.lazy_rag.service:SPEC",
 }
+
+# Processors a setting turns off: while the variable is false, ``tg-start`` leaves
+# the processor out (saying so) and ``tg-run`` refuses to start it.
+SWITCHES = {"lazy-rag": "LAZY_RAG_ENABLED"}
+_FALSE = {"0", "false", "no", "off"}
+
+
+def switched_off(name: str, environ: Mapping[str, str] = os.environ) -> str | None:
+    """The variable that turns ``name`` off, when it does; else None."""
+    variable = SWITCHES.get(name)
+    if variable and environ.get(variable, "").strip().lower() in _FALSE:
+        return variable
+    return None
 
 PROVIDER_PREFIX = "text-completion-"
 
@@ -94,7 +110,7 @@ def members(entry: str) -> list[str]:
 # (embeddings and the stages that embed chunks and entities).
 DEFAULT_STACK = [
     "config",
-    "prompt+text-completion+graph-rag+document-rag",
+    "prompt+text-completion+graph-rag+document-rag+agent+lazy-rag",
     "librarian",
     "decoder",
     "embeddings+chunk-embeddings+entity-embeddings",

@@ -23,7 +23,8 @@ from pydantic_settings import NoDecode
 from trustgraph.base import Settings, load_settings
 from trustgraph.pubsub.embedded import BrokerUnavailable, EmbeddedBroker
 
-from .registry import DEFAULT_STACK, GROUP_SEPARATOR, PROVIDER_PREFIX, RUNNABLES, members
+from .registry import (DEFAULT_STACK, GROUP_SEPARATOR, PROVIDER_PREFIX, RUNNABLES, members,
+                       switched_off)
 from .rundir import AlreadyRunning, RunDir
 from .supervisor import BrokerKeeper, Child
 
@@ -94,6 +95,9 @@ def plan(entries: list[str]) -> list[str]:
 
 
 def _installed_or_said(name: str) -> bool:
+    if variable := switched_off(name):
+        say(f"skipping {name}: {variable} is false")
+        return False
     module = module_of(name)
     if installed(module):
         return True

@@ -28,12 +28,24 @@ class Provider(Protocol):
     def stream(self, system: str, prompt: str) -> AsyncIterator[str | Usage]: ...
 
 
+# A text-completion request holds a slot for its whole stream while this process
+# only waits on the provider's socket: I/O-bound, so many at once cost little CPU.
+# The provider's HTTP pool is sized well above that, so a stream never queues for
+# a connection (aiohttp's default pool of 100 made streams queue in rounds of 100).
+IO_BOUND_CONCURRENCY = 512
+DEFAULT_CONNECTIONS = 1024
+
+
 class LlmSettings(ProcessorSettings):
     tg_llm: str = ""  # provider name; empty picks openai when its variables are set
     tg_llm_model: str = ""
     tg_llm_temperature: float = 0.0
     tg_llm_max_tokens: int = 4096
     tg_llm_retries: int = 4  # retries of an overloaded provider before the first token
+    tg_concurrency: int = IO_BOUND_CONCURRENCY  # streams served at once
+    # HTTP connections open to the provider at once (its pool); keep it above
+    # TG_CONCURRENCY, or streams past it wait for a connection.
+    tg_llm_connections: int = DEFAULT_CONNECTIONS
 
 
 NOT_CONFIGURED = (

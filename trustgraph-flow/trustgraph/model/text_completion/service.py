@@ -1,5 +1,6 @@
 """The text-completion processor: one service, its provider chosen by ``TG_LLM``
 (or fixed by ``tg-run text-completion-<provider>``)."""
+import copy
 import importlib
 import os
 from collections.abc import AsyncIterator
@@ -34,12 +35,30 @@ def chosen_provider(argv: list[str]) -> str:
     return "openai" if os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL") else ""
 
 
+def with_model(provider: Provider, model: str | None) -> Provider:
+    """``provider`` answering with ``model`` instead of its configured one. Providers
+    keep their model in ``model`` and read it per request, so a shallow copy (sharing
+    the HTTP client, settings and retry wrapper's policy) is the same provider with
+    another model; one with no model (not configured) is used as it is."""
+    inner = getattr(provider, "provider", provider)  # under Retrying
+    if not model or not hasattr(inner, "model"):
+        return provider
+    changed = copy.copy(inner)
+    changed.model = model
+    if inner is provider:
+        return changed
+    wrapped = copy.copy(provider)
+    wrapped.provider = changed
+    return wrapped
+
+
 def completion_handler(provider: Provider):
     async def complete(request: TextCompletionRequest, ctx: Context
                        ) -> AsyncIterator[TextCompletionResponse]:
         parts: list[str] = []
         usage = Usage(None, None, "")
-        async for piece in provider.stream(request.system, request.prompt):
+        chosen = with_model(provider, request.model)
+        async for piece in chosen.stream(request.system, request.prompt):
             if isinstance(piece, Usage):
                 usage = piece
             elif request.streaming:

@@ -22,7 +22,7 @@ from neo4j.exceptions import ClientError
 
 from trustgraph.schema import RDFS_LABEL, Term, Triple
 
-from .store import check_addable, iris, make_triple
+from .store import EdgePage, check_addable, iris, make_triple
 
 BATCH = 500  # triples per write transaction
 
@@ -35,6 +35,7 @@ SCHEMA = [
     "CREATE INDEX tg_rel_document IF NOT EXISTS FOR ()-[r:Rel]-()"
     " ON (r.user, r.collection, r.document)",
     "CREATE INDEX tg_rel_chunk IF NOT EXISTS FOR ()-[r:Rel]-() ON (r.chunk)",
+    "CREATE INDEX tg_graph_version IF NOT EXISTS FOR (n:GraphVersion) ON (n.user, n.collection)",
 ]
 
 ADD = """
@@ -112,8 +113,37 @@ RETURN count(*) AS n
 """
 
 
+# The scope's graph version lives on a node of its own label, which deleting the
+# collection's terms leaves alone: a re-filled collection never repeats a version.
+# Bumped in the write's own transaction (per batch, even when the batch only adds
+# provenance: a cache derived from the graph is then rebuilt once more, harmlessly).
+BUMP_VERSION = """
+MERGE (v:GraphVersion {user: $user, collection: $collection})
+SET v.version = coalesce(v.version, 0) + 1
+"""
+
+VERSION = """
+MATCH (v:GraphVersion {user: $user, collection: $collection}) RETURN v.version AS version
+"""
+
+# Pages are offsets into a stable order: Neo4j has no dense ids to key pages on.
+EDGES = """
+MATCH (a:Term {user: $user, collection: $collection})-[r:Rel]->(b:Term {t: 'i'})
+WHERE a.key <> b.key
+WITH a.v AS subject, b.v AS object, count(DISTINCT r.p) AS weight
+RETURN subject, object, weight ORDER BY subject, object SKIP $after LIMIT $limit
+"""
+
+
 def term_key(user: str, collection: str, term: Term) -> str:
     return json.dumps([user, collection, term.t, term.value])
+
+
+async def _bumped(tx: AsyncManagedTransaction, query: str, params: dict[str, Any]) -> None:
+    """``query``, then the scope's version bumped, in one transaction."""
+    await _fetch(tx, query, params)
+    await _fetch(tx, BUMP_VERSION, {"user": params["user"],
+                                    "collection": params["collection"]})
 
 
 async def _fetch(tx: AsyncManagedTransaction, query: str, params: dict[str, Any]) -> list:
@@ -169,7 +199,7 @@ class Neo4jTriplesStore:
         for start in range(0, len(rows), BATCH):
             params = {"rows": rows[start:start + BATCH], "user": user,
                       "collection": collection, "document": document, "chunk": chunk}
-            await self._write(lambda tx: _fetch(tx, ADD, params))
+            await self._write(lambda tx: _bumped(tx, ADD, params))
 
     async def remove_document(self, user: str, collection: str, document: str) -> None:
         params = {"user": user, "collection": collection, "document": document}
@@ -178,6 +208,8 @@ class Neo4jTriplesStore:
             [record] = await _fetch(tx, DOCUMENT_TERMS, params)
             await _fetch(tx, DELETE_DOCUMENT_RELS, params)
             await _fetch(tx, DELETE_ORPHANS, {"keys": list(set(record["keys"]))})
+            if record["keys"]:
+                await _fetch(tx, BUMP_VERSION, params)
         await self._write(remove)
 
     async def delete_collection(self, user: str, collection: str, batch: int = 10000) -> None:
@@ -185,6 +217,7 @@ class Neo4jTriplesStore:
         while True:  # in batches: one huge transaction could exhaust the server's memory
             [record] = await self._write(lambda tx: _fetch(tx, DELETE_SCOPE_BATCH, params))
             if record["n"] == 0:
+                await self._write(lambda tx: _fetch(tx, BUMP_VERSION, params))
                 return
 
     # -- reads -------------------------------------------------------------------
@@ -239,6 +272,22 @@ class Neo4jTriplesStore:
     async def count(self, user: str, collection: str) -> int:
         [record] = await self._read(COUNT, user=user, collection=collection)
         return record["n"]
+
+    async def version(self, user: str, collection: str) -> int:
+        records = await self._read(VERSION, user=user, collection=collection)
+        return records[0]["version"] if records else 0
+
+    async def edges(self, user: str, collection: str, after: int = 0,
+                    limit: int = 10000) -> EdgePage:
+        records = await self._read(EDGES, user=user, collection=collection, after=after,
+                                   limit=limit)
+        weights = {(r["subject"], r["object"]): r["weight"] for r in records}
+        named = {iri for pair in weights for iri in pair}
+        keys = [json.dumps([user, collection, "i", iri]) for iri in named]  # term_key's
+        labels = {r["entity"]: r["label"]
+                  for r in await self._read(LABELS, keys=keys, label=RDFS_LABEL)}
+        return EdgePage(weights, after + len(records) if len(records) == limit else None,
+                        labels)
 
 
 def _triple(record) -> Triple:

@@ -13,6 +13,9 @@ both sides of it:
 * service ``subgraph`` — GraphRAG's retrieval in one request: breadth-first expansion
   from seed entities (one store round trip per hop), then the labels of every IRI
   reached and the provenance of every triple kept (one round trip each);
+* services ``graph-version`` and ``graph-edges`` — the scope's graph version (bumped
+  by every write and removal) and its entity graph a page at a time, for readers that
+  cache what they derive from the whole graph (LazyRAG's communities);
 * service ``knowledge-load`` — triples a user already has (an RDF graph), stored
   with the request's ``source`` as their document; then each IRI with an
   ``rdfs:label`` among them goes to stage ``entities`` (``ChunkEntities``, the label
@@ -27,9 +30,11 @@ from trustgraph.base import (BadRequest, Context, ProcessorSettings, ProcessorSp
                              Rejected, Runtime, Service, Stage)
 from trustgraph.base.stage import MAX_RECORD_BYTES
 from trustgraph.schema import (RDFS_LABEL, ChunkEntities, ChunkTriples, DocumentRef,
-                               DocumentRemoved, EntityContext, Evidence,
-                               KnowledgeLoadRequest, KnowledgeLoadResponse,
-                               SubgraphRequest, SubgraphResponse, Term, Triple,
+                               DocumentRemoved, EntityContext, Evidence, GraphEdge,
+                               GraphEdgesRequest, GraphEdgesResponse, GraphVersionRequest,
+                               GraphVersionResponse, KnowledgeLoadRequest,
+                               KnowledgeLoadResponse, SubgraphRequest, SubgraphResponse,
+                               Term, Triple,
                                TriplesQueryRequest, TriplesQueryResponse, encode)
 
 from ..owner import fits_one_message, removal_stage, scope_of
@@ -181,6 +186,28 @@ def _best_definition(found: dict[str, str]) -> str:
     return next((found[predicate] for predicate in DEFINITIONS if predicate in found), "")
 
 
+def version_handler(store: TriplesStore):
+    async def version(request: GraphVersionRequest, ctx: Context) -> GraphVersionResponse:
+        return GraphVersionResponse(version=await store.version(request.user,
+                                                                request.collection))
+    return version
+
+
+def edges_handler(store: TriplesStore):
+    async def edges(request: GraphEdgesRequest, ctx: Context) -> GraphEdgesResponse:
+        # Read first: a write landing while the page is read then shows as a newer
+        # version, so a cache built from these pages is rebuilt rather than kept.
+        version = await store.version(request.user, request.collection)
+        page = await store.edges(request.user, request.collection, request.after,
+                                 request.limit)
+        response = GraphEdgesResponse(
+            edges=[GraphEdge(s=s, o=o, weight=w) for (s, o), w in page.weights.items()],
+            labels=dict(page.labels), next=page.next, version=version)
+        fits_one_message(response, len(page.weights), "graph-edges")
+        return response
+    return edges
+
+
 def knowledge_load_handler(store: TriplesStore):
     async def load(request: KnowledgeLoadRequest, ctx: Context) -> KnowledgeLoadResponse:
         triples = list(dict.fromkeys(request.triples))
@@ -213,6 +240,10 @@ def parts(store: TriplesStore) -> list[Service | Stage]:
                 error_type="triples-error", close=store.close),
         Service("subgraph", SubgraphRequest, SubgraphResponse, subgraph_handler(store),
                 error_type="subgraph-error"),
+        Service("graph-version", GraphVersionRequest, GraphVersionResponse,
+                version_handler(store), error_type="graph-version-error"),
+        Service("graph-edges", GraphEdgesRequest, GraphEdgesResponse, edges_handler(store),
+                error_type="graph-edges-error"),
         Service("knowledge-load", KnowledgeLoadRequest, KnowledgeLoadResponse,
                 knowledge_load_handler(store), error_type="knowledge-load-error"),
     ]

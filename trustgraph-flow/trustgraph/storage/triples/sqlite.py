@@ -17,6 +17,7 @@ import asyncio
 import json
 import sqlite3
 import threading
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -25,7 +26,7 @@ from typing import Self, TypeVar
 from trustgraph.schema import RDFS_LABEL, Term, Triple
 from trustgraph.sqlite_transaction import transaction
 
-from .store import check_addable, iris, make_triple
+from .store import EdgePage, check_addable, iris, make_triple
 
 T = TypeVar("T")
 
@@ -44,9 +45,32 @@ CREATE TABLE IF NOT EXISTS provenance (
     PRIMARY KEY (triple, document, chunk)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS provenance_by_document ON provenance (document);
 CREATE INDEX IF NOT EXISTS provenance_by_chunk ON provenance (chunk);
+CREATE TABLE IF NOT EXISTS versions (
+    user TEXT NOT NULL, collection TEXT NOT NULL, version INTEGER NOT NULL,
+    PRIMARY KEY (user, collection)) WITHOUT ROWID;
 """
 
+# Kept apart from ``scopes``, whose row goes with the collection: a deleted and
+# re-filled collection must never return to a version a reader has cached.
+BUMP_VERSION = """
+INSERT INTO versions (user, collection, version) VALUES (?, ?, 1)
+ON CONFLICT (user, collection) DO UPDATE SET version = version + 1
+"""
+
+
 SCOPE = "(SELECT id FROM scopes WHERE user = ? AND collection = ?)"
+
+# Keyset pages over the scope's triples between two IRIs and its label triples, in
+# id order: a page's labels come from the same range scan, with no lookup per IRI
+# (an IRI's label may arrive on another page than its edges; the reader joins them).
+# The caller sums the weight of a pair spread over several triples. NOT INDEXED
+# keeps SQLite on the id range: through the scope's index it would sort the whole
+# scope for every page.
+EDGES = f"""
+SELECT id, s, o, o_iri FROM triples NOT INDEXED
+WHERE id > ? AND scope = {SCOPE} AND ((o_iri = 1 AND s <> o) OR (p = ? AND o_iri = 0))
+ORDER BY id LIMIT ?
+"""
 
 NEIGHBOURS = f"""
 WITH scope(id) AS {SCOPE},
@@ -172,7 +196,10 @@ class SqliteTriplesStore:
             scope = db.execute("SELECT id FROM scopes WHERE user = ? AND collection = ?",
                                (user, collection)).fetchone()[0]
             rows = [(scope, t.s.i, t.p.i, t.o.value, int(t.o.is_iri)) for t in triples]
+            before = db.total_changes
             db.executemany(ADD_TRIPLE, rows)
+            if db.total_changes != before:  # a triple new to the scope
+                db.execute(BUMP_VERSION, (user, collection))
             db.executemany(ADD_PROVENANCE, [(document, chunk, *row) for row in rows])
         await self._write(add)
 
@@ -184,9 +211,12 @@ class SqliteTriplesStore:
                 (document, user, collection))])
             db.execute("DELETE FROM provenance WHERE document = ?"
                        " AND triple IN (SELECT value FROM json_each(?))", (document, ids))
-            db.execute("DELETE FROM triples WHERE id IN (SELECT value FROM json_each(?))"
-                       " AND NOT EXISTS (SELECT 1 FROM provenance WHERE triple = triples.id)",
-                       (ids,))
+            dropped = db.execute(
+                "DELETE FROM triples WHERE id IN (SELECT value FROM json_each(?))"
+                " AND NOT EXISTS (SELECT 1 FROM provenance WHERE triple = triples.id)",
+                (ids,)).rowcount
+            if dropped:
+                db.execute(BUMP_VERSION, (user, collection))
         await self._write(remove)
 
     async def delete_collection(self, user: str, collection: str) -> None:
@@ -199,6 +229,7 @@ class SqliteTriplesStore:
                        " (SELECT id FROM triples WHERE scope = ?)", row)
             db.execute("DELETE FROM triples WHERE scope = ?", row)
             db.execute("DELETE FROM scopes WHERE id = ?", row)
+            db.execute(BUMP_VERSION, (user, collection))
         await self._write(delete)
 
     # -- reads -------------------------------------------------------------------
@@ -260,3 +291,21 @@ class SqliteTriplesStore:
         return await self._read(lambda db: db.execute(
             f"SELECT count(*) FROM triples WHERE scope = {SCOPE}",
             (user, collection)).fetchone()[0])
+
+    async def version(self, user: str, collection: str) -> int:
+        row = await self._read(lambda db: db.execute(
+            "SELECT version FROM versions WHERE user = ? AND collection = ?",
+            (user, collection)).fetchone())
+        return row[0] if row else 0
+
+    async def edges(self, user: str, collection: str, after: int = 0,
+                    limit: int = 10000) -> EdgePage:
+        rows = await self._read(lambda db: db.execute(
+            EDGES, (after, user, collection, RDFS_LABEL, limit)).fetchall())
+        weights: Counter[tuple[str, str]] = Counter(
+            (s, o) for _, s, o, o_iri in rows if o_iri)
+        labels: dict[str, str] = {}
+        for _, s, o, o_iri in rows:
+            if not o_iri:
+                labels[s] = min(o, labels.get(s, o))  # the least, as ``labels`` gives
+        return EdgePage(weights, rows[-1][0] if len(rows) == limit else None, labels)

@@ -5,7 +5,7 @@ ever visible from another. Each triple carries provenance (document, chunk), so 
 a document removes the triples only it supported; adding the same triple again from the
 same document and chunk changes nothing.
 """
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Protocol
@@ -55,7 +55,29 @@ class TriplesStore(Protocol):
     async def count(self, user: str, collection: str) -> int:
         """Distinct triples in the collection."""
 
+    async def version(self, user: str, collection: str) -> int:
+        """The scope's graph version: 0 before any write, then bumped by every write or
+        removal that changes which triples the scope holds (deleting the collection
+        included, so a version is never seen twice)."""
+
+    async def edges(self, user: str, collection: str, after: int = 0,
+                    limit: int = 10000) -> "EdgePage":
+        """A page of the scope's entity graph: pairs of distinct IRIs joined by
+        triples, with how many, and labels of IRIs. ``after`` is 0 or the ``next`` of
+        the page before; a pair may recur on later pages (its weights add up). Read
+        to the end, the pages give every IRI's label, though not necessarily on the
+        page of its edges."""
+
     async def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class EdgePage:
+    weights: Mapping[tuple[str, str], int]  # (subject IRI, object IRI) → triples
+    next: int | None  # the cursor of the next page; None: this was the last
+    # IRI → rdfs:label (plain strings: a page names thousands of IRIs, too many to
+    # build terms for)
+    labels: Mapping[str, str]
 
 
 @dataclass(frozen=True)

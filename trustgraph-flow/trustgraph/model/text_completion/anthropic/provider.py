@@ -11,6 +11,7 @@ import json
 from collections.abc import AsyncIterator
 
 import anthropic
+import httpx
 
 from ..provider import LlmError, LlmSettings, Overloaded, Usage
 
@@ -24,10 +25,16 @@ class Settings(LlmSettings):
     anthropic_base_url: str = ""
 
 
+def pool(settings: LlmSettings) -> httpx.AsyncClient:
+    """The SDK's HTTP client with a pool of TG_LLM_CONNECTIONS."""
+    return anthropic.DefaultAsyncHttpxClient(limits=httpx.Limits(
+        max_connections=settings.tg_llm_connections, max_keepalive_connections=100))
+
+
 def make(settings: Settings) -> "AnthropicProvider":
     client = anthropic.AsyncAnthropic(api_key=settings.anthropic_api_key or None,
                                       base_url=settings.anthropic_base_url or None,
-                                      max_retries=0)
+                                      max_retries=0, http_client=pool(settings))
     return AnthropicProvider(client, settings.tg_llm_model or DEFAULT_MODEL,
                              settings.tg_llm_max_tokens)
 

@@ -32,4 +32,4 @@ def make(settings: Settings) -> OpenAiProvider:
     except openai.OpenAIError as error:  # no credentials
         raise SystemExit(f"TG_LLM=azure: {error}") from None
     return OpenAiProvider(client, deployment, settings.tg_llm_temperature,
-                          settings.tg_llm_max_tokens)
+                          settings.tg_llm_max_tokens, connections=settings.tg_llm_connections)

@@ -50,7 +50,7 @@ class BedrockProvider:
                 s = self.settings
                 config = AioConfig(
                     retries={"total_max_attempts": 1},  # retry.py owns retries
-                    read_timeout=s.tg_request_timeout, max_pool_connections=s.tg_concurrency)
+                    read_timeout=s.tg_request_timeout, max_pool_connections=s.tg_llm_connections)
                 self._client = await self._exit.enter_async_context(get_session().create_client(
                     "bedrock-runtime", region_name=s.aws_region or None,
                     endpoint_url=s.bedrock_endpoint_url or None,

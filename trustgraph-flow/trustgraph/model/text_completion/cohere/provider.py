@@ -11,6 +11,7 @@ import json
 from collections.abc import AsyncIterator
 
 import cohere
+import httpx
 from cohere.core.api_error import ApiError
 
 from ..provider import LlmError, LlmSettings, Overloaded, Usage
@@ -26,8 +27,11 @@ class Settings(LlmSettings):
 
 def make(settings: Settings) -> "CohereProvider":
     try:
+        # Its own pool: the SDK's default httpx client holds 100 connections at most.
+        pool = httpx.AsyncClient(limits=httpx.Limits(max_connections=settings.tg_llm_connections))
         client = cohere.AsyncClientV2(api_key=settings.cohere_api_key or None,
-                                      base_url=settings.cohere_base_url or None, max_retries=0)
+                                      base_url=settings.cohere_base_url or None, max_retries=0,
+                                      httpx_client=pool)
     except ApiError:  # no key
         raise SystemExit("TG_LLM=cohere needs COHERE_API_KEY (or CO_API_KEY)") from None
     return CohereProvider(client, settings.tg_llm_model or DEFAULT_MODEL,

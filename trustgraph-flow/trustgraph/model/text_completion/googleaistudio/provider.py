@@ -36,7 +36,7 @@ class Settings(LlmSettings):
 
 
 def make(settings: Settings) -> "GeminiProvider":
-    options = http_options(settings.google_ai_studio_base_url)
+    options = http_options(settings.google_ai_studio_base_url, settings.tg_llm_connections)
     try:
         client = genai.Client(api_key=settings.google_api_key or None, http_options=options)
     except ValueError as error:  # no key
@@ -46,10 +46,12 @@ def make(settings: Settings) -> "GeminiProvider":
                           "Gemini (Google AI Studio)")
 
 
-def http_options(base_url: str) -> types.HttpOptions:
+def http_options(base_url: str, connections: int) -> types.HttpOptions:
     """One attempt per request (retry.py owns retries), through an HTTP client that
-    notes the responses it opens."""
-    http = httpx.AsyncClient(timeout=None, event_hooks={"response": [_note]})
+    notes the responses it opens, its pool ``connections`` wide (httpx's default of
+    100 would queue streams past it)."""
+    http = httpx.AsyncClient(timeout=None, event_hooks={"response": [_note]},
+                             limits=httpx.Limits(max_connections=connections))
     return types.HttpOptions(base_url=base_url or None, httpx_async_client=http,
                              retry_options=types.HttpRetryOptions(attempts=1))
 

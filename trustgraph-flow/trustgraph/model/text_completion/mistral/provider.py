@@ -25,4 +25,5 @@ def make(settings: Settings) -> OpenAiProvider:
                                 base_url=base_url, max_retries=0)
     return OpenAiProvider(client, settings.tg_llm_model or DEFAULT_MODEL,
                           settings.tg_llm_temperature, settings.tg_llm_max_tokens,
-                          include_usage=False, label="Mistral")
+                          include_usage=False, label="Mistral",
+                          connections=settings.tg_llm_connections)

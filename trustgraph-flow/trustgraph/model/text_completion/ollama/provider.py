@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator
 
 import aiohttp
 
-from ..provider import LlmError, LlmSettings, Overloaded, Usage
+from ..provider import DEFAULT_CONNECTIONS, LlmError, LlmSettings, Overloaded, Usage
 
 DEFAULT_MODEL = "llama3.2"
 OVERLOAD_STATUSES = (429, 503)  # 503: Ollama's request queue is full
@@ -28,12 +28,15 @@ def make(settings: Settings) -> "OllamaProvider":
     if "://" not in host:  # OLLAMA_HOST is often written as host:port
         host = f"http://{host}"
     return OllamaProvider(host, settings.tg_llm_model or DEFAULT_MODEL,
-                          settings.tg_llm_temperature, settings.tg_llm_max_tokens)
+                          settings.tg_llm_temperature, settings.tg_llm_max_tokens,
+                          settings.tg_llm_connections)
 
 
 class OllamaProvider:
-    def __init__(self, host: str, model: str, temperature: float, max_tokens: int) -> None:
+    def __init__(self, host: str, model: str, temperature: float, max_tokens: int,
+                 connections: int = DEFAULT_CONNECTIONS) -> None:
         self.url = f"{host}/api/chat"
+        self.connections = connections  # the HTTP pool's size (TG_LLM_CONNECTIONS)
         self.model = model
         self.options = {"temperature": temperature, "num_predict": max_tokens}
         self.session: aiohttp.ClientSession | None = None  # made on the first request's loop
@@ -45,7 +48,9 @@ class OllamaProvider:
         body = {"model": self.model, "messages": messages, "stream": True,
                 "options": self.options}
         if self.session is None or self.session.closed:
-            self.session = aiohttp.ClientSession(timeout=TIMEOUT)
+            self.session = aiohttp.ClientSession(
+                timeout=TIMEOUT,
+                connector=aiohttp.TCPConnector(limit=self.connections, limit_per_host=0))
         final = None
         try:
             async with self.session.post(self.url, json=body) as response:

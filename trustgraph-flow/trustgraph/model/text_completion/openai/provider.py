@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator
 import aiohttp
 import openai
 
-from ..provider import LlmError, LlmSettings, Overloaded, Usage
+from ..provider import DEFAULT_CONNECTIONS, LlmError, LlmSettings, Overloaded, Usage
 
 DEFAULT_MODEL = "gpt-4o-mini"
 
@@ -36,15 +36,18 @@ def compatible(settings: LlmSettings, base_url: str, api_key: str = "",
     client = openai.AsyncOpenAI(api_key=api_key or "not-needed", base_url=base_url or None,
                                 max_retries=0)
     return OpenAiProvider(client, settings.tg_llm_model or default_model,
-                          settings.tg_llm_temperature, settings.tg_llm_max_tokens)
+                          settings.tg_llm_temperature, settings.tg_llm_max_tokens,
+                          connections=settings.tg_llm_connections)
 
 
 class OpenAiProvider:
     """Any client with the OpenAI chat API shape: ``AsyncOpenAI`` or ``AsyncAzureOpenAI``."""
 
     def __init__(self, client: openai.AsyncOpenAI, model: str, temperature: float,
-                 max_tokens: int, include_usage: bool = True, label: str = "") -> None:
+                 max_tokens: int, include_usage: bool = True, label: str = "",
+                 connections: int = DEFAULT_CONNECTIONS) -> None:
         self.client = client
+        self.connections = connections  # the HTTP pool's size (TG_LLM_CONNECTIONS)
         self.label = label or str(client.base_url)  # how errors name the server
         self.url = f"{client.base_url}chat/completions"
         self.query = {k: v for k, v in client.default_query.items() if isinstance(v, str)}
@@ -106,8 +109,9 @@ class OpenAiProvider:
 
     def _http(self) -> aiohttp.ClientSession:
         if self._session is None:
-            self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(
-                total=None, sock_connect=10, sock_read=600))
+            self._session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=self.connections, limit_per_host=0),
+                timeout=aiohttp.ClientTimeout(total=None, sock_connect=10, sock_read=600))
         return self._session
 
     async def _refusal(self, response: aiohttp.ClientResponse) -> LlmError:

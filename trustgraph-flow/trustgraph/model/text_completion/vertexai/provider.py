@@ -27,7 +27,7 @@ class Settings(LlmSettings):
 
 def make(settings: Settings) -> GeminiProvider:
     token = settings.google_oauth_access_token
-    options = http_options(settings.vertexai_base_url)
+    options = http_options(settings.vertexai_base_url, settings.tg_llm_connections)
     try:  # without a project, this loads the default credentials now, to find one
         client = genai.Client(
             vertexai=True, project=settings.google_cloud_project or None,

@@ -8,7 +8,7 @@ variables Gemini on Vertex AI uses too.
 """
 import anthropic
 
-from ..anthropic.provider import AnthropicProvider
+from ..anthropic.provider import AnthropicProvider, pool
 from ..provider import LlmSettings
 
 DEFAULT_MODEL = "claude-sonnet-5-5"
@@ -27,6 +27,6 @@ def make(settings: Settings) -> AnthropicProvider:
         project_id=settings.google_cloud_project or anthropic.NOT_GIVEN,
         access_token=settings.google_oauth_access_token or None,
         base_url=settings.anthropic_vertex_base_url or None,
-        max_retries=0)
+        max_retries=0, http_client=pool(settings))
     return AnthropicProvider(client, settings.tg_llm_model or DEFAULT_MODEL,
                              settings.tg_llm_max_tokens)

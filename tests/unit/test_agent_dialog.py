@@ -1,0 +1,290 @@
+"""Agent dialogs with a scripted prompt service and scripted tool services: the frame
+sequence of seed 003, token totals over every call, the malformed-step and iteration
+limits, the ask pattern's routes, sessions saved only after the answer, and a closed
+dialog closing its LLM stream."""
+import asyncio
+from contextlib import aclosing
+
+import pytest
+
+from trustgraph.agent.ask import AskLimits, Prepared, ask, final_prompt, parse_route
+from trustgraph.agent.dialog import Dialog, run_dialog
+from trustgraph.agent.react import MAX_MALFORMED, ReactLimits, react
+from trustgraph.agent.sessions import SessionStore, Turn
+from trustgraph.agent.toolbox import Toolbox
+from trustgraph.base import HandledError, PromptResult, ServiceError
+from trustgraph.schema import (AgentRequest, DocumentEmbeddingsResponse, EmbeddingsResponse,
+                               Error, RagResponse, ScoredChunk, Usage)
+
+STEP_1 = 'Thought: I need facts.\nAction: knowledge-query\nArgs: {"question": "Who?"}\n'
+STEP_2 = "Thought: Now I know.\nFinal Answer: Neil Armstrong."
+LLM_IN, LLM_OUT, RAG_IN, RAG_OUT = 100, 20, 7, 3
+
+
+class ScriptedPrompts:
+    """``PromptClient.stream``: each call answers the next scripted text (in 4-character
+    deltas), or a json template its object; remembers the calls and closed streams."""
+
+    def __init__(self, texts: list[str], objects: dict[str, object] | None = None,
+                 block_after: int | None = None) -> None:
+        self.texts = list(texts)
+        self.objects = objects or {}
+        self.calls: list[tuple[str, dict]] = []
+        self.closed = 0
+        self.block_after = block_after  # deltas a stream sends before it stalls
+
+    async def stream(self, id, variables):
+        self.calls.append((id, variables))
+        if id in self.objects:
+            yield PromptResult(None, self.objects[id], LLM_IN, LLM_OUT, "m")
+            return
+        text = self.texts.pop(0)
+        try:
+            for i in range(0, len(text), 4):
+                yield PromptResult(text[i:i + 4], None, None, None, None, end=False)
+                if self.block_after is not None and i // 4 + 1 >= self.block_after:
+                    await asyncio.Event().wait()  # an LLM that goes quiet mid-answer
+            yield PromptResult("", None, LLM_IN, LLM_OUT, "m")
+        except GeneratorExit:
+            self.closed += 1
+            raise
+
+    async def invoke(self, id, variables):
+        pieces = [piece async for piece in self.stream(id, variables)]
+        end = pieces[-1]
+        if end.object is None:
+            end.text = "".join(p.text for p in pieces[:-1])
+        return end
+
+
+class Service:
+    def __init__(self, answer) -> None:
+        self.answer = answer
+        self.requests = []
+
+    async def call(self, request, model):
+        self.requests.append(request)
+        return self.answer(request)
+
+    async def stream(self, request, model):
+        answer = await self.call(request, model)
+        yield answer.model_copy(update={"chunk": answer.response, "response": None})
+
+
+def clients(**services):
+    class Clients:
+        async def get(self, name):
+            return services[name]
+    return Clients()
+
+
+def rag_clients():
+    return clients(**{"graph-rag": Service(lambda r: RagResponse(
+        response=f"Armstrong ({r.user}/{r.collection})", end_of_stream=True,
+        in_token=RAG_IN, out_token=RAG_OUT, model="rag-model"))})
+
+
+@pytest.fixture
+def sessions(tmp_path):
+    store = SessionStore(tmp_path / "sessions.db")
+    yield store
+    store.close()
+
+
+def dialog(prompts, services, turns=(), **request) -> Dialog:
+    return Dialog(AgentRequest(question="Who walked on the Moon?", user="ann",
+                               collection="space", **request),
+                  "s1", list(turns), services, prompts, Usage())
+
+
+def react_pattern(max_iterations=10):
+    return react(Toolbox().offered(None), ReactLimits(max_iterations, 5.0))
+
+
+async def frames_of(d: Dialog, pattern, sessions) -> list:
+    return [frame async for frame in run_dialog(d, pattern, sessions)]
+
+
+def kinds(frames) -> list[tuple[str, bool, bool]]:
+    return [(f.chunk_type, f.end_of_message, f.end_of_dialog) for f in frames]
+
+
+def collapsed(frames) -> list[tuple[str, bool, bool]]:
+    """Runs of the same (type, flags) as one: the seed 003 sequence."""
+    out = []
+    for item in kinds(frames):
+        if not out or out[-1] != item:
+            out.append(item)
+    return out
+
+
+async def test_two_iteration_dialog_frames_in_seed_order(sessions):
+    prompts = ScriptedPrompts([STEP_1, STEP_2])
+    services = rag_clients()
+    frames = await frames_of(dialog(prompts, services, streaming=True), react_pattern(),
+                             sessions)
+    assert collapsed(frames) == [
+        ("thought", False, False), ("thought", True, False),
+        ("action", True, False), ("observation", True, False),
+        ("thought", False, False), ("thought", True, False),
+        ("answer", False, False), ("answer", True, True)]
+    assert all(f.message_type == f.chunk_type for f in frames)
+    thoughts = "".join(f.content for f in frames[:frames.index(
+        next(f for f in frames if f.chunk_type == "action"))])
+    assert thoughts == "I need facts."
+    action = next(f for f in frames if f.chunk_type == "action")
+    assert (action.content, action.tool, action.arguments) == (
+        "knowledge-query", "knowledge-query", {"question": "Who?"})
+    observation = next(f for f in frames if f.chunk_type == "observation")
+    assert observation.content == "Armstrong (ann/space)"  # the user's own collection
+    assert "".join(f.content for f in frames if f.chunk_type == "answer") == "Neil Armstrong."
+    final = frames[-1]
+    assert (final.in_token, final.out_token, final.model) == (
+        2 * LLM_IN + RAG_IN, 2 * LLM_OUT + RAG_OUT, "m")
+    assert frames[0].session_id == final.session_id == "s1"
+    # The second step saw the first, with its observation.
+    [_, (template, variables)] = prompts.calls
+    assert template == "agent-react"
+    assert variables["history"] == [{"thought": "I need facts.", "action": "knowledge-query",
+                                     "arguments": {"question": "Who?"},
+                                     "observation": "Armstrong (ann/space)"}]
+    assert await sessions.turns("ann", "s1", 10) == [
+        Turn("Who walked on the Moon?", "Neil Armstrong.")]
+
+
+async def test_not_streaming_is_the_same_dialog_collected(sessions):
+    frames = await frames_of(dialog(ScriptedPrompts([STEP_1, STEP_2]), rag_clients()),
+                             react_pattern(), sessions)
+    [frame] = frames
+    assert kinds(frames) == [("answer", True, True)]
+    assert frame.content == "Neil Armstrong." and frame.session_id == "s1"
+    assert frame.out_token == 2 * LLM_OUT + RAG_OUT
+
+
+async def test_malformed_steps_are_told_to_the_model_then_fail(sessions):
+    bad = ["Thought: hmm.", "Thought: t\nAction: no-such-tool\nArgs: {}",
+           'Thought: t\nAction: knowledge-query\nArgs: {broken']
+    prompts = ScriptedPrompts(bad[:MAX_MALFORMED] + [STEP_2])
+    frames = await frames_of(dialog(prompts, rag_clients(), streaming=True), react_pattern(),
+                             sessions)
+    told = [f.content for f in frames if f.chunk_type == "observation"]
+    assert len(told) == MAX_MALFORMED
+    assert told[0].startswith("Your reply had no Action and no Final Answer")
+    assert "no tool called 'no-such-tool'" in told[1]
+    assert frames[-1].end_of_dialog and frames[-1].chunk_type == "answer"
+
+    prompts = ScriptedPrompts(bad)
+    with pytest.raises(HandledError, match="could not be followed 3 times; last: the "
+                                           "arguments are not JSON"):
+        await frames_of(dialog(prompts, rag_clients(), streaming=True), react_pattern(),
+                        sessions)
+    assert await sessions.turns("ann", "s1", 10) == [Turn("Who walked on the Moon?",
+                                                          "Neil Armstrong.")]
+
+
+async def test_max_iterations_ends_with_a_clear_error(sessions):
+    prompts = ScriptedPrompts([STEP_1] * 3)
+    with pytest.raises(HandledError,
+                       match=r"no final answer within max_iterations \(3\)") as failure:
+        await frames_of(dialog(prompts, rag_clients(), streaming=True), react_pattern(3),
+                        sessions)
+    assert failure.value.type == "agent-error"
+    assert await sessions.turns("ann", "s1", 10) == []
+
+
+async def test_closing_the_dialog_closes_the_llm_stream_and_saves_nothing(sessions):
+    prompts = ScriptedPrompts([STEP_2], block_after=3)  # "Thou", "ght:", " Now"
+    d = dialog(prompts, rag_clients(), streaming=True)
+    async with aclosing(run_dialog(d, react_pattern(), sessions)) as frames:
+        first = await anext(frames)
+    assert first.chunk_type == "thought" and prompts.closed == 1
+    assert await sessions.turns("ann", "s1", 10) == []
+
+
+async def test_an_llm_failure_mid_thought_is_a_clear_agent_error(sessions):
+    class Failing(ScriptedPrompts):
+        async def stream(self, id, variables):
+            yield PromptResult("Thought: I ", None, None, None, None, end=False)
+            raise ServiceError(Error(type="text-completion-error", message="rate limited"))
+
+    with pytest.raises(HandledError, match=r"asking the model \(agent-react\) failed: "
+                                           r"text-completion-error: rate limited") as failure:
+        await frames_of(dialog(Failing([]), rag_clients(), streaming=True), react_pattern(),
+                        sessions)
+    assert failure.value.type == "agent-error"
+
+
+async def test_closing_an_ask_dialog_mid_answer_closes_the_llm_stream(sessions):
+    prompts = ScriptedPrompts(["a long answer, slowly"], block_after=1,
+                              objects={"agent-classify": {"route": "code"}})
+    d = dialog(prompts, clients(), streaming=True, pattern="ask")
+    async with aclosing(run_dialog(d, ask(AskLimits("document", 5)), sessions)) as frames:
+        assert (await anext(frames)).route == "code"
+        assert (await anext(frames)).content == "a lo"
+    assert prompts.closed == 1
+    assert await sessions.turns("ann", "s1", 10) == []
+
+
+def test_route_parsing():
+    for value in ({"route": "knowledge"}, {"route": " Code "}, '"conversational"',
+                  "Knowledge."):
+        assert parse_route(value) in ("knowledge", "code", "conversational")
+    assert parse_route({"route": "CODE"}) == "code"
+    for value in ({"route": "weather"}, {}, ["knowledge"], None):
+        with pytest.raises(HandledError, match="agent-classify prompt answered"):
+            parse_route(value)
+
+
+def test_one_final_prompt_for_every_route():
+    turns = [Turn("Who flew Apollo 11?", "Armstrong, Aldrin, Collins.")]
+    history = [{"question": "Who flew Apollo 11?", "answer": "Armstrong, Aldrin, Collins."}]
+    assert final_prompt(Prepared("code", "Sort a list in Python"), turns) == (
+        "agent-code", {"question": "Sort a list in Python", "history": history})
+    assert final_prompt(Prepared("knowledge", "q", evidence={"documents": ["d"]}), []) == (
+        "agent-knowledge", {"question": "q", "history": [], "documents": ["d"]})
+
+
+def retrieval_services() -> dict[str, Service]:
+    chunk = ScoredChunk(chunk_id="moon.txt/c0", text="Armstrong walked.", score=0.8,
+                        document_id="moon.txt", title="Moon")
+    return {"embeddings": Service(lambda r: EmbeddingsResponse(vectors=[[0.1, 0.2]])),
+            "document-embeddings": Service(lambda r: DocumentEmbeddingsResponse(
+                chunks=[chunk]))}
+
+
+@pytest.mark.parametrize("route", ["knowledge", "code", "conversational"])
+async def test_ask_route_thought_then_streamed_answer(sessions, route):
+    prompts = ScriptedPrompts(["the answer"], objects={"agent-classify": {"route": route}})
+    services = retrieval_services()
+    turns = [Turn("Tell me about Apollo 11", "It landed on the Moon.")]
+    prompts.texts.insert(0, "Who walked on the Moon during Apollo 11?")  # the reformulation
+    frames = await frames_of(dialog(prompts, clients(**services), turns, streaming=True,
+                                    pattern="ask"),
+                             ask(AskLimits("document", 5)), sessions)
+    thought, *answers = frames
+    assert (thought.chunk_type, thought.end_of_message, thought.route) == (
+        "thought", True, route)
+    assert "Who walked on the Moon during Apollo 11?" in thought.content
+    if route == "knowledge":
+        assert [s.document_id for s in thought.sources] == ["moon.txt"]
+        # Retrieval searched for the question as reformulated, in the user's collection.
+        [embedded] = services["embeddings"].requests
+        assert embedded.texts == ["Who walked on the Moon during Apollo 11?"]
+        [searched] = services["document-embeddings"].requests
+        assert (searched.user, searched.collection) == ("ann", "space")
+        assert prompts.calls[-1][1]["documents"] == ["Armstrong walked."]
+    else:
+        assert thought.sources == []
+    assert "".join(f.content for f in answers) == "the answer"
+    assert [id for id, _ in prompts.calls][-1] == f"agent-{route}"
+    # classify, reformulate and the answer: three LLM calls summed.
+    assert frames[-1].in_token == 3 * LLM_IN and frames[-1].end_of_dialog
+
+
+async def test_the_session_store_keeps_each_users_turns_apart(sessions):
+    for n in range(3):
+        await sessions.save("ann", "s", f"q{n}", f"a{n}")
+    await sessions.save("bob", "s", "bob's q", "bob's a")
+    assert await sessions.turns("ann", "s", 2) == [Turn("q1", "a1"), Turn("q2", "a2")]
+    assert await sessions.turns("bob", "s", 10) == [Turn("bob's q", "bob's a")]
+    assert await sessions.turns("ann", "other", 10) == []

@@ -1,0 +1,183 @@
+"""The gateway's LazyRAG parts that need no broker: its rows (turned off, absent, the
+wire), the answer-stream API in mode lazy, the models the OpenAPI document shows
+held to the records, the status's settings from the environment, and the metrics."""
+import json
+
+import pytest
+from prometheus_client import REGISTRY
+
+from trustgraph.base import ServiceError
+from trustgraph.gateway.answers import (AnswerLines, LazyCollectedAnswer, LazyDoneLine,
+                                        LazyResult, LazySubgraph, parse)
+from trustgraph.gateway.dispatch import Dispatcher, _absent_as_disabled
+from trustgraph.gateway.errors import GatewayError
+from trustgraph.gateway.lazy_rag import (EXPAND_FIELDS, STATUS_FIELDS, LazyRagEndpoint,
+                                         LazyRagSettings, LazyStatus)
+from trustgraph.gateway.metrics import lazy_rag_answered
+from trustgraph.gateway.services import LAZY_RAG_RESULT, LAZY_RAG_SERVICES, SERVICES
+from trustgraph.schema import (Error, LazyCommunity, LazyEntity, LazyRagResponse,
+                               LazyRelationship, Source, Term, encode)
+
+ON = Dispatcher(bus=None, flows=["default"], timeout=1)
+OFF = Dispatcher(bus=None, flows=["default"], timeout=1, off=LAZY_RAG_SERVICES)
+SOURCE = Source(id="u/c/d1/c0", document_id="d1", title="One", text="one", distance=0.25)
+ENTITY = LazyEntity(id="http://ex/a", label="a", hops=0, score=0.9, community="c0")
+RELATIONSHIP = LazyRelationship(s=Term(t="i", i="http://ex/a"), p=Term(t="i", i="http://ex/k"),
+                                o=Term(t="i", i="http://ex/b"), text="a — k — b")
+COMMUNITY = LazyCommunity(id="c0", size=2, members=["a", "b"], relations=["a — k — b"])
+LAZY = {"entities": [ENTITY], "relationships": [RELATIONSHIP], "communities": [COMMUNITY],
+        "confidence": 0.5, "missing_info": ["when"], "generation_time_ms": 3.0,
+        "community_cache": "hit"}
+
+
+def wire(value: dict) -> dict:
+    """Lazy fields as the wire has them (plain JSON)."""
+    record = json.loads(encode(LazyRagResponse(**value)))
+    return {key: record[key] for key in value}
+
+
+def final(**fields) -> tuple[bytes, bool]:
+    return encode(LazyRagResponse(message_type="chunk", chunk="", end_of_stream=True,
+                                  end_of_session=True, sources=[SOURCE], in_token=5,
+                                  out_token=2, model="m", **LAZY, **fields)), True
+
+
+# --- turned off, or absent ------------------------------------------------------------
+
+@pytest.mark.parametrize("service", LAZY_RAG_SERVICES)
+def test_a_service_turned_off_is_a_404_saying_how_to_enable_it(service):
+    with pytest.raises(GatewayError) as failure:
+        OFF.resolve(service, "default")
+    assert (failure.value.status, failure.value.type) == (404, "disabled")
+    assert "LAZY_RAG_ENABLED=true" in failure.value.message
+    assert "tg-run lazy-rag" in failure.value.message
+    assert ON.resolve(service, "default").name == service
+    assert OFF.resolve("graph-rag", "default").name == "graph-rag"
+
+
+async def failing(type: str):
+    raise ServiceError(Error(type=type, message=f"{type} happened"))
+    yield  # an async generator that fails at once
+
+
+async def test_no_lazy_rag_processor_is_the_same_404():
+    with pytest.raises(GatewayError) as failure:
+        async for _ in _absent_as_disabled(SERVICES["lazy-rag"], failing("no-service")):
+            pass
+    assert (failure.value.status, failure.value.type) == (404, "disabled")
+    assert failure.value.message.startswith("no-service happened; to enable it")
+
+
+async def test_other_failures_of_lazy_rag_pass_through():
+    with pytest.raises(ServiceError):
+        async for _ in _absent_as_disabled(SERVICES["lazy-rag"], failing("overloaded")):
+            pass
+
+
+def test_only_optional_services_say_how_to_enable_them():
+    assert {name for name, row in SERVICES.items() if row.optional} == set(LAZY_RAG_SERVICES)
+
+
+# --- the answer-stream API in mode lazy -------------------------------------------------
+
+def test_lazy_mode_asks_lazy_rag_with_its_options():
+    query, row, record = parse(ON, {"query": "why?", "mode": "lazy", "max-hops": 3,
+                                    "max_entities": 7, "use_communities": False,
+                                    "collection": "c"})
+    assert row.name == "lazy-rag"
+    assert (record.query, record.max_hops, record.max_entities, record.use_communities,
+            record.collection, record.streaming) == ("why?", 3, 7, False, "c", True)
+
+
+@pytest.mark.parametrize("body, starts", [
+    ({"mode": "lazy", "entity_limit": 3}, "entity_limit: not a parameter of mode 'lazy'"),
+    ({"mode": "lazy", "optimize_query": True}, "optimize_query: not a parameter"),
+    ({"mode": "graph", "max_hops": 2}, "max_hops: not a parameter of mode 'graph'"),
+    ({"mode": "document", "use_communities": False}, "use_communities: not a parameter"),
+    ({"mode": "lazy", "max_hops": 6}, "max_hops: Input should be less than or equal to 5"),
+    ({"mode": "lazy", "max_entities": 201}, "max_entities: Input should be less than or "
+                                            "equal to 200"),
+    ({"mode": "lazy", "query": "q" * 10_001}, "query: String should have at most 10000"),
+])
+def test_lazy_mode_refusals_name_the_field(body, starts):
+    with pytest.raises(GatewayError) as failure:
+        parse(ON, {"query": "q", **body})
+    assert failure.value.status == 400 and failure.value.message.startswith(starts)
+
+
+def test_lazy_done_line_and_collected_answer_carry_the_lazy_fields():
+    lines = AnswerLines("rid", SERVICES["lazy-rag"].result_fields)
+    out = [json.loads(data) for data, _ in lines.lines(json.loads(final()[0]), True)]
+    done = out[-1]
+    assert done == {"type": "done", "usage": {"in_token": 5, "out_token": 2, "model": "m"},
+                    **wire(LAZY), "summary_error": None}
+    LazyDoneLine.model_validate(done)
+    collected = LazyCollectedAnswer.model_validate(lines.collected())
+    assert collected.confidence == 0.5 and collected.missing_info == ["when"]
+
+
+def test_a_summary_error_reaches_the_done_line():
+    lines = AnswerLines("rid", SERVICES["lazy-rag"].result_fields)
+    record = json.loads(final(summary_error=Error(type="llm-error", message="down"))[0])
+    done = json.loads(lines.lines(record, True)[-1][0])
+    assert done["summary_error"] == {"type": "llm-error", "message": "down"}
+    assert done["entities"] == wire(LAZY)["entities"]
+
+
+def test_graph_and_document_done_lines_stay_as_they_were():
+    lines = AnswerLines("rid", SERVICES["graph-rag"].result_fields)
+    done = json.loads(lines.lines(json.loads(final()[0]), True)[-1][0])
+    assert set(done) == {"type", "usage"}
+
+
+# --- the documented models are the records' fields -------------------------------------
+
+def test_documented_models_hold_the_records_fields():
+    assert tuple(LazyResult.model_fields) == LAZY_RAG_RESULT
+    assert tuple(LazySubgraph.model_fields) == EXPAND_FIELDS
+    assert tuple(LazyStatus.model_fields) == (*STATUS_FIELDS, "message")
+
+
+def test_the_lazy_row_normalises_metadata_and_keeps_the_final_record():
+    row = SERVICES["lazy-rag"]
+    metadata = encode(LazyRagResponse(message_type="metadata", sources=[SOURCE])), False
+    batch = row.wire([metadata, final()], first=True)
+    assert json.loads(batch[0][0]) == {"message_type": "metadata",
+                                       "sources": [SOURCE.model_dump(exclude_none=True)],
+                                       "optimized_query": None, "subqueries": [],
+                                       "end_of_stream": False}
+    assert batch[1] == final()
+
+
+# --- status settings from the environment ------------------------------------------------
+
+def test_unserved_status_reports_the_lazy_rag_environment(monkeypatch):
+    monkeypatch.setenv("LAZY_RAG_MAX_HOPS", "4")
+    monkeypatch.setenv("LAZY_RAG_USE_COMMUNITIES", "false")
+    monkeypatch.setenv("LAZY_RAG_SUMMARY_MODEL", "small-model")
+    status = LazyRagEndpoint(OFF, LazyRagSettings())._unserved("off here")
+    LazyStatus.model_validate(status)
+    assert status == {"enabled": False, "max_hops": 4, "max_entities": 50,
+                      "use_communities": False, "summary_model": "small-model",
+                      "community_cache": [],
+                      "message": f"off here; {SERVICES['lazy-rag'].optional}"}
+
+
+# --- metrics ------------------------------------------------------------------------------
+
+def sample(name: str) -> float:
+    return REGISTRY.get_sample_value(name) or 0.0
+
+
+@pytest.mark.parametrize("cache, hits, misses", [("hit", 1, 0), ("miss", 0, 1), (None, 0, 0)])
+def test_each_answer_is_timed_and_its_community_cache_use_counted(cache, hits, misses):
+    before = [sample(name) for name in ("lazy_rag_query_duration_seconds_count",
+                                        "lazy_rag_community_cache_hits_total",
+                                        "lazy_rag_community_cache_misses_total")]
+    record = {"end_of_stream": True} if cache is None else {"end_of_stream": True,
+                                                            "community_cache": cache}
+    lazy_rag_answered(0.2, json.dumps(record).encode())
+    after = [sample(name) for name in ("lazy_rag_query_duration_seconds_count",
+                                       "lazy_rag_community_cache_hits_total",
+                                       "lazy_rag_community_cache_misses_total")]
+    assert [a - b for a, b in zip(after, before)] == [1, hits, misses]

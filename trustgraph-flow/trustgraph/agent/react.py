@@ -1,0 +1,130 @@
+"""The ``react`` pattern: Thought → Action → Observation, until a Final Answer.
+
+Each iteration is one ``agent-react`` prompt call, streamed: the parser passes the
+thought (and, on the last iteration, the answer) on as the LLM writes it, and the
+call is closed as soon as the step is complete (a model that goes on to invent its
+own "Observation:" is not read, or paid for, further). The tool then runs and its
+result is the observation the next iteration sees.
+
+A step the agent cannot run (no Action and no Final Answer, an unknown tool, bad
+arguments) is told to the model as that step's observation; after ``MAX_MALFORMED``
+such steps the dialog fails with a clear error. So does a dialog that reaches
+``max_iterations`` without an answer.
+"""
+from collections.abc import AsyncIterator
+from contextlib import aclosing
+from dataclasses import dataclass
+from typing import Any
+
+from trustgraph.base import HandledError
+from trustgraph.retrieval.steps import step as call_step
+from trustgraph.schema import AgentResponse, AgentStep
+from trustgraph.schema.tool import ToolDefinition
+
+from . import frames
+from .dialog import Dialog
+from .react_parser import BadArguments, ReactParser, Step, parse_arguments
+from .sessions import Turn
+from .tool_calls import ToolFailed, run_tool
+from .toolbox import described
+
+TEMPLATE = "agent-react"
+ERROR = "agent-error"
+MAX_MALFORMED = 2  # malformed steps told to the model; the next one ends the dialog
+FORMAT = ('Reply with "Thought:", then either "Action:" (a tool from the list) and '
+          '"Args:" (a JSON object), or "Final Answer:".')
+
+
+@dataclass
+class ReactLimits:
+    max_iterations: int
+    tool_timeout: float  # seconds, for tools outside the platform (MCP servers)
+
+
+def react(tools: dict[str, ToolDefinition], limits: ReactLimits):
+    """The pattern, over the tools offered to this dialog."""
+    async def pattern(dialog: Dialog) -> AsyncIterator[AgentResponse]:
+        steps = list(dialog.request.history or [])
+        malformed = 0
+        iterations = dialog.request.max_iterations or limits.max_iterations
+        for _ in range(iterations):
+            parser = ReactParser()
+            async with aclosing(_think(dialog, tools, steps, parser)) as thinking:
+                async for frame in thinking:
+                    yield frame
+            step = parser.step
+            if step.answer is not None:
+                yield frames.answer("", done=True)
+                return
+            try:
+                tool, arguments = _chosen(step, tools)
+                yield frames.action(tool.name, arguments)
+                result = await _observed(tool, arguments, dialog, limits)
+            except BadArguments as problem:
+                malformed += 1
+                if malformed > MAX_MALFORMED:
+                    raise HandledError(ERROR, f"the model's reply could not be followed "
+                                              f"{malformed} times; last: {problem}") from None
+                result = f"{problem}. {FORMAT}"
+            yield frames.observation(result)
+            steps.append(AgentStep(thought=step.thought, action=step.action,
+                                   arguments=_arguments_or_empty(step), observation=result))
+        raise HandledError(ERROR, f"no final answer within max_iterations ({iterations})")
+    return pattern
+
+
+async def _think(dialog: Dialog, tools: dict[str, ToolDefinition], steps: list[AgentStep],
+                 parser: ReactParser) -> AsyncIterator[AgentResponse]:
+    variables = {"question": dialog.request.question, "tools": described(tools),
+                 "history": [step.model_dump() for step in steps],
+                 "context": conversation(dialog.turns)}
+    with call_step(ERROR, f"asking the model ({TEMPLATE})"):
+        async with aclosing(dialog.prompts.stream(TEMPLATE, variables)) as pieces:
+            async for piece in pieces:
+                if piece.end:
+                    dialog.usage.add(piece.usage)
+                    break
+                for kind, text in parser.feed(piece.text):
+                    yield _frame(kind, text)
+                if parser.stopped:
+                    break  # closing the stream stops the LLM; its token count is lost
+    for kind, text in parser.finish():
+        yield _frame(kind, text)
+
+
+def _frame(kind: str, text: str) -> AgentResponse:
+    if kind == "answer":
+        return frames.answer(text)
+    return frames.thought(text, done=kind == "thought_end")
+
+
+def _chosen(step: Step, tools: dict[str, ToolDefinition]) -> tuple[ToolDefinition, dict]:
+    """The tool and arguments of a step, or ``BadArguments`` saying what is wrong."""
+    if not step.action:
+        raise BadArguments("Your reply had no Action and no Final Answer")
+    if step.action not in tools:
+        known = ", ".join(tools) or "none"
+        raise BadArguments(f"There is no tool called {step.action!r} (tools: {known})")
+    return tools[step.action], parse_arguments(step.arguments_text)
+
+
+async def _observed(tool: ToolDefinition, arguments: dict[str, Any], dialog: Dialog,
+                    limits: ReactLimits) -> str:
+    try:
+        return await run_tool(tool, arguments, dialog.request, dialog.clients,
+                              dialog.usage, limits.tool_timeout)
+    except ToolFailed as failure:  # the model may try another way
+        return f"The tool failed: {failure}"
+
+
+def _arguments_or_empty(step: Step) -> dict:
+    try:
+        return parse_arguments(step.arguments_text)
+    except BadArguments:
+        return {}
+
+
+def conversation(turns: list[Turn]) -> str:
+    """Earlier turns of the session, as the ``context`` of the prompt."""
+    return "\n".join(f"Earlier question: {turn.question}\nEarlier answer: {turn.answer}"
+                     for turn in turns)

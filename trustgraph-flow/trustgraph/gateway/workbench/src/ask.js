@@ -1,0 +1,113 @@
+// The Ask view: the mode switch (with the modes this stack does not run switched
+// off and saying why), the question box, and the conversation: one AnswerView per
+// turn, kept across reloads of the tab. An agent conversation keeps one session_id
+// across turns until "New conversation".
+import { AnswerView } from "./answer.js";
+import { $ } from "./dom.js";
+import { agentSession, forgetTurns, keep, keptTurns } from "./history.js";
+import { ABSENT, MODES, absence, route } from "./modes.js";
+
+export class AskPanel {
+  constructor(root, { gateway, settings, onGraph }) {
+    this.root = root;
+    this.gateway = gateway;
+    this.settings = settings;
+    this.onGraph = onGraph;
+    this.form = $("#ask-form", root);
+    this.question = $("#question", root);
+    this.history = $("#history", root);
+    this.modeNote = $("#mode-note", root);
+    this.session = agentSession();
+    this.current = null;
+    this.handlers = { onGraph, onFinish: (view) => keep(view.kept()) };
+    for (const kept of keptTurns()) {
+      this.history.append(AnswerView.replay(kept, this.handlers).element);
+    }
+
+    this.form.addEventListener("submit", (event) => {
+      event.preventDefault();
+      this.ask();
+    });
+    // Enter asks, Shift+Enter starts a new line; Escape stops the answer streaming.
+    this.question.addEventListener("keydown", (event) => {
+      if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+        event.preventDefault();
+        this.ask();
+      }
+    });
+    root.addEventListener("keydown", (event) => {
+      if (event.key === "Escape" && this.current) this.current.stop();
+    });
+    $("#new-conversation", root).addEventListener("click", () => {
+      this.session = agentSession(true);
+      forgetTurns();
+      this.history.replaceChildren();
+      this.question.focus();
+    });
+  }
+
+  mode() {
+    return this.form.elements.mode.value;
+  }
+
+  // modes: {document: {on, why}, ...} from probeModes.
+  setModes(modes) {
+    this.lastModes = modes;
+    const off = [];
+    for (const input of this.form.elements.mode) {
+      const state = modes[input.value] || { on: true };
+      input.disabled = !state.on;
+      input.closest("label").title = state.on ? "" : state.why;
+      if (!state.on) off.push(`${MODES[input.value].label}: ${state.why}`);
+    }
+    if (this.form.elements.mode.value === "" || modes[this.mode()]?.on === false) {
+      const first = [...this.form.elements.mode].find((input) => !input.disabled);
+      if (first) first.checked = true;
+    }
+    this.modeNote.textContent = off.length ? `Off on this stack — ${off.join("; ")}` : "";
+    this.modeNote.hidden = off.length === 0;
+  }
+
+  ask() {
+    const question = this.question.value.trim();
+    if (!question || this.current) return;
+    const mode = this.mode();
+    const spec = MODES[mode];
+    performance.mark("tg:ask");
+    const view = new AnswerView(mode, question, {
+      ...this.handlers, onStop: () => this.current && this.current.stop() });
+    this.history.append(view.element);
+    const settings = this.settings();
+    const handle = this.gateway.request(spec.service, spec.request(question, settings, this.session), {
+      flow: settings.flow || "default",
+      onFrame: (response, complete) => route(response, complete, view),
+    });
+    view.id = handle.id;
+    view.element.dataset.id = handle.id;
+    this.current = {
+      stop: () => {
+        handle.cancel();
+        view.stopped();
+      },
+    };
+    this.setBusy(true);
+    this.question.value = "";
+    view.element.scrollIntoView({ block: "nearest" });
+    handle.done.catch((error) => {
+      if (error.type === "cancelled") return;
+      if (ABSENT.has(error.type)) {
+        this.setModes({ ...this.lastModes, [mode]: { on: false, why: absence(spec.service, error) } });
+      }
+      view.error(`${error.type}: ${error.message}`);
+    }).finally(() => {
+      this.current = null;
+      this.setBusy(false);
+    });
+  }
+
+  setBusy(busy) {
+    this.root.classList.toggle("busy", busy);
+    $("#ask-button", this.root).disabled = busy;
+    if (!busy && !this.root.hidden) this.question.focus();
+  }
+}

@@ -1,0 +1,112 @@
+// The four ways to ask, as docs/protocol.md §2 spells them: which service, what
+// request, and how its frames map onto the few things an answer shows (sources,
+// agent steps, answer text, the final record). Also: which of them this stack runs.
+
+export const MODES = {
+  document: {
+    label: "Document",
+    service: "document-rag",
+    request: (query, s) => ({
+      query, user: s.user, collection: s.collection, streaming: true,
+      "doc-limit": s.doc_limit,
+      "optimize-query": s.optimize_query, subqueries: s.subqueries,
+    }),
+  },
+  graph: {
+    label: "Graph",
+    service: "graph-rag",
+    request: (query, s) => ({
+      query, user: s.user, collection: s.collection, streaming: true,
+      "entity-limit": s.entity_limit, "triple-limit": s.triple_limit,
+      "max-subgraph-size": s.max_subgraph_size, "max-path-length": s.max_path_length,
+      "optimize-query": s.optimize_query, subqueries: s.subqueries,
+    }),
+  },
+  lazy: {
+    label: "Lazy",
+    service: "lazy-rag",
+    request: (query, s) => ({
+      query, user: s.user, collection: s.collection, streaming: true,
+      max_entities: s.max_entities, max_hops: s.max_hops,
+      use_communities: s.use_communities,
+    }),
+  },
+  agent: {
+    label: "Agent",
+    service: "agent",
+    request: (question, s, session) => ({
+      question, user: s.user, collection: s.collection, streaming: true,
+      session_id: session,
+    }),
+  },
+};
+
+// One response object → calls on the answer view. RAG services (and lazy-rag) send
+// a metadata record, chunk deltas and a final record; the agent sends chunk_type
+// records. `complete` is the gateway's flag: the last frame of the request.
+export function route(response, complete, view) {
+  const agentKind = response.chunk_type || (response.message_type !== "metadata"
+    && response.message_type !== "chunk" && response.message_type);
+  if (agentKind) {
+    if (agentKind === "answer") view.token(response.content || "");
+    else if (agentKind === "error") view.error(response.content || "agent error");
+    else view.step(agentKind, response.content || "", response.end_of_message);
+  } else if (response.message_type === "metadata") {
+    view.sources(response.sources || [], response.optimized_query, response.subqueries || []);
+  } else {
+    if (response.chunk) view.token(response.chunk);
+    // A non-streaming answer (or an older service) carries the whole text once.
+    else if (response.response && !view.text) view.token(response.response);
+    if ((response.sources || []).length && !view.hasSources) view.sources(response.sources);
+  }
+  if (complete) view.final(response);
+}
+
+// Errors that mean "this stack does not run that service", not "this request failed".
+export const ABSENT = new Set(["unknown-service", "no-service", "mode-unavailable"]);
+
+// Which modes this stack answers. A request the service's model must refuse
+// (`streaming` is not a boolean) is cheap and answered at once: `bad-request` means
+// the gateway knows the service; `unknown-service` means it does not. LazyRAG is
+// also switched off by configuration, which its status endpoint reports.
+export async function probeModes(gateway, token) {
+  const entries = await Promise.all(Object.entries(MODES).map(async ([mode, spec]) => {
+    const handle = gateway.request(spec.service, { streaming: "probe" });
+    try {
+      await handle.done;
+      return [mode, { on: true }];
+    } catch (error) {
+      if (ABSENT.has(error.type)) return [mode, { on: false, why: absence(spec.service, error) }];
+      if (mode === "lazy") return [mode, await lazyStatus(token)];
+      return [mode, { on: true }];
+    } finally {
+      handle.cancel();
+    }
+  }));
+  return Object.fromEntries(entries);
+}
+
+// Why a mode is off, in a few words (the gateway's own message lists every service).
+export function absence(service, error) {
+  if (error.type === "unknown-service") return `this gateway has no ${service} service`;
+  if (error.type === "no-service") return `no ${service} processor is running`;
+  return error.message;
+}
+
+async function lazyStatus(token) {
+  try {
+    const response = await fetch("/api/v1/lazy-rag/status", {
+      headers: token ? { Authorization: `Bearer ${token}` } : {},
+    });
+    if (response.status === 404) {
+      return { on: false, why: "this gateway has no LazyRAG endpoint (/api/v1/lazy-rag/status: 404)" };
+    }
+    const status = await response.json().catch(() => ({}));
+    if (status.enabled === false) {
+      return { on: false, why: status.message || "LazyRAG is disabled (LAZY_RAG_ENABLED)" };
+    }
+    return { on: true };
+  } catch {
+    return { on: true }; // the status is a hint; asking will tell
+  }
+}

@@ -1,0 +1,137 @@
+"""Processor ``lazy-rag`` (docs/lazy-rag.md): query-time summaries over the graph.
+
+Three services:
+
+* ``lazy-rag`` — retrieval (``retrieve.py``: seeds, expansion, communities,
+  confidence, missing information), then the ``lazy-rag-summary`` prompt streamed
+  through the RAG services' one frame sequence (``answer.answer_frames``): metadata
+  with the sources first, answer deltas, one final record adding the subgraph,
+  ``confidence``, ``missing_info`` and ``generation_time_ms``. When the LLM fails,
+  the final record still carries all of that, with ``summary_error`` in place of
+  the answer (the deltas already sent stay sent);
+* ``lazy-rag-expand`` — retrieval only, one record, no LLM;
+* ``lazy-rag-status`` — the settings in force and the community cache's state.
+
+With ``LAZY_RAG_SUMMARY_MODEL`` set, the summary is written by that model (the
+prompt request's ``model``, which the text-completion service uses in place of its
+configured one).
+"""
+import logging
+import time
+from collections.abc import AsyncIterator
+from contextlib import aclosing
+from pathlib import Path
+
+from trustgraph.base import (Context, ProcessorSpec, PromptClient, PromptResult,
+                             RequestTimeout, Runtime, Service, ServiceError)
+from trustgraph.schema import (Error, LazyRagExpandRequest, LazyRagExpandResponse,
+                               LazyRagRequest, LazyRagResponse, LazyRagStatusRequest,
+                               LazyRagStatusResponse)
+
+from ..answer import Found, answer_frames
+from .cache import CommunityCache, CommunityStore
+from .context import TEMPLATE, Result, prompt_variables
+from .graph import BusGraph
+from .retrieve import retrieve
+from .settings import LazyRagSettings, Limits
+from .subgraph import ERROR
+
+log = logging.getLogger(__name__)
+
+NAME = "lazy-rag"
+SUMMARY_ERROR = "llm-error"
+
+
+def _ms(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000, 1)
+
+
+def query_handler(settings: LazyRagSettings, cache: CommunityCache):
+    async def handle(request: LazyRagRequest, ctx: Context
+                     ) -> AsyncIterator[LazyRagResponse]:
+        started = time.perf_counter()
+        result = await retrieve(request, Limits.of(request, settings), cache, ctx.clients)
+        log.info("id=%s lazy-rag: %d entities, %d relationships, %d communities, "
+                 "confidence %.2f in %.0f ms", ctx.id, len(result.entities),
+                 len(result.relationships), len(result.communities),
+                 result.coverage.confidence, _ms(started))
+        found = Found(result.sources, TEMPLATE, prompt_variables(request.query, result))
+        prompts = PromptClient(await ctx.clients.get("prompt"))
+
+        def last(piece: PromptResult) -> dict:
+            return {**result.fields(), "generation_time_ms": _ms(started),
+                    "in_token": piece.in_token, "out_token": piece.out_token,
+                    "model": piece.model}
+
+        try:
+            async with aclosing(answer_frames(
+                    prompts, found, request.streaming, LazyRagResponse, first={},
+                    last=last, model=settings.lazy_rag_summary_model)) as frames:
+                async for frame in frames:
+                    yield frame
+        except (ServiceError, RequestTimeout) as failure:
+            yield _without_summary(request, result, failure, started)
+    return handle
+
+
+def _without_summary(request: LazyRagRequest, result: Result,
+                     failure: ServiceError | RequestTimeout,
+                     started: float) -> LazyRagResponse:
+    """The final record when the LLM failed: everything retrieval found, and why
+    there is no summary."""
+    message = (f"{failure.error.type}: {failure.error.message}"
+               if isinstance(failure, ServiceError) else str(failure))
+    log.warning("lazy-rag: the summary failed (%s); answering with the subgraph", message)
+    return LazyRagResponse(
+        message_type="chunk" if request.streaming else None,
+        chunk="" if request.streaming else None, end_of_stream=True, end_of_session=True,
+        sources=result.sources, generation_time_ms=_ms(started),
+        summary_error=Error(type=SUMMARY_ERROR,
+                            message=f"the summary could not be written: {message}"),
+        **result.fields())
+
+
+def expand_handler(settings: LazyRagSettings, cache: CommunityCache):
+    async def expand(request: LazyRagExpandRequest, ctx: Context) -> LazyRagExpandResponse:
+        started = time.perf_counter()
+        result = await retrieve(request, Limits.of(request, settings), cache, ctx.clients)
+        return LazyRagExpandResponse(generation_time_ms=_ms(started), **result.fields())
+    return expand
+
+
+def status_handler(settings: LazyRagSettings, cache: CommunityCache):
+    async def status(request: LazyRagStatusRequest, ctx: Context) -> LazyRagStatusResponse:
+        return LazyRagStatusResponse(
+            enabled=settings.lazy_rag_enabled, max_hops=settings.lazy_rag_max_hops,
+            max_entities=settings.lazy_rag_max_entities,
+            use_communities=settings.lazy_rag_use_communities,
+            summary_model=settings.lazy_rag_summary_model,
+            community_cache=await cache.states(request.user, request.collection,
+                                               BusGraph(ctx.clients)))
+    return status
+
+
+def services(runtime: Runtime) -> list[Service]:
+    settings: LazyRagSettings = runtime.settings
+    if not settings.lazy_rag_enabled:  # tg-start leaves it out; an explicit start stops
+        raise SystemExit("lazy-rag is turned off (LAZY_RAG_ENABLED=false); set "
+                         "LAZY_RAG_ENABLED=true to run it")
+    store = CommunityStore(Path(settings.tg_data_dir) / "lazy-rag" / "communities.sqlite")
+    cache = CommunityCache(store)
+
+    async def close() -> None:
+        store.close()
+
+    return [
+        Service(NAME, LazyRagRequest, LazyRagResponse, query_handler(settings, cache),
+                error_type=ERROR, close=close),
+        Service("lazy-rag-expand", LazyRagExpandRequest, LazyRagExpandResponse,
+                expand_handler(settings, cache), error_type="lazy-rag-expand-error"),
+        Service("lazy-rag-status", LazyRagStatusRequest, LazyRagStatusResponse,
+                status_handler(settings, cache), error_type="lazy-rag-status-error"),
+    ]
+
+
+SPEC = ProcessorSpec(NAME, LazyRagSettings, services,
+                     uses=("prompt", "embeddings", "graph-embeddings", "subgraph",
+                           "graph-version", "graph-edges"))

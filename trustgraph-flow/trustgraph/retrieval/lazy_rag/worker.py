@@ -1,0 +1,73 @@
+"""Community detection in a child process of its own: ``python -m
+trustgraph.retrieval.lazy_rag.worker`` reads the graph version, then the entity graph's
+pages, pickled one after another on stdin; it writes the ``Communities`` as JSON on
+stdout (the text the cache stores as it is).
+
+A plain child process rather than a multiprocessing pool: a spawned pool worker
+re-imports the parent's main module (the whole processor: 11–16 s to start on a busy
+2-core machine), while this imports only igraph, leidenalg and numpy. Pages go to
+the child as they are read, so the serving process never holds, pickles or parses
+the whole graph; Leiden runs at a lower priority on its own core, neither blocking
+the serving process's event loop nor holding its GIL.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import pickle
+import sys
+from collections import Counter
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING
+
+from .communities import Communities, detect
+
+if TYPE_CHECKING:  # the child imports no more than it runs: graph.py pulls in the runtime
+    from .graph import Page
+
+NICENESS = 10  # answering questions comes first
+
+
+async def detect_in_subprocess(version: int, pages: AsyncIterator[Page]
+                               ) -> tuple[Communities, str]:
+    """The communities of the graph ``pages`` give, and their JSON."""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", __name__, stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    try:
+        process.stdin.write(pickle.dumps(version))
+        async for page in pages:
+            process.stdin.write(pickle.dumps(page, pickle.HIGHEST_PROTOCOL))
+            await process.stdin.drain()
+        process.stdin.close()
+        out, err = await process.communicate()
+    finally:
+        if process.returncode is None:  # failed or cancelled: the computation goes too
+            process.kill()
+            await process.wait()
+    if process.returncode != 0:
+        raise RuntimeError(f"community detection failed: {err.decode()[-1000:]}")
+    body = out.decode()
+    return await asyncio.to_thread(lambda: Communities.from_json(json.loads(body))), body
+
+
+def main() -> None:
+    os.nice(NICENESS)
+    stream = sys.stdin.buffer
+    version = pickle.load(stream)
+    weights: Counter[tuple[str, str]] = Counter()
+    labels: dict[str, str] = {}
+    while True:
+        try:
+            page_weights, page_labels = pickle.load(stream)
+        except EOFError:
+            break
+        weights.update(page_weights)
+        labels.update(page_labels)
+    found = detect(version, weights, labels)
+    sys.stdout.write(json.dumps(found.to_json()))
+
+
+if __name__ == "__main__":
+    main()
