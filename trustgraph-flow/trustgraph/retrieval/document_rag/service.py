@@ -1,7 +1,7 @@
 """Processor ``document-rag`` (docs/retrieval.md): the chunks that best match the
 question (and its rewrite and sub-questions) in the user's collection — nearest
 vectors, best BM25 word matches, or both fused (``retrieval``, default
-``TG_RETRIEVAL``) — answered from with ``document-prompt``.
+``TG_RETRIEVAL``, itself default ``vector``) — answered from with ``document-prompt``.
 
 Sources are the chunks in the order the prompt numbers them, so an answer's "[2]"
 is the second source: chunk id, document id, title, text, cosine distance (when the

@@ -7,9 +7,9 @@ Sources are the triples given to the LLM, one each: ``s``/``p``/``o`` as stored,
 ``text`` the statement as the LLM saw it, ``id``/``document_id`` the chunk and
 document the triple was extracted from.
 
-With ``TG_GRAPH_MIX`` (the default under ``tg-run``/``tg-start``; a service built
-without retrieval settings keeps the plain behaviour above) retrieval is "mixed":
-the chunks that best match the question (hybrid search) also seed the subgraph with
+With ``TG_GRAPH_MIX=true`` (opt-in; off by default, and a service built without
+retrieval settings keeps the plain behaviour above) retrieval is "mixed": the
+chunks that best match the question (``TG_RETRIEVAL``'s search) also seed the subgraph with
 the entities extracted from them, and the triples found are ranked by relevance
 (ranking.py: seed nearness, personalised PageRank, the rank of their chunk), the
 best ``max-subgraph-size`` kept, in that order, each source carrying those scores
@@ -38,7 +38,9 @@ CHUNK_SEEDS = 10  # chunks whose entities seed the subgraph, in mixed retrieval
 
 
 class GraphRagSettings(RetrievalSettings):
-    tg_graph_mix: bool = Field(True, description=(
+    # Opt-in for now (docs/retrieval.md): mixed retrieval raised graph-rag's time to
+    # metadata (p50 81 -> 646 ms at 10k chunks, bench.rag).
+    tg_graph_mix: bool = Field(False, description=(
         "seed from the chunks that best match the question too, and rank the triples "
         "found by relevance (seed nearness, personalised PageRank, chunk rank)"))
 
