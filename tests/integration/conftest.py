@@ -1,12 +1,15 @@
 """What several integration modules share: a ``bus`` on the session's broker, a data
 directory for processors that store (in memory when the machine has some), and
-``frames_of`` for the modules that drive a gateway's websocket."""
+``frames_of`` for the modules that drive a gateway's websocket, and ``ws`` / ``http``
+for the modules whose ``rig`` fixture is a gateway (``rig.url``)."""
 import asyncio
 import shutil
 import tempfile
 from pathlib import Path
 
+import aiohttp
 import pytest
+import pytest_asyncio
 
 from trustgraph.pubsub import Bus
 
@@ -27,6 +30,19 @@ def data_dir():
                                  dir="/dev/shm" if Path("/dev/shm").is_dir() else None))
     yield path
     shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def ws(rig):
+    async with aiohttp.ClientSession() as session:
+        async with session.ws_connect(rig.url + "api/v1/socket") as ws:
+            yield ws
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def http():
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=DEADLINE)) as http:
+        yield http
 
 
 @pytest.fixture

@@ -33,19 +33,6 @@ async def rig(broker):
         yield stack
 
 
-@pytest_asyncio.fixture(loop_scope="module")
-async def ws(rig):
-    async with aiohttp.ClientSession() as session:
-        async with session.ws_connect(rig.url + "api/v1/socket") as ws:
-            yield ws
-
-
-@pytest_asyncio.fixture(loop_scope="module")
-async def http():
-    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=DEADLINE)) as http:
-        yield http
-
-
 def frame(rig: ScriptedRagGateway, service: str, request: dict) -> dict:
     return {"id": uuid.uuid4().hex, "service": service, "flow": rig.flow, "request": request}
 

@@ -7,7 +7,6 @@ its own.
 import json
 import uuid
 
-import aiohttp
 import pytest
 import pytest_asyncio
 
@@ -23,19 +22,6 @@ DEADLINE = 30.0
 async def rig(broker):
     async with scripted_rag_gateway(broker.url) as stack:
         yield stack
-
-
-@pytest_asyncio.fixture(loop_scope="module")
-async def ws(rig):
-    async with aiohttp.ClientSession() as session:
-        async with session.ws_connect(rig.url + "api/v1/socket") as ws:
-            yield ws
-
-
-@pytest_asyncio.fixture(loop_scope="module")
-async def http():
-    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=DEADLINE)) as http:
-        yield http
 
 
 def rag_frame(rig: ScriptedRagGateway, service: str, request: dict, **envelope) -> dict:
