@@ -3,6 +3,7 @@ tg-set-prompt, tg-show-prompts, tg-delete-prompt; agent tools with tg-set-tool,
 tg-show-tools, tg-delete-tool): a validation problem in one line, an indented block
 of text, listing every item of the type, and deleting one by key."""
 import argparse
+import json
 import textwrap
 from collections.abc import Callable
 from typing import Any
@@ -26,6 +27,12 @@ def problem(error: ValidationError) -> str:
 def block(label: str, text: str) -> str:
     """``label:`` then ``text`` indented under it (blank lines too)."""
     return f"  {label}:\n" + textwrap.indent(text.rstrip("\n"), INDENT, lambda line: True)
+
+
+def invalid(id: str, value: Any, error: ValidationError) -> str:
+    """A stored item that does not validate, shown as it is with the first problem."""
+    return "\n".join([id, f"  invalid: {problem(error)}",
+                      block("stored value", json.dumps(value, indent=2))])
 
 
 async def show_items(args: argparse.Namespace, type: str, describe: Callable[[str, Any], str],

@@ -9,7 +9,7 @@ from pydantic import ValidationError
 from trustgraph.schema import PROMPT_CONFIG_TYPE, PromptTemplate
 
 from .common import parser, run
-from .config_items import block, problem, show_items
+from .config_items import block, invalid, show_items
 
 PROG = "tg-show-prompts"
 
@@ -24,8 +24,7 @@ def describe(id: str, value: Any) -> str:
     try:
         template = PromptTemplate.model_validate(value)
     except ValidationError as error:
-        return "\n".join([id, f"  invalid: {problem(error)}",
-                          block("stored value", json.dumps(value, indent=2))])
+        return invalid(id, value, error)
     lines = [id, f"  response type: {template.response_type}"]
     if template.system:
         lines.append(block("system", template.system))

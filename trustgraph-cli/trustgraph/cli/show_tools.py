@@ -1,6 +1,5 @@
 """tg-show-tools: list the agent's tools in config, for people to read."""
 import argparse
-import json
 import sys
 from typing import Any
 
@@ -9,7 +8,7 @@ from pydantic import ValidationError
 from trustgraph.schema.tool import TOOL_CONFIG_TYPE, ToolDefinition
 
 from .common import parser, run
-from .config_items import INDENT, block, problem, show_items
+from .config_items import INDENT, block, invalid, show_items
 
 PROG = "tg-show-tools"
 
@@ -24,8 +23,7 @@ def describe(id: str, value: Any) -> str:
     try:
         tool = ToolDefinition.model_validate(value)
     except ValidationError as error:
-        return "\n".join([id, f"  invalid: {problem(error)}",
-                          block("stored value", json.dumps(value, indent=2))])
+        return invalid(id, value, error)
     lines = [id, f"  name: {tool.name}", f"  kind: {tool.kind}"]
     lines += [f"  {label}: {text}" for label, text in (
         ("groups", ", ".join(tool.group)), ("template", tool.template), ("url", tool.url),
