@@ -21,6 +21,7 @@ from pathlib import Path
 
 from ..pubsub import Bus, Message
 from ..schema import CANCEL_TOPIC, Cancel, decode
+from .heap import freeze_startup_heap
 from .local import LocalServices
 from .runtime import Runtime
 from .service import ReplyProducers, Service, ServiceRunner
@@ -139,6 +140,7 @@ async def serve_together(processors: list[Processor]) -> None:
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     await start_together(processors)
+    freeze_startup_heap()
     announce_ready()
     try:
         await stop.wait()

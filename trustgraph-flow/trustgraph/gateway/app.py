@@ -18,7 +18,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pydantic import field_validator
 from pydantic_settings import NoDecode
 
-from trustgraph.base import Settings, load_settings
+from trustgraph.base import Settings, freeze_startup_heap, load_settings
 from trustgraph.pubsub import DEFAULT_PULSAR_URL, Bus
 from trustgraph.schema import CANCEL_TOPIC
 
@@ -178,6 +178,7 @@ async def serve_until_stopped(gateway: Gateway) -> None:
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     await gateway.start()
+    freeze_startup_heap()
     try:
         await stop.wait()
     finally:
