@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
+from tests.support.cli import tg_command
 from tests.support.pdf import minimal_pdf
 from tests.support.stack import Stack
 from tests.support.waiting import eventually
@@ -120,11 +121,7 @@ class Watch:
 
 
 async def tg(stack: Stack, command: str, *args: str) -> tuple[int, str, str]:
-    process = await asyncio.create_subprocess_exec(
-        str(BIN / command), "-u", stack.gateway_url, *args, stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-    stdout, stderr = await asyncio.wait_for(process.communicate(), DEADLINE)
-    return process.returncode, stdout.decode(), stderr.decode()
+    return await tg_command(command, "-u", stack.gateway_url, *args, timeout=DEADLINE)
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")

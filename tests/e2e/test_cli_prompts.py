@@ -1,7 +1,8 @@
 """The prompt and config commands (tg-invoke-prompt, tg-show-prompts, tg-show-config,
-tg-set-prompt, tg-delete-prompt) run as a user runs them, against ``tg-start``
-running config, prompt, text-completion and the gateway, the LLM a local
-OpenAI-format server."""
+tg-set-prompt, tg-delete-prompt) against ``tg-start`` running config, prompt,
+text-completion and the gateway, the LLM a local OpenAI-format server. The commands'
+``main`` runs in this process (tests/support/cli.py), except for Ctrl-C, which is
+about the installed script's process."""
 import asyncio
 import json
 import signal
@@ -10,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.cli import tg_command
 from tests.support.openai_server import expected_text
 from tests.support.stack import Stack, openai_server_thread
 from trustgraph.prompt.defaults import DEFAULT_TEMPLATES
@@ -35,9 +37,7 @@ async def start(stack: Stack, command: str, *args: str) -> asyncio.subprocess.Pr
 
 
 async def tg(stack: Stack, command: str, *args: str) -> tuple[int, str, str]:
-    process = await start(stack, command, *args)
-    stdout, stderr = await asyncio.wait_for(process.communicate(), DEADLINE)
-    return process.returncode, stdout.decode(), stderr.decode()
+    return await tg_command(command, "-u", stack.gateway_url, *args, timeout=DEADLINE)
 
 
 async def show_config(stack: Stack) -> dict:
