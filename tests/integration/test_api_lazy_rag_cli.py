@@ -1,13 +1,11 @@
-"""tg-invoke-lazy-rag and tg-show-communities run as a user runs them (the installed
-console scripts, in a process of their own) against a real gateway and broker in
-front of scripted LazyRAG services (tests/support/scripted_lazy_rag.py)."""
-import asyncio
-import sys
-from pathlib import Path
+"""tg-invoke-lazy-rag and tg-show-communities against a real gateway and broker in
+front of scripted LazyRAG services (tests/support/scripted_lazy_rag.py), each
+command's ``main`` run in this process (tests/support/cli.py)."""
 
 import pytest
 import pytest_asyncio
 
+from tests.support.cli import tg_command
 from tests.support.scripted_lazy_rag import (CONFIDENCE, MODEL, SUMMARY_ERROR, expected_text,
                                              missing_for, scripted_lazy_rag_stack)
 from tests.support.scripted_rag import ScriptedRagGateway
@@ -15,7 +13,6 @@ from trustgraph.cli import invoke_lazy_rag
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
-BIN = Path(sys.executable).parent
 DEADLINE = 30.0
 
 
@@ -26,12 +23,7 @@ async def rig(broker):
 
 
 async def tg(url: str, rig: ScriptedRagGateway, command: str, *args: str) -> tuple[int, str, str]:
-    process = await asyncio.create_subprocess_exec(
-        str(BIN / command), "-u", url, "-f", rig.flow, *args,
-        stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE)
-    stdout, stderr = await asyncio.wait_for(process.communicate(), DEADLINE)
-    return process.returncode, stdout.decode(), stderr.decode()
+    return await tg_command(command, "-u", url, "-f", rig.flow, *args, timeout=DEADLINE)
 
 
 def after_answer(query: str) -> str:

@@ -1,6 +1,7 @@
-"""tg-invoke-graph-rag and tg-invoke-document-rag run as a user runs them (the
-installed console scripts, in a process of their own) against a real gateway and
-broker in front of scripted RAG services (tests/support/scripted_rag.py)."""
+"""tg-invoke-graph-rag and tg-invoke-document-rag against a real gateway and broker in
+front of scripted RAG services (tests/support/scripted_rag.py). The commands' ``main``
+runs in this process (tests/support/cli.py); Ctrl-C is tested on the installed
+console script, in a process of its own."""
 import asyncio
 import signal
 import sys
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
+from tests.support.cli import tg_command
 from tests.support.scripted_rag import (MODEL, ScriptedRagGateway, expected_text,
                                         scripted_rag_gateway)
 
@@ -34,9 +36,7 @@ async def start(rig: ScriptedRagGateway, command: str, *args: str
 
 
 async def tg(rig: ScriptedRagGateway, command: str, *args: str) -> tuple[int, str, str]:
-    process = await start(rig, command, *args)
-    stdout, stderr = await asyncio.wait_for(process.communicate(), DEADLINE)
-    return process.returncode, stdout.decode(), stderr.decode()
+    return await tg_command(command, "-u", rig.url, "-f", rig.flow, *args, timeout=DEADLINE)
 
 
 @pytest.mark.parametrize("command", ["tg-invoke-graph-rag", "tg-invoke-document-rag"])
