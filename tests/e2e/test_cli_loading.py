@@ -36,8 +36,6 @@ from trustgraph.schema import (RDFS_LABEL, ChunkTriples, ChunkVector, DocumentRe
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 BIN = Path(sys.executable).parent
-PROCESSORS = ["librarian", "decoder", "embeddings", "chunk-embeddings", "extract",
-              "entity-embeddings", "triples-store", "vector-store", "gateway"]
 DEADLINE = 90.0  # for the pipeline to settle; a CLI command gets as long
 SCOPE = {"user": "alice", "collection": "notes"}
 SCOPE_ARGS = ["-U", "alice", "-C", "notes"]
@@ -124,10 +122,9 @@ async def tg(stack: Stack, command: str, *args: str) -> tuple[int, str, str]:
     return await tg_command(command, "-u", stack.gateway_url, *args, timeout=DEADLINE)
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def stack():
-    async with Stack(processors=PROCESSORS, startup_timeout=120) as stack:
-        yield stack
+@pytest.fixture(scope="module")
+def stack(ingestion_stack):
+    return ingestion_stack  # shared with test_ingest_folder (tests/e2e/conftest.py)
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")

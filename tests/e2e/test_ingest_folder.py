@@ -1,6 +1,7 @@
-"""A 50-document folder loaded through the CLI, as a user loads one, into ``tg-start``
-running the whole ingestion pipeline (librarian, decoder, the real all-MiniLM-L6-v2
-embeddings, chunk and entity embedding, LLM-free extraction, both store owners).
+"""A 50-document folder loaded through the CLI (each command's ``main`` in this
+process), as a user loads one, into ``tg-start`` running the whole ingestion
+pipeline (librarian, decoder, the real all-MiniLM-L6-v2 embeddings, chunk and entity
+embedding, LLM-free extraction, both store owners), shared with test_cli_loading.
 
 ``tg-load-text --wait`` and ``tg-load-pdf --wait`` load the folder's text, Markdown
 and PDF files and return once every chunk vector is stored; their end summaries
@@ -12,12 +13,12 @@ no text shows how ``--wait`` reports a document the pipeline cannot read.
 """
 import asyncio
 import re
-import sys
 from pathlib import Path
 
 import pytest
 import pytest_asyncio
 
+from tests.support.cli import tg_command
 from tests.support.ingest import check_graph_stored, expected, prose
 from tests.support.pdf import minimal_pdf
 from tests.support.stack import Stack
@@ -28,9 +29,6 @@ from trustgraph.schema import DocumentMetadata
 
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.timeout(300)]
 
-BIN = Path(sys.executable).parent
-PROCESSORS = ["librarian", "decoder", "embeddings", "chunk-embeddings", "extract",
-              "entity-embeddings", "triples-store", "vector-store", "gateway"]
 DEADLINE = 120.0  # for a CLI command, and for extraction to settle after it
 USER, COLLECTION = "dora", "shelf"
 SCOPE = {"user": USER, "collection": COLLECTION}
@@ -72,11 +70,7 @@ def corpus(tmp_path_factory) -> tuple[Path, list[tuple[DocumentMetadata, bytes]]
 
 
 async def tg(stack: Stack, command: str, *args: str) -> tuple[int, str, str]:
-    process = await asyncio.create_subprocess_exec(
-        str(BIN / command), "-u", stack.gateway_url, *args, stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-    stdout, stderr = await asyncio.wait_for(process.communicate(), DEADLINE)
-    return process.returncode, stdout.decode(), stderr.decode()
+    return await tg_command(command, "-u", stack.gateway_url, *args, timeout=DEADLINE)
 
 
 def summary_pattern(files: int, total_bytes: int, chunks: int, failed: int = 0) -> str:
@@ -84,10 +78,9 @@ def summary_pattern(files: int, total_bytes: int, chunks: int, failed: int = 0) 
             rf"stored, in [\d.]+ s \([\d.]+ chunks/s\); {failed} failed\n")
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def stack():
-    async with Stack(processors=PROCESSORS, startup_timeout=120) as stack:
-        yield stack
+@pytest.fixture(scope="module")
+def stack(ingestion_stack):
+    return ingestion_stack  # shared with test_cli_loading (tests/e2e/conftest.py)
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
