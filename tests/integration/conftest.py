@@ -1,5 +1,6 @@
 """What several integration modules share: a ``bus`` on the session's broker, a data
-directory for processors that store (in memory when the machine has some), and
+directory for processors that store (in memory when the machine has some; one per
+test or per module), and
 ``frames_of`` for the modules that drive a gateway's websocket, and ``ws`` / ``http``
 for the modules whose ``rig`` fixture is a gateway (``rig.url``)."""
 import asyncio
@@ -25,6 +26,16 @@ async def bus(broker):
 
 @pytest.fixture
 def data_dir():
+    yield from _memory_dir()
+
+
+@pytest.fixture(scope="module")
+def module_data_dir():
+    """``data_dir`` for processors a whole module shares."""
+    yield from _memory_dir()
+
+
+def _memory_dir():
     """Edge shards fsync on creation (~0.2 s on disk): use memory when there is some."""
     path = Path(tempfile.mkdtemp(prefix="tg-data-",
                                  dir="/dev/shm" if Path("/dev/shm").is_dir() else None))

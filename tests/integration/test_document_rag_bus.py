@@ -9,16 +9,27 @@ The processors are in tests/support/rag_processors.py, shared with test_graph_ra
 import asyncio
 
 import pytest
+import pytest_asyncio
 
 from tests.support.openai_server import PROMPT_TOKENS, Script, expected_text
 from tests.support.rag_processors import REWRITE, SUBQUERIES, rag_processors
 from trustgraph.schema import DocumentRagRequest, RagResponse, decode
 
 
-@pytest.fixture
-async def rag(broker, data_dir):
-    async with rag_processors(broker, data_dir) as rag:
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def rag(broker, module_data_dir):
+    """One set of processors for the module (their start and stop cost seconds); each
+    test asks in its own way and none changes the corpus."""
+    async with rag_processors(broker, module_data_dir) as rag:
         yield rag
+
+
+@pytest.fixture(autouse=True)
+def answer_in_12_tokens(rag):
+    rag.llm.script = Script(tokens=12)  # a test may have scripted something else
 
 
 ACME = {
@@ -38,7 +49,7 @@ BOBS = {("bob-notes", "Bob's notes"): ["Acme Rockets was founded in 2001 by Bob 
 QUESTION = "When was Acme Rockets founded, and by whom?"
 
 
-@pytest.fixture
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def corpus(rag):
     await asyncio.gather(rag.load_chunks("alice", "acme", ACME),
                          rag.load_chunks("alice", "zeta", ZETA),

@@ -10,6 +10,7 @@ the LLM is given can be checked word for word.
 import asyncio
 
 import pytest
+import pytest_asyncio
 
 from tests.support.openai_server import PROMPT_TOKENS, expected_text
 from tests.support.rag_processors import RagProcessors, rag_processors
@@ -86,13 +87,18 @@ ZETA = {"zeta-notes": [[("Acme Rockets", "was founded by", "Bruno Rossi"),
 QUESTION = "Who founded Acme Rockets?"
 
 
-@pytest.fixture
-async def rag(broker, data_dir):
-    async with rag_processors(broker, data_dir) as rag:
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def rag(broker, module_data_dir):
+    """One set of processors for the module (their start and stop cost seconds); no
+    test changes the graphs or the LLM's script."""
+    async with rag_processors(broker, module_data_dir) as rag:
         yield rag
 
 
-@pytest.fixture
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def graphs(rag):
     await asyncio.gather(load_graph(rag, "alice", "acme", ACME),
                          load_graph(rag, "alice", "zeta", ZETA))
