@@ -4,6 +4,7 @@ import asyncio
 import math
 
 import pytest
+import pytest_asyncio
 
 from trustgraph.base import Processor, Requester, ServiceError
 from trustgraph.embeddings.provider import EmbeddingsSettings
@@ -12,8 +13,12 @@ from trustgraph.pubsub import Bus
 from trustgraph.schema import EmbeddingsRequest, EmbeddingsResponse
 
 
-@pytest.fixture
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def embeddings(broker):
+    """One processor (and one loaded model) for the module: requests are independent."""
     processor = Processor(SPEC, EmbeddingsSettings(
         pulsar_url=broker.url, tg_embeddings_max_texts=64, tg_flows=["emb-test"]))
     await processor.start()
