@@ -21,6 +21,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -86,6 +87,15 @@ class Socket:
         self.reader = asyncio.create_task(self._read())
 
     async def _read(self) -> None:
+        try:
+            await self._route()
+        finally:  # the socket closed (or a frame was not understood): nothing hangs
+            for result, done in self.waiting.values():
+                if not done.done():
+                    result.error = result.error or "websocket closed before the end"
+                    done.set_result(None)
+
+    async def _route(self) -> None:
         async for message in self.ws:
             frame = json.loads(message.data)
             result, done = self.waiting[frame["id"]]
@@ -133,9 +143,10 @@ async def rest_query(session: aiohttp.ClientSession, gateway: str, question: str
     return result
 
 
-async def round_of(gateway: str, requests: int, sockets: int, deadline: float
-                   ) -> tuple[list[Result], float]:
-    """``requests`` streams at once, kinds in turn; (results, seconds)."""
+async def round_of(gateway: str, requests: int, sockets: int, deadline: float,
+                   alive: Callable[[], bool]) -> tuple[list[Result], float]:
+    """``requests`` streams at once, kinds in turn; (results, seconds). Stops waiting
+    at the deadline, or when ``alive`` says the stack is gone."""
     connector = aiohttp.TCPConnector(limit=0)
     async with aiohttp.ClientSession(connector=connector) as session:
         socket_url = f"{gateway.replace('http', 'ws', 1)}api/v1/socket"
@@ -152,11 +163,14 @@ async def round_of(gateway: str, requests: int, sockets: int, deadline: float
             return socket.stream(kind, {"system": "", "prompt": question, "streaming": True})
 
         started = time.perf_counter()
-        tasks = [asyncio.create_task(one(n)) for n in range(requests)]
-        finished, late = await asyncio.wait(tasks, timeout=deadline)
+        late = {asyncio.create_task(one(n)) for n in range(requests)}
+        finished = set()
+        while late and time.perf_counter() - started < deadline and alive():
+            done, late = await asyncio.wait(late, timeout=1.0)
+            finished |= done
         seconds = time.perf_counter() - started
         results = [task.result() for task in finished]
-        results += [Result(KINDS[0], error="did not end within the deadline") for _ in late]
+        results += [Result("unended", error="did not end within the deadline") for _ in late]
         for task in late:
             task.cancel()
         for socket in opened:
@@ -236,14 +250,17 @@ async def sample_peak(stack: Stack, peak: dict, stop: asyncio.Event) -> None:
 
 async def soak(stack: Stack, args: argparse.Namespace) -> bool:
     idle = rss_mib(stack)
-    warm, _ = await round_of(stack.gateway_url, args.requests, args.sockets, args.deadline)
-    print(f"warm-up: {len(warm)} streams, {sum(1 for r in warm if r.error)} errors",
-          file=sys.stderr, flush=True)
+    alive = lambda: stack.process.poll() is None  # noqa: E731
+    warm, _ = await round_of(stack.gateway_url, args.requests, args.sockets, args.deadline,
+                             alive)
+    print("warm-up:", summary(warm, 0, args.tokens)[0], file=sys.stderr, flush=True)
     await asyncio.sleep(SETTLE)  # the stack idle, as it is before the measured round
     baseline, peak, stop = rss_mib(stack), {}, asyncio.Event()
     sampler = asyncio.create_task(sample_peak(stack, peak, stop))
     results, seconds = await round_of(stack.gateway_url, args.requests, args.sockets,
-                                      args.deadline)
+                                      args.deadline, alive)
+    if not alive():
+        print(f"tg-start exited during the soak:\n{stack.log()[-5000:]}", flush=True)
     stop.set()
     await sampler
     await asyncio.sleep(SETTLE)
