@@ -251,9 +251,9 @@ async def sample_peak(stack: Stack, peak: dict, stop: asyncio.Event) -> None:
 async def soak(stack: Stack, args: argparse.Namespace) -> bool:
     idle = rss_mib(stack)
     alive = lambda: stack.process.poll() is None  # noqa: E731
-    warm, _ = await round_of(stack.gateway_url, args.requests, args.sockets, args.deadline,
-                             alive)
-    print("warm-up:", summary(warm, 0, args.tokens)[0], file=sys.stderr, flush=True)
+    warm, seconds = await round_of(stack.gateway_url, args.requests, args.sockets,
+                                   args.deadline, alive)
+    print("warm-up:", summary(warm, seconds, args.tokens)[0], file=sys.stderr, flush=True)
     await asyncio.sleep(SETTLE)  # the stack idle, as it is before the measured round
     baseline, peak, stop = rss_mib(stack), {}, asyncio.Event()
     sampler = asyncio.create_task(sample_peak(stack, peak, stop))
