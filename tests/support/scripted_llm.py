@@ -5,8 +5,9 @@ A request steers its own answer with a directive anywhere in its prompt text, e.
 ``[tokens=2000 delay=0 first=0.2 fail_after=5 drop_after=7 status=429 fail_times=2]``:
 tokens: how many tokens (``tok0 tok1 ...``); first / delay: seconds before the first
 token and between tokens; fail_after: an in-stream error after N tokens; drop_after:
-cut the connection after N tokens; status: answer with that HTTP status instead
-(only the first ``fail_times`` such requests when given, then answer normally).
+cut the connection after N tokens; garble_after: a line of malformed JSON after N
+tokens, then the connection held open, silent; status: answer with that HTTP status
+instead (only the first ``fail_times`` such requests when given, then normally).
 
 A test that needs particular words (an agent's "Thought: ... Action: ...") sets
 ``server.reply``: a function of the prompt text returning the answer for that
@@ -24,7 +25,7 @@ from aiohttp import web
 DIRECTIVE = re.compile(r"\[([a-z_]+=[^\]]*)\]")
 WORD = re.compile(r"\s*\S+\s*|\s+")
 PROMPT_TOKENS = 11  # every scripted server reports this many input tokens
-_INTS = {"tokens", "fail_after", "drop_after", "status", "fail_times"}
+_INTS = {"tokens", "fail_after", "drop_after", "garble_after", "status", "fail_times"}
 
 
 @dataclass
@@ -34,6 +35,7 @@ class Script:
     delay: float = 0.0
     fail_after: int | None = None
     drop_after: int | None = None
+    garble_after: int | None = None
     status: int = 200
     fail_times: int | None = None
 
@@ -205,6 +207,12 @@ class ScriptedServer:
                     await self.write_error(response, "scripted failure")
                     finished = True
                     return response
+                if script.garble_after is not None and i == script.garble_after:
+                    # Truncated JSON in the format's own framing ("data: " for SSE is
+                    # still bad JSON after it); then silence: only the reader's parse
+                    # can end this request quickly.
+                    await response.write(b'data: {"choices": [{"delta": {"content": "tok\n\n')
+                    await asyncio.Event().wait()
                 if script.drop_after is not None and i == script.drop_after:
                     request.transport.close()
                     finished = True
