@@ -73,17 +73,19 @@ class Streams:
 
 async def run_level(one, concurrency: int, count: int) -> dict:
     await asyncio.gather(*(one() for _ in range(min(concurrency, 8))))  # warm-up
-    samples, failed, started = [], 0, time.perf_counter()
+    samples, failures, started = [], {}, time.perf_counter()
     for _ in range(max(1, count // concurrency)):
         for result in await asyncio.gather(*(one() for _ in range(concurrency)),
                                            return_exceptions=True):
             if isinstance(result, BaseException):
-                failed += 1
+                reason = f"{type(result).__name__}: {result}"[:160]
+                failures[reason] = failures.get(reason, 0) + 1
             else:
                 samples.append(result)
     wall = time.perf_counter() - started
     ttft = [s[0] for s in samples] or [float("nan")]
-    return {"streams": len(samples), "failed": failed, "ttft_p50": median(ttft),
+    return {"streams": len(samples), "failed": sum(failures.values()), "failures": failures,
+            "ttft_p50": median(ttft),
             "ttft_p95": percentile(ttft, 95), "streams_per_s": len(samples) / wall}
 
 

@@ -8,7 +8,7 @@ import asyncio
 import gc
 import itertools
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 
 import _pulsar
 import pulsar
@@ -166,6 +166,11 @@ class Producer:
         await self._producer.close()
 
 
+# Messages taken from a consumer's queue at one wake-up before the loop lets other
+# tasks run (and the requests whose responses these are read them).
+MAX_TAKEN = 64
+
+
 async def _receive_loop(consumer: pulsar_async.Consumer, handler: Handler) -> None:
     while True:
         try:
@@ -177,10 +182,33 @@ async def _receive_loop(consumer: pulsar_async.Consumer, handler: Handler) -> No
             log.warning("receive on %s failed: %s", consumer.topic(), error)
             await asyncio.sleep(0.5)
             continue
+        await _handle(consumer, handler, message)
+        # Each awaited receive costs a wake-up of the event loop from the client's
+        # thread (~30-50 µs of CPU); what is already in the queue is taken without.
+        for message in _waiting(consumer):
+            await _handle(consumer, handler, message)
+
+
+def _waiting(consumer: pulsar_async.Consumer) -> Iterator[Message]:
+    """The messages already in ``consumer``'s queue (up to ``MAX_TAKEN``), taken
+    without waiting: a receive with no time to wait fails at once when it is empty."""
+    for _ in range(MAX_TAKEN):
         try:
-            await handler(message)
-        except Exception:
-            log.exception("handler for %s failed", consumer.topic())
+            received = consumer._consumer.receive(0)
+        except pulsar.Timeout:
+            return
+        except pulsar.PulsarException:
+            return  # closed, or not connected: the awaited receive reports it
+        message = pulsar.Message()
+        message._message, message._schema = received, consumer._schema
+        yield message
+
+
+async def _handle(consumer: pulsar_async.Consumer, handler: Handler, message: Message) -> None:
+    try:
+        await handler(message)
+    except Exception:
+        log.exception("handler for %s failed", consumer.topic())
 
 
 async def _quietly(closing: Awaitable) -> None:
