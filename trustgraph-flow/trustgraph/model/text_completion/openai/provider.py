@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator
 
 import aiohttp
 import openai
+from pydantic_core import from_json
 
 from ..lines import waiting_lines
 from ..provider import DEFAULT_CONNECTIONS, LlmError, LlmSettings, Overloaded, Usage
@@ -144,7 +145,7 @@ class _Answer:
                 self.finished = True
                 break
             try:
-                chunk = json.loads(data)
+                chunk = from_json(data)  # a third of json.loads's CPU, per SSE event
             except ValueError as error:
                 return "".join(text), LlmError(
                     f"LLM stream failed: {type(error).__name__}: {error}")
