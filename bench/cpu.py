@@ -159,8 +159,8 @@ def main() -> None:
             pids = {name: stack.pid(name) for name in names}
             pids["bench client"] = os.getpid()
             rows = asyncio.run(bench(url, stack.gateway_url, args, pids))
-    print(f"\n{args.service} over websockets ({args.sockets} per stream"
-          f"{'' if args.sockets == 'each' else ' for all'}), {args.tokens} tokens per "
+    sockets = "one websocket per stream" if args.sockets == "each" else "one websocket"
+    print(f"\n{args.service} over {sockets}, {args.tokens} tokens per "
           f"stream, first after 200 ms, then every 10 ms; 2-core machine"
           f"{'; ' + ' '.join(args.env) if args.env else ''}\n")
     print(report(rows, [*names, "bench client"]))
