@@ -16,6 +16,7 @@ import argparse
 import asyncio
 import json
 import os
+import re
 import sys
 import time
 
@@ -78,7 +79,8 @@ async def run_level(one, concurrency: int, count: int) -> dict:
         for result in await asyncio.gather(*(one() for _ in range(concurrency)),
                                            return_exceptions=True):
             if isinstance(result, BaseException):
-                reason = f"{type(result).__name__}: {result}"[:160]
+                # the same failure of different streams counts once, with its number
+                reason = re.sub(r"'id': '[^']*', ", "", f"{type(result).__name__}: {result}")[:160]
                 failures[reason] = failures.get(reason, 0) + 1
             else:
                 samples.append(result)
