@@ -173,3 +173,17 @@ def test_an_error_record_raises_and_becomes_an_error_line():
     line = json.loads(error_line(failure.value))
     assert line == {"type": "error", "message": "boom", "error_type": "graph-rag-error"}
     ErrorLine.model_validate(line)
+
+
+async def test_deltas_waiting_with_an_error_are_lines_before_the_error():
+    failed = encode(RagResponse.failure(Error(type="graph-rag-error", message="boom"))), True
+
+    async def one_batch():  # all arrived while the gateway was busy
+        yield [metadata(), chunk("a"), chunk("b"), failed]
+
+    lines, out = AnswerLines("rid"), []
+    with pytest.raises(ServiceError):
+        async for batch in lines.translate(one_batch()):
+            out += [json.loads(line) for line, _ in batch]
+    assert [line["type"] for line in out] == ["metadata", "content", "content"]
+    assert "".join(line.get("delta", "") for line in out) == "ab"

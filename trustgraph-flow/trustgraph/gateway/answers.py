@@ -242,8 +242,15 @@ class AnswerLines:
     async def translate(self, frames: AsyncIterator[list[Frame]]) -> AsyncIterator[list[Frame]]:
         async for batch in frames:
             lines: list[Frame] = []
-            for data, final in batch:
-                lines += self.lines(json.loads(data), final)
+            try:
+                for data, final in batch:
+                    lines += self.lines(json.loads(data), final)
+            except ServiceError:
+                # An error that arrived with the deltas before it (one batch, when
+                # this process was busy) comes after their lines, not instead.
+                if lines:
+                    yield lines
+                raise
             if lines:
                 yield lines
 
