@@ -12,10 +12,13 @@ A scripted OpenAI-format server (its own process) is the LLM, answering at a
 realistic pace (first token after 300 ms, then 50 tokens/s). Questions go one at a
 time over the gateway websocket:
 
-* cold: the first question wanting communities computes them (the ``lazy-rag-status``
-  compute time is quoted); meanwhile questions without communities are asked back
-  to back, and their added TTFT is compared with the same questions asked when
-  nothing is being computed;
+* cold: a ``lazy-rag-expand`` request wanting communities computes them (the
+  ``lazy-rag-status`` compute time is quoted); meanwhile graph-rag questions are asked
+  back to back, each cancelled at its first token (so that many fit in one
+  computation), and their added TTFT is compared with the same kind of questions
+  asked when nothing is being computed. A one-triple ``knowledge-load`` then changes
+  the graph's version and the next expand computes them again, until at least
+  ``--min-during`` questions were asked during computations, and as many outside;
 * warm: with communities cached, time to metadata (request → sources frame), added
   TTFT (first answer token minus the LLM's own TTFT, measured straight), and the
   whole answer, against the seed's < 3 s for < 50 entities.
@@ -49,6 +52,8 @@ MAX_ENTITIES = 45  # the seed's "typical query": fewer than 50 entities
 # search, expand) without LazyRAG's part, for comparison.
 PROCESSORS = ["config", "prompt+text-completion+lazy-rag+graph-rag", "embeddings",
               "triples-store", "vector-store", "gateway"]
+OUTSIDE_PER_COMPUTATION = 12  # questions asked with nothing computing, per computation
+MAX_COMPUTATIONS = 6
 _ids = itertools.count()
 
 
@@ -93,10 +98,15 @@ class Socket:
     async def _read(self) -> None:
         async for message in self.ws:
             frame = json.loads(message.data)
-            await self.waiting[frame["id"]].put((time.perf_counter(), frame))
+            queue = self.waiting.get(frame["id"])
+            if queue is not None:  # else: a request cancelled with frames in flight
+                await queue.put((time.perf_counter(), frame))
 
-    async def ask(self, service: str, request: dict) -> tuple[float, float | None, float, dict]:
-        """(time to metadata, to first token, total, final response) of one request."""
+    async def ask(self, service: str, request: dict, until_first: bool = False
+                  ) -> tuple[float, float | None, float, dict]:
+        """(time to metadata, to first token, total, final response) of one request;
+        ``until_first``: cancelled at its first token (total: that time, response:
+        that frame's)."""
         request_id = f"r{next(_ids)}"
         self.waiting[request_id] = queue = asyncio.Queue()
         started = time.perf_counter()
@@ -112,6 +122,10 @@ class Socket:
                 metadata = now - started
             if first is None and response.get("chunk"):
                 first = now - started
+                if until_first:
+                    del self.waiting[request_id]
+                    await self.ws.send_str(json.dumps({"type": "cancel", "id": request_id}))
+                    return metadata or 0.0, first, first, response
             if frame["complete"]:
                 del self.waiting[request_id]
                 return metadata or 0.0, first, now - started, response
@@ -128,26 +142,56 @@ async def lazy(socket: Socket, text: str, communities: bool) -> tuple:
                                          "use_communities": communities})
 
 
-async def measure(gateway: str, llm_url: str, entities: int, rounds: int) -> dict:
+async def graph_rag(socket: Socket, text: str, until_first: bool = False) -> tuple:
+    return await socket.ask("graph-rag", {"query": text, "streaming": True,
+                                          "entity_limit": MAX_ENTITIES}, until_first)
+
+
+async def cold(socket: Socket, rng: random.Random, entities: int, found: dict) -> None:
+    """One community computation, graph-rag questions asked meanwhile, and as many
+    asked with nothing computing just before it."""
+    for _ in range(OUTSIDE_PER_COMPUTATION):
+        found["outside"].append(await graph_rag(socket, question(rng, entities), True))
+    computing = asyncio.create_task(socket.ask("lazy-rag-expand", {
+        "query": question(rng, entities), "max_entities": MAX_ENTITIES,
+        "use_communities": True}))
+    while not computing.done():  # started during the computation (it may end first)
+        found["during"].append(await graph_rag(socket, question(rng, entities), True))
+    found["cold"].append(await computing)
+    status = (await socket.ask("lazy-rag-status", {}))[3]
+    [state] = [s for s in status["community_cache"] if s["collection"] == COLLECTION]
+    found["computations"].append(state)
+
+
+async def new_version(socket: Socket, n: int) -> None:
+    """One new triple: the graph's version moves on, so the cached communities are
+    stale and the next question wanting them computes them again."""
+    await socket.ask("knowledge-load", {"source": f"bench-version-{n}", "triples": [
+        {"s": {"t": "i", "i": entity_iri("entity 0")}, "p": {"t": "i", "i": "urn:tg:rel:p0"},
+         "o": {"t": "i", "i": f"urn:bench:new:{n}"}}]})
+
+
+async def measure(gateway: str, llm_url: str, entities: int, rounds: int,
+                  min_during: int) -> dict:
     rng = random.Random(3)
-    found: dict = {"direct": [], "baseline": [], "during": [], "warm": [], "graph-rag": []}
+    found: dict = {"direct": [], "outside": [], "during": [], "cold": [],
+                   "computations": [], "warm": [], "graph-rag": []}
     async with aiohttp.ClientSession() as session:
         socket = Socket(await session.ws_connect(
             f"{gateway.replace('http', 'ws', 1)}api/v1/socket", max_msg_size=0))
         await lazy(socket, question(rng, entities), False)  # warm-up: model, requesters
+        await graph_rag(socket, question(rng, entities))
         for _ in range(rounds // 2):
             found["direct"].append(await clients.direct(session, llm_url))
-            found["baseline"].append(await lazy(socket, question(rng, entities), False))
-        cold = asyncio.create_task(lazy(socket, question(rng, entities), True))
-        while not cold.done():
-            found["during"].append(await lazy(socket, question(rng, entities), False))
-        found["cold"] = await cold
+        while min(len(found["during"]), len(found["outside"])) < min_during and \
+                len(found["computations"]) < MAX_COMPUTATIONS:
+            if found["computations"]:
+                await new_version(socket, len(found["computations"]))
+            await cold(socket, rng, entities, found)
         for _ in range(rounds):
             text = question(rng, entities)
             found["warm"].append(await lazy(socket, text, True))
-            found["graph-rag"].append(await socket.ask("graph-rag", {
-                "query": text, "streaming": True, "entity_limit": MAX_ENTITIES}))
-        found["status"] = (await socket.ask("lazy-rag-status", {}))[3]
+            found["graph-rag"].append(await graph_rag(socket, text))
         socket.reader.cancel()
     return found
 
@@ -157,23 +201,27 @@ def report(found: dict) -> str:
     llm_total = median([total for _, total in found["direct"]])
     warm = found["warm"]
     cache = [r[3].get("community_cache") for r in warm]
-    [state] = [s for s in found["status"]["community_cache"] if s["collection"] == COLLECTION]
 
     def added(samples: list) -> list[float]:
         return [first - llm_first for _, first, _, _ in samples]
 
+    seconds = [state["compute_seconds"] for state in found["computations"]]
+    state = found["computations"][-1]
     lines = [
         f"LLM straight: TTFT p50 {ms(llm_first)} ms, whole answer p50 {ms(llm_total)} ms",
-        f"cold community computation: {state['compute_seconds']:.2f} s for "
-        f"{state['entities']} entities ({state['communities']} communities, "
-        f"{state['levels']} levels); the first question wanting them took "
-        f"{ms(found['cold'][2])} ms end to end (community_cache "
-        f"{found['cold'][3].get('community_cache')})",
-        f"other questions' added TTFT: p50 {ms(median(added(found['baseline'])))} ms / p95 "
-        f"{ms(percentile(added(found['baseline']), 95))} ms with nothing computing "
-        f"({len(found['baseline'])}); p50 {ms(median(added(found['during'])))} ms / p95 "
-        f"{ms(percentile(added(found['during']), 95))} ms during the computation "
-        f"({len(found['during'])})",
+        f"cold community computation ({len(seconds)} runs, each after the graph changed): "
+        f"{', '.join(f'{s:.2f}' for s in seconds)} s for {state['entities']} entities "
+        f"({state['communities']} communities, {state['levels']} levels); the "
+        f"lazy-rag-expand request wanting them took p50 "
+        f"{ms(median([total for _, _, total, _ in found['cold']]))} ms end to end",
+        "",
+        "| graph-rag questions (cancelled at the first token) | questions | added TTFT "
+        "p50 ms | p95 ms |",
+        "|---|---|---|---|",
+        *(f"| {name} | {len(found[key])} | {ms(median(added(found[key])))} | "
+          f"{ms(percentile(added(found[key]), 95))} |"
+          for name, key in (("nothing computing", "outside"),
+                            ("during a community computation", "during"))),
         "",
         "| service | questions | time to metadata p50 ms | p95 ms | added TTFT "
         "p50 ms | p95 ms | end to end p50 ms | p95 ms |",
@@ -199,6 +247,9 @@ def main() -> None:
     parser.add_argument("--triples", type=int, default=100_000)
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--tokens", type=int, default=60)
+    parser.add_argument("--min-during", type=int, default=30,
+                        help="questions to ask during community computations (and "
+                             "as many with nothing computing)")
     args = parser.parse_args()
     with llm_server(args.tokens, 0.3, 0.02) as url:
         stack = Stack(env={"OPENAI_BASE_URL": f"{url}/v1", "TG_LLM": "openai",
@@ -209,7 +260,8 @@ def main() -> None:
         print(f"stores filled in {time.perf_counter() - started:.0f} s", file=sys.stderr,
               flush=True)
         with stack:
-            found = asyncio.run(measure(stack.gateway_url, url, entities, args.rounds))
+            found = asyncio.run(measure(stack.gateway_url, url, entities, args.rounds,
+                                        args.min_during))
     print(f"\nlazy-rag at {args.triples} triples / {entities} entities; one question at a "
           f"time (max_entities {MAX_ENTITIES}, 2 hops); LLM first token after 300 ms then "
           f"every 20 ms ({args.tokens} tokens); 2-core machine\n")

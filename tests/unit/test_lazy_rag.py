@@ -3,6 +3,7 @@
 finding, expansion, the max-entities cut, community integration and its cache,
 confidence and missing information, the prompt's variables, the empty graph, and
 the records' serialisation."""
+import asyncio
 import shutil
 import tempfile
 from pathlib import Path
@@ -10,16 +11,18 @@ from pathlib import Path
 import pytest
 
 from tests.support.lazy_rag import Stores
+from trustgraph.base import Context
 from trustgraph.extract.vocabulary import entity_iri
 from trustgraph.prompt.defaults import DEFAULT_TEMPLATES
 from trustgraph.prompt.templates import compile_template
 from trustgraph.retrieval.lazy_rag.cache import CommunityCache, CommunityStore
 from trustgraph.retrieval.lazy_rag.context import prompt_variables
 from trustgraph.retrieval.lazy_rag.retrieve import retrieve
-from trustgraph.retrieval.lazy_rag.settings import Limits
+from trustgraph.retrieval.lazy_rag.service import query_handler
+from trustgraph.retrieval.lazy_rag.settings import LazyRagSettings, Limits
 from trustgraph.schema import (Error, LazyCommunity, LazyEntity, LazyRagExpandRequest,
-                               LazyRagResponse, LazyRelationship, Source, Term, decode,
-                               encode)
+                               LazyRagRequest, LazyRagResponse, LazyRelationship, Source,
+                               Term, decode, encode)
 
 ACME = [("Acme Rockets", "was founded by", "Ada Quill"),
         ("Acme Rockets", "was founded in", '"1952"'),
@@ -243,3 +246,33 @@ async def test_a_failed_community_computation_leaves_the_answer_without_communit
         store.close()
     assert result.entities and result.communities == [] and result.cache is None
     assert result.coverage.confidence >= 0.9
+
+
+async def test_a_streamed_answer_sends_its_sources_while_the_communities_are_computed(
+        stores, tmp_path):
+    """The metadata record needs only the subgraph: it comes while the community
+    computation is still held, and a request ended there ends that computation."""
+    computing, cancelled = asyncio.Event(), asyncio.Event()
+
+    async def held(version, pages):
+        computing.set()
+        try:
+            await asyncio.Event().wait()  # never set: only the cancel ends it
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
+    store = CommunityStore(tmp_path / "held.sqlite")
+    try:
+        handle = query_handler(LazyRagSettings(), CommunityCache(store, held))
+        frames = handle(LazyRagRequest(query="Who founded Acme Rockets?", user=USER,
+                                       collection=COLLECTION, streaming=True),
+                        Context(id="t", flow="default", clients=stores))
+        first = await asyncio.wait_for(anext(frames), 10)
+        assert first.message_type == "metadata" and not first.end_of_stream
+        assert "Acme Rockets | was founded by | Ada Quill" in {s.text for s in first.sources}
+        await asyncio.wait_for(computing.wait(), 10)
+        await frames.aclose()
+        await asyncio.wait_for(cancelled.wait(), 10)
+    finally:
+        store.close()

@@ -86,17 +86,20 @@ def _progress(text: str) -> RagResponse:
 async def answer_frames(prompts: PromptClient, found: Found, streaming: bool,
                         response: type[R], first: dict[str, Any],
                         last: Callable[[PromptResult], dict[str, Any]],
-                        model: str | None = None) -> AsyncIterator[R]:
+                        model: str | None = None,
+                        metadata_sent: bool = False) -> AsyncIterator[R]:
     """The answer's frames, as ``response`` records: ``first`` goes on the metadata
     record (and on the one record of a non-streaming answer), ``last(end piece)`` on
-    the final record; ``model`` overrides the LLM's own. Every RAG service answers
-    through this one sequence."""
+    the final record; ``model`` overrides the LLM's own; ``metadata_sent``: the
+    caller sent the metadata record already (``metadata_frame``), as soon as it had
+    the sources. Every RAG service answers through this one sequence."""
     if not streaming:
         result = await prompts.invoke(found.template, found.variables, model=model)
         yield response(response=result.text, end_of_stream=True, end_of_session=True,
                        sources=found.sources, **first, **last(result))
         return
-    yield response(message_type="metadata", sources=found.sources, **first)
+    if not metadata_sent:
+        yield metadata_frame(response, found.sources, first)
     # Closed at once when the request is cancelled: the prompt request and its LLM
     # stream with it.
     async with aclosing(prompts.stream(found.template, found.variables,
@@ -107,6 +110,11 @@ async def answer_frames(prompts: PromptClient, found: Found, streaming: bool,
             else:  # the end: no text, so a client joining every chunk sees it once
                 yield response(message_type="chunk", chunk="", end_of_stream=True,
                                end_of_session=True, sources=found.sources, **last(piece))
+
+
+def metadata_frame(response: type[R], sources: list[Source], first: dict[str, Any]) -> R:
+    """A streaming answer's first record: its sources, before any answer text."""
+    return response(message_type="metadata", sources=sources, **first)
 
 
 def _totals(questions: Questions, answer: PromptResult) -> dict[str, Any]:

@@ -39,26 +39,44 @@ class Result:
                 "missing_info": self.coverage.missing_info, "community_cache": self.cache}
 
 
-def build(question: str, subgraph: Subgraph, found: Communities | None) -> Result:
+@dataclass
+class Relations:
+    """The subgraph's relationships as the result records, the sources and the
+    prompt's statements read them: all a metadata record needs."""
+
+    relationships: list[LazyRelationship]
+    sources: list[Source]
+    statements: list[tuple[str, str, str]]
+
+
+def relations_of(subgraph: Subgraph) -> Relations:
+    found = Relations([], [], [])
+    for item in subgraph.evidence:
+        t, statement = item.triple, subgraph.statement(item.triple)
+        text = SEPARATOR.join(statement)
+        found.statements.append(statement)
+        found.relationships.append(LazyRelationship(
+            s=t.s, p=t.p, o=t.o, text=text, document_id=item.document_id,
+            chunk_id=item.chunk_id))
+        found.sources.append(Source(id=item.chunk_id, document_id=item.document_id,
+                                    text=text, s=t.s, p=t.p, o=t.o))
+    return found
+
+
+def build(question: str, subgraph: Subgraph, relations: Relations,
+          found: Communities | None) -> Result:
+    """``relations``: ``relations_of(subgraph)``."""
     entities = subgraph.entities
     communities = describe(entities, found) if found is not None else []
-    relationships, sources, statements = [], [], []
-    for evidence in subgraph.evidence:
-        t, statement = evidence.triple, subgraph.statement(evidence.triple)
-        text = SEPARATOR.join(statement)
-        statements.append(statement)
-        relationships.append(LazyRelationship(
-            s=t.s, p=t.p, o=t.o, text=text, document_id=evidence.document_id,
-            chunk_id=evidence.chunk_id))
-        sources.append(Source(id=evidence.chunk_id, document_id=evidence.document_id,
-                              text=text, s=t.s, p=t.p, o=t.o))
     kept = {e.id for e in entities}
     exact = {s.iri for s in subgraph.seeds if s.exact and s.iri in kept}
-    vocabulary = Vocabulary([*(e.label for e in entities), *(r.text for r in relationships)])
+    vocabulary = Vocabulary([*(e.label for e in entities),
+                             *(r.text for r in relations.relationships)])
     strengths = [s.score for s in subgraph.seeds if s.iri in kept]
     coverage = estimate(question, key_terms(question, exact), vocabulary, strengths,
                         bool(entities))
-    return Result(entities, relationships, statements, communities, sources, coverage)
+    return Result(entities, relations.relationships, relations.statements, communities,
+                  relations.sources, coverage)
 
 
 def describe(entities: list[LazyEntity], found: Communities) -> list[LazyCommunity]:

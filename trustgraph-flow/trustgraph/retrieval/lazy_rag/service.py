@@ -5,7 +5,8 @@ Three services:
 * ``lazy-rag`` — retrieval (``retrieve.py``: seeds, expansion, communities,
   confidence, missing information), then the ``lazy-rag-summary`` prompt streamed
   through the RAG services' one frame sequence (``answer.answer_frames``): metadata
-  with the sources first, answer deltas, one final record adding the subgraph,
+  with the sources first (sent once the subgraph is known, while the communities are
+  looked up), answer deltas, one final record adding the subgraph,
   ``confidence``, ``missing_info`` and ``generation_time_ms``. When the LLM fails,
   the final record still carries all of that, with ``summary_error`` in place of
   the answer (the deltas already sent stay sent);
@@ -28,11 +29,11 @@ from trustgraph.schema import (Error, LazyRagExpandRequest, LazyRagExpandRespons
                                LazyRagRequest, LazyRagResponse, LazyRagStatusRequest,
                                LazyRagStatusResponse)
 
-from ..answer import Found, answer_frames
+from ..answer import Found, answer_frames, metadata_frame
 from .cache import CommunityCache, CommunityStore
 from .context import TEMPLATE, Result, prompt_variables
 from .graph import BusGraph
-from .retrieve import retrieve
+from .retrieve import find, retrieve
 from .settings import LazyRagSettings, Limits
 from .subgraph import ERROR
 
@@ -50,7 +51,15 @@ def query_handler(settings: LazyRagSettings, cache: CommunityCache):
     async def handle(request: LazyRagRequest, ctx: Context
                      ) -> AsyncIterator[LazyRagResponse]:
         started = time.perf_counter()
-        result = await retrieve(request, Limits.of(request, settings), cache, ctx.clients)
+        retrieval = await find(request, Limits.of(request, settings), cache, ctx.clients)
+        try:
+            # The sources are known: they go out before the communities, confidence
+            # and prompt, which only the answer needs.
+            if request.streaming:
+                yield metadata_frame(LazyRagResponse, retrieval.sources, {})
+            result = await retrieval.result()
+        finally:
+            retrieval.drop()
         log.info("id=%s lazy-rag: %d entities, %d relationships, %d communities, "
                  "confidence %.2f in %.0f ms", ctx.id, len(result.entities),
                  len(result.relationships), len(result.communities),
@@ -66,7 +75,8 @@ def query_handler(settings: LazyRagSettings, cache: CommunityCache):
         try:
             async with aclosing(answer_frames(
                     prompts, found, request.streaming, LazyRagResponse, first={},
-                    last=last, model=settings.lazy_rag_summary_model)) as frames:
+                    last=last, model=settings.lazy_rag_summary_model,
+                    metadata_sent=True)) as frames:
                 async for frame in frames:
                     yield frame
         except (ServiceError, RequestTimeout) as failure:

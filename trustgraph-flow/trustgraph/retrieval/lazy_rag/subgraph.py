@@ -10,6 +10,7 @@ them), so the cut never drops a near entity for a far one.
 """
 from collections import deque
 from collections.abc import Iterable
+from itertools import islice
 from dataclasses import dataclass, field
 
 from trustgraph.base import Clients
@@ -57,9 +58,9 @@ class Subgraph:
         return self.name(triple.s), self.name(triple.p), self.name(triple.o)
 
 
-def is_entity(term: Term) -> bool:
+def is_entity(iri: str) -> bool:
     """An IRI naming an entity, not one of extraction's chunk or document nodes."""
-    return term.is_iri and not term.i.startswith((CHUNK, DOCUMENT))
+    return not iri.startswith((CHUNK, DOCUMENT))
 
 
 async def find_subgraph(request: LazyRagExpandRequest, max_entities: int, max_hops: int,
@@ -123,7 +124,7 @@ def select(seeds: list[Seed], evidence: list[Evidence], labels: dict[str, str],
     them (and their literal values), at most ``RELATIONSHIPS_PER_ENTITY`` each."""
     kept = [e for e in evidence if e.triple.p.i != RDFS_LABEL]
     hops = distances([s.iri for s in seeds], (e.triple for e in kept))
-    chosen = [iri for iri in hops if is_entity(Term.iri(iri))][:max_entities]
+    chosen = list(islice(filter(is_entity, hops), max_entities))
     scores = {s.iri: s.score for s in seeds}
     entities = [LazyEntity(id=iri, label=labels.get(iri, ""), hops=hops[iri],
                            score=round(scores.get(iri, 0.0), 4)) for iri in chosen]
