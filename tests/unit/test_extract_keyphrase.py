@@ -147,3 +147,17 @@ def test_co_occurrence_weight_is_the_number_of_chunks_shared(extractor):
                      for e in (s, o)]
         assert weight == len(chunks_of[0] & chunks_of[1])
     assert max(weights.values()) >= 2  # some pair is in more than one chunk
+
+
+def test_lazy_rag_reads_the_same_stop_words_as_the_extractor_without_importing_yake():
+    import yake
+
+    from trustgraph.retrieval.lazy_rag.phrases import yake_stopwords
+    assert yake_stopwords() == yake.KeywordExtractor(lan="en").stopword_set
+    code = ("import sys; from trustgraph.retrieval.lazy_rag.service import SPEC; "
+            "from trustgraph.retrieval.lazy_rag.phrases import yake_stopwords; "
+            "yake_stopwords(); print(sorted({'yake', 'networkx', 'igraph', 'leidenalg'} "
+            "& set(sys.modules)))")
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            check=True).stdout
+    assert loaded == "[]\n"  # the serving process leaves them to the ones that need them

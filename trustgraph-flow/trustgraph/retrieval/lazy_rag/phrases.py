@@ -10,11 +10,11 @@
 * ``sub_questions``: the question split into the parts it asks separately ("When was
   X founded, and by whom?" asks two things).
 """
+import importlib.util
 import re
 from dataclasses import dataclass
 from functools import cache
-
-import yake
+from pathlib import Path
 
 from trustgraph.extract.vocabulary import entity_iri
 
@@ -29,8 +29,16 @@ _SPLIT = re.compile(r"[?;!]+|\s*,?\s+and\s+(?=(?:who|whom|what|when|where|why|ho
 
 @cache
 def _stopwords() -> frozenset[str]:
-    # YAKE's list: the one the keyphrase extractor indexes with.
-    return frozenset(yake.KeywordExtractor(lan="en").stopword_set) | _ASKING
+    return yake_stopwords() | _ASKING
+
+
+def yake_stopwords() -> frozenset[str]:
+    """YAKE's English list, the one the keyphrase extractor indexes with, read from
+    YAKE's package data: importing YAKE (and networkx with it) would cost the serving
+    process ~1 s of start-up for a word list."""
+    package = Path(importlib.util.find_spec("yake").submodule_search_locations[0])
+    words = (package / "core" / "StopwordsList" / "stopwords_en.txt").read_text("utf-8")
+    return frozenset(words.lower().split("\n"))
 
 
 def words(text: str) -> list[str]:

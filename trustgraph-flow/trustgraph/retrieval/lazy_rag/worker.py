@@ -1,7 +1,6 @@
-"""Community detection in a child process of its own: ``python -m
-trustgraph.retrieval.lazy_rag.worker`` reads the graph version, then the entity graph's
-pages, pickled one after another on stdin; it writes the ``Communities`` as JSON on
-stdout (the text the cache stores as it is).
+"""Community detection in a child process of its own (``leiden.py``): the graph
+version, then the entity graph's pages, pickled one after another to its stdin; the
+``Communities`` back as JSON on its stdout (the text the cache stores as it is).
 
 A plain child process rather than a multiprocessing pool: a spawned pool worker
 re-imports the parent's main module (the whole processor: 11–16 s to start on a busy
@@ -14,26 +13,24 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import pickle
 import sys
-from collections import Counter
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
-from .communities import Communities, detect
+from .communities import Communities
 
 if TYPE_CHECKING:  # the child imports no more than it runs: graph.py pulls in the runtime
     from .graph import Page
 
-NICENESS = 10  # answering questions comes first
+LEIDEN = f"{__package__}.leiden"  # by name: this process never imports igraph
 
 
 async def detect_in_subprocess(version: int, pages: AsyncIterator[Page]
                                ) -> tuple[Communities, str]:
     """The communities of the graph ``pages`` give, and their JSON."""
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", __name__, stdin=asyncio.subprocess.PIPE,
+        sys.executable, "-m", LEIDEN, stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     try:
         process.stdin.write(pickle.dumps(version))
@@ -50,24 +47,3 @@ async def detect_in_subprocess(version: int, pages: AsyncIterator[Page]
         raise RuntimeError(f"community detection failed: {err.decode()[-1000:]}")
     body = out.decode()
     return await asyncio.to_thread(lambda: Communities.from_json(json.loads(body))), body
-
-
-def main() -> None:
-    os.nice(NICENESS)
-    stream = sys.stdin.buffer
-    version = pickle.load(stream)
-    weights: Counter[tuple[str, str]] = Counter()
-    labels: dict[str, str] = {}
-    while True:
-        try:
-            page_weights, page_labels = pickle.load(stream)
-        except EOFError:
-            break
-        weights.update(page_weights)
-        labels.update(page_labels)
-    found = detect(version, weights, labels)
-    sys.stdout.write(json.dumps(found.to_json()))
-
-
-if __name__ == "__main__":
-    main()
