@@ -254,12 +254,16 @@ async def test_a_large_write_does_not_stall_the_event_loop(store, scope):
             gaps.append(time.perf_counter() - started)
 
     ticker = asyncio.create_task(tick())
+    started = time.perf_counter()
     await store.add(*scope, [t(f"e{i}", "rel", f"e{i + 1}") for i in range(5000)],
                     document="big")
     await store.neighbours(*scope, [I(f"e{i}") for i in range(0, 5000, 10)])
     done.set()
     await ticker
-    assert len(gaps) > 3 and max(gaps) < 0.25, max(gaps)
+    elapsed = time.perf_counter() - started
+    # Relative, so a busy machine cannot fail it: work done on the loop would show
+    # as one gap about as long as the whole write.
+    assert len(gaps) > 3 and max(gaps) < elapsed / 2, (max(gaps), elapsed)
 
 
 async def test_no_query_returns_another_users_or_collections_data(store):
