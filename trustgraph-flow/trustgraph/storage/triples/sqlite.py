@@ -112,14 +112,18 @@ WITH wanted(n, s, p, o, o_iri) AS (
 SELECT n, document, chunk FROM ranked WHERE rank = 1
 """
 
+# The chunks' triples are found once, through the provenance index, and both ends
+# read from those rows. Joining triples twice (once per end, under a UNION) let
+# SQLite plan the object side as a scan of the scope's whole object index: 400 ms at
+# 100k triples against ~1 ms.
 CHUNK_ENTITIES = f"""
 WITH wanted(chunk) AS (SELECT DISTINCT value FROM json_each(?)),
+     hits(chunk, s, o, o_iri) AS MATERIALIZED (
+        SELECT pr.chunk, t.s, t.o, t.o_iri FROM wanted
+            JOIN provenance pr ON pr.chunk = wanted.chunk
+            JOIN triples t ON t.id = pr.triple AND t.scope = {SCOPE}),
      found(chunk, e) AS (
-        SELECT pr.chunk, t.s FROM wanted JOIN provenance pr ON pr.chunk = wanted.chunk
-            JOIN triples t ON t.id = pr.triple AND t.scope = {SCOPE}
-        UNION
-        SELECT pr.chunk, t.o FROM wanted JOIN provenance pr ON pr.chunk = wanted.chunk
-            JOIN triples t ON t.id = pr.triple AND t.scope = {SCOPE} AND t.o_iri = 1)
+        SELECT chunk, s FROM hits UNION SELECT chunk, o FROM hits WHERE o_iri = 1)
 SELECT chunk, e FROM found ORDER BY chunk, e
 """
 
@@ -281,7 +285,7 @@ class SqliteTriplesStore:
                              chunks: Iterable[str]) -> dict[str, list[Term]]:
         keys = json.dumps(list(dict.fromkeys(chunks)))
         rows = await self._read(lambda db: db.execute(
-            CHUNK_ENTITIES, (keys, user, collection, user, collection)).fetchall())
+            CHUNK_ENTITIES, (keys, user, collection)).fetchall())
         found: dict[str, list[Term]] = {}
         for chunk, entity in rows:
             found.setdefault(chunk, []).append(Term.iri(entity))
