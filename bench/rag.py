@@ -20,6 +20,7 @@ import asyncio
 import itertools
 import json
 import random
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -155,6 +156,16 @@ def report(found: dict[str, list]) -> str:
     return "\n".join(lines)
 
 
+def prepare_stores(data_dir: Path, args: argparse.Namespace) -> None:
+    """Fill the stack's stores, or copy them from ``--stores`` (filled first if empty)."""
+    if args.stores is None:
+        asyncio.run(fill_stores(data_dir, args.chunks, args.triples))
+        return
+    if not any(args.stores.glob("*")):
+        asyncio.run(fill_stores(args.stores, args.chunks, args.triples))
+    shutil.copytree(args.stores, data_dir, dirs_exist_ok=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--chunks", type=int, default=10_000)
@@ -170,6 +181,9 @@ def main() -> None:
     modes.add_argument("--hybrid", action="store_true",
                        help="hybrid search and mixed graph retrieval (TG_RETRIEVAL=hybrid, "
                             "TG_GRAPH_MIX=true): opt-in")
+    parser.add_argument("--stores", type=Path, help=(
+        "a directory to fill the stores in once and copy them from on later runs "
+        "(same --chunks and --triples), to compare builds without refilling"))
     args = parser.parse_args()
     with llm_server(args.tokens, 0.2, 0.01) as url:
         plain = ({"TG_RETRIEVAL": "hybrid", "TG_GRAPH_MIX": "true"} if args.hybrid
@@ -177,7 +191,7 @@ def main() -> None:
         stack = Stack(env={"OPENAI_BASE_URL": f"{url}/v1", "TG_LLM": "openai",
                            "TG_LOG_LEVEL": "WARNING", **plain},
                       processors=PROCESSORS, startup_timeout=120.0)
-        asyncio.run(fill_stores(stack.data_dir, args.chunks, args.triples))
+        prepare_stores(stack.data_dir, args)
         with stack:
             found = asyncio.run(measure(stack.gateway_url, url, args.rounds))
     print(f"\n{args.chunks} chunks, {args.triples} triples; "
