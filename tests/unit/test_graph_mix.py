@@ -97,9 +97,10 @@ async def test_mixed_graph_rag_seeds_from_the_best_chunks_and_cites_in_relevance
         document_embeddings=ScriptedStore(embeddings, {}, chunks),
         lexical_search=Lexical(DocumentEmbeddingsResponse(chunks=[chunk("d2/c5", 7.5)])),
         subgraph=graph)
-    # Both opt-in (docs/retrieval.md): tg-start's defaults are vector and plain.
-    runtime = SimpleNamespace(settings=graph_rag.GraphRagSettings(
-        tg_retrieval="hybrid", tg_graph_mix=True))
+    # tg-start's defaults: hybrid chunk search, mixed graph retrieval.
+    settings = graph_rag.GraphRagSettings()
+    assert (settings.tg_graph_mix, settings.tg_retrieval) == (True, "hybrid")
+    runtime = SimpleNamespace(settings=settings)
     [service] = graph_rag.SPEC.services(runtime)
     request = GraphRagRequest(query="q", max_subgraph_size=2, user="u", collection="c")
     [record] = [r async for r in service.handler(request, Context(
@@ -112,17 +113,18 @@ async def test_mixed_graph_rag_seeds_from_the_best_chunks_and_cites_in_relevance
     assert set(best.scores) >= {"seed", "hops", "pagerank", "fused"}
 
 
-async def test_graph_rag_built_with_the_default_settings_retrieves_plainly():
-    """TG_GRAPH_MIX is off by default: no chunk search, no chunk seeds, the subgraph
-    asked for ``max-subgraph-size`` triples as before mixed retrieval."""
+async def test_graph_rag_with_graph_mix_off_retrieves_plainly(monkeypatch):
+    """TG_GRAPH_MIX=false: no chunk search, no chunk seeds, the subgraph asked for
+    ``max-subgraph-size`` triples as before mixed retrieval."""
     embeddings = ScriptedEmbeddings()
     graph = ScriptedSubgraph(SubgraphResponse(triples=[e("a", "b", "d1/c0")], labels={}))
     clients = Clients(  # no document-embeddings or lexical-search to ask
         prompt=ScriptedPrompts(kg_prompt=Answer(deltas=["ok"])), embeddings=embeddings,
         graph_embeddings=ScriptedStore(embeddings, {}, entities((I("urn:a"), 0.9, "A"))),
         subgraph=graph)
+    monkeypatch.setenv("TG_GRAPH_MIX", "false")
     settings = graph_rag.GraphRagSettings()
-    assert (settings.tg_graph_mix, settings.tg_retrieval) == (False, "vector")
+    assert not settings.tg_graph_mix
     [service] = graph_rag.SPEC.services(SimpleNamespace(settings=settings))
     request = GraphRagRequest(query="q", max_subgraph_size=2, user="u", collection="c")
     [record] = [r async for r in service.handler(request, Context(

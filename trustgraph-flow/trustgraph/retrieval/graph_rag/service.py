@@ -7,8 +7,8 @@ Sources are the triples given to the LLM, one each: ``s``/``p``/``o`` as stored,
 ``text`` the statement as the LLM saw it, ``id``/``document_id`` the chunk and
 document the triple was extracted from.
 
-With ``TG_GRAPH_MIX=true`` (opt-in; off by default, and a service built without
-retrieval settings keeps the plain behaviour above) retrieval is "mixed": the
+With ``TG_GRAPH_MIX`` (true by default; a service built without retrieval
+settings keeps the plain behaviour above) retrieval is "mixed": the
 chunks that best match the question (``TG_RETRIEVAL``'s search) also seed the subgraph with
 the entities extracted from them, and the triples found are ranked by relevance
 (ranking.py: seed nearness, personalised PageRank, the rank of their chunk), the
@@ -38,9 +38,9 @@ CHUNK_SEEDS = 10  # chunks whose entities seed the subgraph, in mixed retrieval
 
 
 class GraphRagSettings(RetrievalSettings):
-    # Opt-in for now (docs/retrieval.md): mixed retrieval raised graph-rag's time to
-    # metadata (p50 81 -> 646 ms at 10k chunks, bench.rag).
-    tg_graph_mix: bool = Field(False, description=(
+    # On by default: it cites the right document far more often (bench.retrieval) for
+    # a little more time to metadata (bench.rag; docs/retrieval.md).
+    tg_graph_mix: bool = Field(True, description=(
         "seed from the chunks that best match the question too, and rank the triples "
         "found by relevance (seed nearness, personalised PageRank, chunk rank)"))
 
@@ -132,6 +132,7 @@ def services(runtime: Runtime):
                         triple_retriever(Fusion.of(settings) if mixed else None))]
 
 
-# Mixed retrieval also asks document-embeddings and lexical-search, when first used.
+# document-embeddings and lexical-search: for mixed retrieval's chunk search.
 SPEC = ProcessorSpec(NAME, GraphRagSettings, services,
-                     uses=("prompt", "embeddings", "graph-embeddings", "subgraph"))
+                     uses=("prompt", "embeddings", "graph-embeddings", "subgraph",
+                           "document-embeddings", "lexical-search"))
