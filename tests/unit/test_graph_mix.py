@@ -5,7 +5,7 @@ from types import SimpleNamespace
 
 from trustgraph.base import Context
 from trustgraph.retrieval.graph_rag import service as graph_rag
-from trustgraph.retrieval.graph_rag.ranking import rank_triples
+from trustgraph.retrieval.graph_rag.ranking import by_document, rank_triples
 from trustgraph.schema import (DocumentEmbeddingsResponse, Evidence, GraphRagRequest,
                                ScoredChunk, ScoredEntity, SubgraphRequest, SubgraphResponse,
                                Term, Triple)
@@ -46,6 +46,18 @@ def test_a_triple_from_a_chunk_that_matches_the_question_outranks_its_neighbours
     ranked = rank_triples(triples, [seed("a", 0.5)], {"d2/c3": 1})
     assert names(ranked)[0] == "c-z" and ranked[0].scores["chunk"] == 1
     assert rank_triples([], [seed("a", 0.5)], {}) == []
+
+
+def test_triples_are_grouped_by_document_best_matching_documents_first():
+    triples = [e("a", "b", "d1/c0"), e("b", "c", "d3/c1"), e("c", "d", "d2/c4"),
+               e("d", "e", "d1/c2"), e("e", "f", "d3/c0")]
+    ranked = rank_triples(triples, [seed("a", 0.9)], {})
+    order = [r.evidence.document_id for r in by_document(ranked, {"d2": 1, "d3": 2})]
+    assert order[:3] == ["d2", "d3", "d3"] and order[3:] == ["d1", "d1"]
+    # Within a document, and among documents no chunk matched, the ranked order holds.
+    assert by_document(ranked, {}) == sorted(
+        ranked, key=lambda r: [x.evidence.document_id for x in ranked].index(
+            r.evidence.document_id))
 
 
 class EntitiesOfChunks:
@@ -107,8 +119,9 @@ async def test_mixed_graph_rag_seeds_from_the_best_chunks_and_cites_in_relevance
         id="t", flow="default", clients=clients))]
     [asked] = graph.requests
     assert asked.seed_chunks == ["d2/c5", "d1/c0"] and asked.max_subgraph_size == 4
-    assert [s.id for s in record.sources] == ["d1/c0", "d2/c5"]  # the best two of three
-    best = record.sources[1]
+    # The best two of three, the document of the best-matching chunk (d2) first.
+    assert [s.id for s in record.sources] == ["d2/c5", "d1/c0"]
+    best = record.sources[0]
     assert (best.title, best.document_id, best.scores["chunk"]) == ("Title d2", "d2", 1)
     assert set(best.scores) >= {"seed", "hops", "pagerank", "fused"}
 

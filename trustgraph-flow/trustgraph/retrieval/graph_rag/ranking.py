@@ -11,8 +11,11 @@ the order the expansion reached them (HippoRAG's personalised PageRank, LightRAG
 * ``chunk``: the rank, among the chunks that best match the question (hybrid
   search), of the chunk the triple was extracted from; triples from other chunks
   are not in this ranking.
+
+``by_document`` then orders the best of them by the document they are cited from.
 """
 import heapq
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -86,6 +89,25 @@ def rank_triples(evidence: Sequence[Evidence], seeds: Sequence[ScoredEntity],
                                               chunk_ranks.get(evidence[n].chunk_id),
                                               entry.fused))
             for entry in fused for n in (entry.item,)]
+
+
+def by_document(ranked: Sequence[RankedTriple], document_ranks: dict[str, int]
+                ) -> list[RankedTriple]:
+    """``ranked`` grouped by the document each triple is cited from: first the
+    documents of ``document_ranks`` (document id → the rank of its best chunk among
+    those found for the question), best first, then the others in the order of their
+    best triple; each document's triples in ranked order. Sources and statements then
+    lead with the documents the question matches best, whose triples ranking alone
+    scatters among those of documents only the graph reaches."""
+    first: dict[str, int] = {}
+    for n, r in enumerate(ranked):
+        first.setdefault(r.evidence.document_id, n)
+
+    def key(item: tuple[int, RankedTriple]) -> tuple[float, int, int]:
+        n, r = item
+        document = r.evidence.document_id
+        return document_ranks.get(document, math.inf), first[document], n
+    return [r for _, r in sorted(enumerate(ranked), key=key)]
 
 
 def _node(term: Term) -> str:
