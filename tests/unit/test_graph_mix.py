@@ -9,7 +9,7 @@ from trustgraph.retrieval.graph_rag.ranking import by_document, rank_triples
 from trustgraph.schema import (DocumentEmbeddingsResponse, Evidence, GraphRagRequest,
                                ScoredChunk, ScoredEntity, SubgraphRequest, SubgraphResponse,
                                Term, Triple)
-from trustgraph.storage.triples.service import mixed_seeds
+from trustgraph.storage.triples.service import mixed_seeds, with_chunk_triples
 from tests.support.rag_clients import (Answer, Clients, ScriptedEmbeddings, ScriptedPrompts,
                                        ScriptedStore, ScriptedSubgraph, entities)
 
@@ -60,26 +60,33 @@ def test_triples_are_grouped_by_document_best_matching_documents_first():
             r.evidence.document_id))
 
 
-class EntitiesOfChunks:
-    def __init__(self, found: dict[str, list[Term]]) -> None:
-        self.found, self.asked = found, []
-
-    async def chunk_entities(self, user, collection, chunks):
-        self.asked.append((user, collection, list(chunks)))
-        return self.found
+def triple(s: str, o: str) -> Triple:
+    return Triple(s=I(f"urn:{s}"), p=REL, o=I(f"urn:{o}"))
 
 
-async def test_chunk_entities_take_at_most_half_the_seed_budget_each_chunk_in_turn():
-    store = EntitiesOfChunks({"d/c1": [I("urn:p"), I("urn:q"), I("urn:r")],
-                              "d/c2": [I("urn:s"), I("urn:a")]})
+def test_chunk_entities_take_at_most_half_the_seed_budget_each_chunk_in_turn():
+    found = {"d/c1": [triple("p", "q"), triple("q", "r")], "d/c2": [triple("s", "a")]}
     seeds = [I(f"urn:{n}") for n in "abcdef"]
     request = SubgraphRequest(seeds=seeds, max_entities=6, seed_chunks=["d/c2", "d/c1"],
                               user="u", collection="c")
-    mixed = await mixed_seeds(store, request)
-    assert [t.i[4:] for t in mixed] == ["a", "b", "c", "s", "p", "d", "e", "f"]
-    assert store.asked == [("u", "c", ["d/c2", "d/c1"])]
+    mixed = mixed_seeds(request, found)
+    # c2's entities a, s; c1's p, q, r: in turn a, p, s, q, r; 3 of the 6 places.
+    assert [t.i[4:] for t in mixed] == ["a", "b", "c", "p", "s", "d", "e", "f"]
     plain = SubgraphRequest(seeds=seeds, max_entities=6)
-    assert await mixed_seeds(store, plain) == seeds and len(store.asked) == 1
+    assert mixed_seeds(plain, found) == seeds
+
+
+def test_the_matched_chunks_own_triples_join_the_expansion_within_its_budget():
+    found = {"d/c1": [triple("p", "q"), triple("q", "r"), triple("r", "s")],
+             "d/c2": [triple("a", "b")]}
+    expanded = [triple("a", "b"), triple("b", "c"), triple("c", "d"), triple("d", "e")]
+    request = SubgraphRequest(seeds=[I("urn:a")], max_subgraph_size=4, triple_limit=2,
+                              seed_chunks=["d/c2", "d/c1"])
+    # a-b was reached; c1's first two (its triple_limit) in half the budget.
+    assert with_chunk_triples(expanded, request, found) == [
+        triple("a", "b"), triple("b", "c"), triple("p", "q"), triple("q", "r")]
+    plain = SubgraphRequest(seeds=[I("urn:a")], max_subgraph_size=4)
+    assert with_chunk_triples(expanded, plain, {}) == expanded
 
 
 class Lexical:
