@@ -20,6 +20,7 @@ import asyncio
 import itertools
 import json
 import random
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -155,33 +156,46 @@ def report(found: dict[str, list]) -> str:
     return "\n".join(lines)
 
 
+def prepare_stores(data_dir: Path, args: argparse.Namespace) -> None:
+    """Fill the stack's stores, or copy them from ``--stores`` (filled first if empty)."""
+    if args.stores is None:
+        asyncio.run(fill_stores(data_dir, args.chunks, args.triples))
+        return
+    if not any(args.stores.glob("*")):
+        asyncio.run(fill_stores(args.stores, args.chunks, args.triples))
+    shutil.copytree(args.stores, data_dir, dirs_exist_ok=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--chunks", type=int, default=10_000)
     parser.add_argument("--triples", type=int, default=100_000)
     parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--tokens", type=int, default=50)
-    # The defaults are vector search and plain graph retrieval; --hybrid measures the
-    # opt-in modes (--plain, kept for old command lines, sets the defaults explicitly).
+    # The defaults are hybrid search and mixed graph retrieval (--hybrid, kept for old
+    # command lines, sets them explicitly); --plain measures what came before them.
     modes = parser.add_mutually_exclusive_group()
     modes.add_argument("--plain", action="store_true",
                        help="vector search and plain graph retrieval (TG_RETRIEVAL=vector, "
-                            "TG_GRAPH_MIX=false): the defaults")
+                            "TG_GRAPH_MIX=false)")
     modes.add_argument("--hybrid", action="store_true",
                        help="hybrid search and mixed graph retrieval (TG_RETRIEVAL=hybrid, "
-                            "TG_GRAPH_MIX=true): opt-in")
+                            "TG_GRAPH_MIX=true): the defaults")
+    parser.add_argument("--stores", type=Path, help=(
+        "a directory to fill the stores in once and copy them from on later runs "
+        "(same --chunks and --triples), to compare builds without refilling"))
     args = parser.parse_args()
     with llm_server(args.tokens, 0.2, 0.01) as url:
-        plain = ({"TG_RETRIEVAL": "hybrid", "TG_GRAPH_MIX": "true"} if args.hybrid
-                 else {"TG_RETRIEVAL": "vector", "TG_GRAPH_MIX": "false"})
+        retrieval = ({"TG_RETRIEVAL": "vector", "TG_GRAPH_MIX": "false"} if args.plain
+                     else {"TG_RETRIEVAL": "hybrid", "TG_GRAPH_MIX": "true"})
         stack = Stack(env={"OPENAI_BASE_URL": f"{url}/v1", "TG_LLM": "openai",
-                           "TG_LOG_LEVEL": "WARNING", **plain},
+                           "TG_LOG_LEVEL": "WARNING", **retrieval},
                       processors=PROCESSORS, startup_timeout=120.0)
-        asyncio.run(fill_stores(stack.data_dir, args.chunks, args.triples))
+        prepare_stores(stack.data_dir, args)
         with stack:
             found = asyncio.run(measure(stack.gateway_url, url, args.rounds))
     print(f"\n{args.chunks} chunks, {args.triples} triples; "
-          f"{'hybrid, mixed graph' if args.hybrid else 'plain (vector, no graph mix)'} "
+          f"{'plain (vector, no graph mix)' if args.plain else 'hybrid, mixed graph'} "
           f"retrieval; one question at a time; LLM "
           f"first token after 200 ms then every 10 ms ({args.tokens} tokens); "
           f"2-core machine\n")

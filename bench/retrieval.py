@@ -216,13 +216,13 @@ def fusion_table(results: dict[str, Result], items: list[Item]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--documents", type=int, default=0, help="at most (0: all)")
-    parser.add_argument("--embed-title", action="store_true",
-                        help="run the stack with TG_EMBED_TITLE=true")
+    parser.add_argument("--no-embed-title", action="store_true",
+                        help="run the stack with TG_EMBED_TITLE=false (default: true)")
     args = parser.parse_args()
     items = corpus(args.documents)
     env = {"TG_LOG_LEVEL": "WARNING", "TG_LLM": "openai"}
-    if args.embed_title:
-        env["TG_EMBED_TITLE"] = "true"
+    if args.no_embed_title:
+        env["TG_EMBED_TITLE"] = "false"
     with openai_server_thread() as llm:
         env["OPENAI_BASE_URL"] = llm.base_url
         with Stack(env=env, startup_timeout=120.0) as stack:
@@ -230,7 +230,7 @@ def main() -> None:
             results = asyncio.run(measure(stack.gateway_url, items))
     print(f"\nPython {sys.version.split()[0]} standard-library docstrings: {len(items)} "
           f"documents, one question each (its summary line); TG_EMBED_TITLE="
-          f"{'true' if args.embed_title else 'false'}; one question at a time; "
+          f"{'false' if args.no_embed_title else 'true'}; one question at a time; "
           f"2-core machine\n")
     print(table(results))
     print("\nFusion settings compared offline on the same vector and lexical rankings:\n")

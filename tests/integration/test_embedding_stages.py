@@ -124,6 +124,8 @@ def entity(name: str, definition: str = "") -> EntityContext:
 
 
 async def test_each_chunk_becomes_one_chunk_vector(pipeline, script):
+    """Each chunk is embedded under its document's title (TG_EMBED_TITLE, on by
+    default), and keeps its own text as the text shown."""
     d = doc(title="T")
     for i in range(6):
         await pipeline.emit("chunks", chunk(d, i, "x" * (i + 1)))
@@ -131,11 +133,13 @@ async def test_each_chunk_becomes_one_chunk_vector(pipeline, script):
     by_id = {v.chunk.id: v for v in pipeline.chunk_vectors}
     assert sorted(by_id) == [f"d1/c{i}" for i in range(6)]
     for i in range(6):
-        assert by_id[f"d1/c{i}"].vector[0] == i + 1  # its own text's vector
+        embedded = "T\n\n" + "x" * (i + 1)
+        assert by_id[f"d1/c{i}"].vector[0] == len(embedded)  # its own text's vector
         assert by_id[f"d1/c{i}"].chunk == chunk(d, i, "x" * (i + 1))
         assert len(by_id[f"d1/c{i}"].vector) == DIM
     # Each text asked for once (chunks in hand together may share a request).
-    assert sorted(t for r in script.requests for t in r) == ["x" * (i + 1) for i in range(6)]
+    assert sorted(t for r in script.requests for t in r) == \
+        ["T\n\n" + "x" * (i + 1) for i in range(6)]
 
 
 async def test_entities_are_embedded_as_label_and_definition(pipeline, script):

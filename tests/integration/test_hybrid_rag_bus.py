@@ -1,6 +1,6 @@
 """Hybrid retrieval over a real broker, with the real model and stores
 (tests/support/rag_processors.py's ``RagProcessors``, its services built with their
-retrieval settings, the opt-in modes turned on): an exact rare term that vector search misses is found, the lexical index
+retrieval settings, hybrid and mixed): an exact rare term that vector search misses is found, the lexical index
 is scoped by user and collection and forgets a removed document, and sources carry
 what each retriever scored."""
 import asyncio

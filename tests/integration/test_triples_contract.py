@@ -316,27 +316,28 @@ async def test_provenance_never_comes_from_another_user_or_collection(store):
     assert await store.provenance(*scopes[1], [shared]) == {shared: ("doc1", "doc1/c0")}
 
 
-async def test_chunk_entities_are_the_iris_extracted_from_each_chunk(store, scope):
+async def test_chunk_triples_are_the_triples_extracted_from_each_chunk(store, scope):
     await store.add(*scope, GRAPH[:2], document="doc-b", chunk="b/c1")
     await store.add(*scope, GRAPH[6:], document="doc-a", chunk="a/c0")  # literal objects
-    await store.add(*scope, GRAPH[:1], document="doc-a", chunk="a/c2")
-    assert await store.chunk_entities(*scope, ["b/c1", "a/c0", "a/c2", "none", "b/c1"]) == {
-        "b/c1": [I("a"), I("b"), I("c")], "a/c0": [I("c"), I("d")], "a/c2": [I("a"), I("b")]}
-    assert await store.chunk_entities(*scope, []) == {}
+    await store.add(*scope, [GRAPH[0], t("a", "age", "42")], document="doc-a", chunk="a/c2")
+    assert await store.chunk_triples(*scope, ["b/c1", "a/c0", "a/c2", "none", "b/c1"]) == {
+        "b/c1": GRAPH[:2], "a/c0": GRAPH[6:],
+        "a/c2": [t("a", "age", "42"), GRAPH[0]]}  # ascending: "age" < "knows"
+    assert await store.chunk_triples(*scope, []) == {}
     await store.remove_document(*scope, "doc-a")
-    assert await store.chunk_entities(*scope, ["a/c0", "a/c2"]) == {}
+    assert await store.chunk_triples(*scope, ["a/c0", "a/c2"]) == {}
 
 
-async def test_chunk_entities_never_come_from_another_user_or_collection(store):
+async def test_chunk_triples_never_come_from_another_user_or_collection(store):
     run = uuid.uuid4().hex[:8]
     scopes = [(f"alice-{run}", "c1"), (f"alice-{run}", "c2"), (f"bob-{run}", "c1")]
     for n, scope in enumerate(scopes):  # the same chunk id in every scope
         await store.add(*scope, [t("a", "knows", f"only{n}")], document="doc",
                         chunk="doc/c0")
     for n, scope in enumerate(scopes):
-        assert await store.chunk_entities(*scope, ["doc/c0"]) == {
-            "doc/c0": [I("a"), I(f"only{n}")]}
-    assert await store.chunk_entities(f"nobody-{run}", "c1", ["doc/c0"]) == {}
+        assert await store.chunk_triples(*scope, ["doc/c0"]) == {
+            "doc/c0": [t("a", "knows", f"only{n}")]}
+    assert await store.chunk_triples(f"nobody-{run}", "c1", ["doc/c0"]) == {}
 
 
 async def test_provenance_prefers_the_chunks_asked_for_when_a_triple_has_several(store, scope):

@@ -72,7 +72,7 @@ class RagProcessors:
                  retrieval: dict[str, Any] | None = None) -> None:
         """``retrieval``: build the RAG services with their retrieval settings, as
         ``tg-run`` does, these given (``{"tg_retrieval": "hybrid", "tg_graph_mix":
-        True}``: the opt-in modes), rather than with plain ProcessorSettings."""
+        True}``: tg-run's defaults), rather than with plain ProcessorSettings."""
         self.url, self.llm, self.data_dir = broker.url, llm, data_dir
         self.retrieval = retrieval
         self.flow = f"rag-{uuid.uuid4().hex[:8]}"

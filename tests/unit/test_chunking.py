@@ -6,6 +6,7 @@ import pytest
 
 from trustgraph.chunking import (MODEL_LIMIT, WordTokens, chunk_document, minilm_tokens,
                                  split_text)
+from trustgraph.chunking.context import embedded_text
 from trustgraph.decoding import Decoded, Section
 
 WORDS = ("graph retrieval embedding vector pulsar broker chunk token sentence paragraph "
@@ -145,3 +146,22 @@ def test_document_chunks_carry_page_and_section():
     assert chunks[0].page == 1 and chunks[0].section == "Intro"
     assert chunks[-1].page == 2 and chunks[-1].section == ""
     assert {c.page for c in chunks} == {1, 2}
+
+
+def test_chunks_leave_room_in_the_model_window_for_their_title_and_headings():
+    text = prose(random.Random(5), 30)
+    headings = ("Installing the platform on a shared machine",
+                "Building the native extensions from source")
+    document = Decoded(text, (Section(0, len(text), title=" > ".join(headings),
+                                      headings=headings),))
+    title = "The complete operator's handbook, second edition"
+    counter = minilm_tokens()
+    plain = chunk_document(document, counter=counter)
+    fitted = chunk_document(document, counter=counter, title=title, window=MODEL_LIMIT)
+    assert max(c.tokens for c in plain) > MODEL_LIMIT - 20  # the prefix would not fit
+    for chunk in fitted:
+        embedded = embedded_text(chunk.text, list(chunk.headings), title)
+        assert len(counter.token_starts(embedded)) <= MODEL_LIMIT
+    # Small chunks are left as asked.
+    assert chunk_document(document, 40, 10, counter, title, MODEL_LIMIT) == \
+        chunk_document(document, 40, 10, counter)

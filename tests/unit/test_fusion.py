@@ -37,11 +37,10 @@ def test_an_item_keeps_its_best_score_per_retriever_across_search_texts():
     assert a.scores == {"vector": 0.7}
 
 
-def test_retrieval_settings_default_to_vector_and_read_each_variable(monkeypatch):
-    # Hybrid is opt-in (docs/retrieval.md): tg-start searches by vector, as before.
-    assert Fusion.of(RetrievalSettings()) == Fusion(mode="vector")  # k 60, weights 1
-    monkeypatch.setenv("TG_RETRIEVAL", "hybrid")
-    assert Fusion.of(RetrievalSettings()) == Fusion()
+def test_retrieval_settings_default_to_hybrid_and_read_each_variable(monkeypatch):
+    assert Fusion.of(RetrievalSettings()) == Fusion(mode="hybrid")  # k 60, weights 1
+    monkeypatch.setenv("TG_RETRIEVAL", "vector")
+    assert Fusion.of(RetrievalSettings()) == Fusion(mode="vector")
     assert Fusion.of(ProcessorSettings()).mode == "vector"  # built as before: as before
     monkeypatch.setenv("TG_RETRIEVAL", "lexical")
     monkeypatch.setenv("TG_RRF_K", "10")

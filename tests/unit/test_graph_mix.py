@@ -5,11 +5,11 @@ from types import SimpleNamespace
 
 from trustgraph.base import Context
 from trustgraph.retrieval.graph_rag import service as graph_rag
-from trustgraph.retrieval.graph_rag.ranking import rank_triples
+from trustgraph.retrieval.graph_rag.ranking import by_document, rank_triples
 from trustgraph.schema import (DocumentEmbeddingsResponse, Evidence, GraphRagRequest,
                                ScoredChunk, ScoredEntity, SubgraphRequest, SubgraphResponse,
                                Term, Triple)
-from trustgraph.storage.triples.service import mixed_seeds
+from trustgraph.storage.triples.service import mixed_seeds, with_chunk_triples
 from tests.support.rag_clients import (Answer, Clients, ScriptedEmbeddings, ScriptedPrompts,
                                        ScriptedStore, ScriptedSubgraph, entities)
 
@@ -48,26 +48,45 @@ def test_a_triple_from_a_chunk_that_matches_the_question_outranks_its_neighbours
     assert rank_triples([], [seed("a", 0.5)], {}) == []
 
 
-class EntitiesOfChunks:
-    def __init__(self, found: dict[str, list[Term]]) -> None:
-        self.found, self.asked = found, []
+def test_triples_are_grouped_by_document_best_matching_documents_first():
+    triples = [e("a", "b", "d1/c0"), e("b", "c", "d3/c1"), e("c", "d", "d2/c4"),
+               e("d", "e", "d1/c2"), e("e", "f", "d3/c0")]
+    ranked = rank_triples(triples, [seed("a", 0.9)], {})
+    order = [r.evidence.document_id for r in by_document(ranked, {"d2": 1, "d3": 2})]
+    assert order[:3] == ["d2", "d3", "d3"] and order[3:] == ["d1", "d1"]
+    # Within a document, and among documents no chunk matched, the ranked order holds.
+    assert by_document(ranked, {}) == sorted(
+        ranked, key=lambda r: [x.evidence.document_id for x in ranked].index(
+            r.evidence.document_id))
 
-    async def chunk_entities(self, user, collection, chunks):
-        self.asked.append((user, collection, list(chunks)))
-        return self.found
+
+def triple(s: str, o: str) -> Triple:
+    return Triple(s=I(f"urn:{s}"), p=REL, o=I(f"urn:{o}"))
 
 
-async def test_chunk_entities_take_at_most_half_the_seed_budget_each_chunk_in_turn():
-    store = EntitiesOfChunks({"d/c1": [I("urn:p"), I("urn:q"), I("urn:r")],
-                              "d/c2": [I("urn:s"), I("urn:a")]})
+def test_chunk_entities_take_at_most_half_the_seed_budget_each_chunk_in_turn():
+    found = {"d/c1": [triple("p", "q"), triple("q", "r")], "d/c2": [triple("s", "a")]}
     seeds = [I(f"urn:{n}") for n in "abcdef"]
     request = SubgraphRequest(seeds=seeds, max_entities=6, seed_chunks=["d/c2", "d/c1"],
                               user="u", collection="c")
-    mixed = await mixed_seeds(store, request)
-    assert [t.i[4:] for t in mixed] == ["a", "b", "c", "s", "p", "d", "e", "f"]
-    assert store.asked == [("u", "c", ["d/c2", "d/c1"])]
+    mixed = mixed_seeds(request, found)
+    # c2's entities a, s; c1's p, q, r: in turn a, p, s, q, r; 3 of the 6 places.
+    assert [t.i[4:] for t in mixed] == ["a", "b", "c", "p", "s", "d", "e", "f"]
     plain = SubgraphRequest(seeds=seeds, max_entities=6)
-    assert await mixed_seeds(store, plain) == seeds and len(store.asked) == 1
+    assert mixed_seeds(plain, found) == seeds
+
+
+def test_the_matched_chunks_own_triples_join_the_expansion_within_its_budget():
+    found = {"d/c1": [triple("p", "q"), triple("q", "r"), triple("r", "s")],
+             "d/c2": [triple("a", "b")]}
+    expanded = [triple("a", "b"), triple("b", "c"), triple("c", "d"), triple("d", "e")]
+    request = SubgraphRequest(seeds=[I("urn:a")], max_subgraph_size=4, triple_limit=2,
+                              seed_chunks=["d/c2", "d/c1"])
+    # a-b was reached; c1's first two (its triple_limit) in half the budget.
+    assert with_chunk_triples(expanded, request, found) == [
+        triple("a", "b"), triple("b", "c"), triple("p", "q"), triple("q", "r")]
+    plain = SubgraphRequest(seeds=[I("urn:a")], max_subgraph_size=4)
+    assert with_chunk_triples(expanded, plain, {}) == expanded
 
 
 class Lexical:
@@ -97,32 +116,35 @@ async def test_mixed_graph_rag_seeds_from_the_best_chunks_and_cites_in_relevance
         document_embeddings=ScriptedStore(embeddings, {}, chunks),
         lexical_search=Lexical(DocumentEmbeddingsResponse(chunks=[chunk("d2/c5", 7.5)])),
         subgraph=graph)
-    # Both opt-in (docs/retrieval.md): tg-start's defaults are vector and plain.
-    runtime = SimpleNamespace(settings=graph_rag.GraphRagSettings(
-        tg_retrieval="hybrid", tg_graph_mix=True))
+    # tg-start's defaults: hybrid chunk search, mixed graph retrieval.
+    settings = graph_rag.GraphRagSettings()
+    assert (settings.tg_graph_mix, settings.tg_retrieval) == (True, "hybrid")
+    runtime = SimpleNamespace(settings=settings)
     [service] = graph_rag.SPEC.services(runtime)
     request = GraphRagRequest(query="q", max_subgraph_size=2, user="u", collection="c")
     [record] = [r async for r in service.handler(request, Context(
         id="t", flow="default", clients=clients))]
     [asked] = graph.requests
     assert asked.seed_chunks == ["d2/c5", "d1/c0"] and asked.max_subgraph_size == 4
-    assert [s.id for s in record.sources] == ["d1/c0", "d2/c5"]  # the best two of three
-    best = record.sources[1]
+    # The best two of three, the document of the best-matching chunk (d2) first.
+    assert [s.id for s in record.sources] == ["d2/c5", "d1/c0"]
+    best = record.sources[0]
     assert (best.title, best.document_id, best.scores["chunk"]) == ("Title d2", "d2", 1)
     assert set(best.scores) >= {"seed", "hops", "pagerank", "fused"}
 
 
-async def test_graph_rag_built_with_the_default_settings_retrieves_plainly():
-    """TG_GRAPH_MIX is off by default: no chunk search, no chunk seeds, the subgraph
-    asked for ``max-subgraph-size`` triples as before mixed retrieval."""
+async def test_graph_rag_with_graph_mix_off_retrieves_plainly(monkeypatch):
+    """TG_GRAPH_MIX=false: no chunk search, no chunk seeds, the subgraph asked for
+    ``max-subgraph-size`` triples as before mixed retrieval."""
     embeddings = ScriptedEmbeddings()
     graph = ScriptedSubgraph(SubgraphResponse(triples=[e("a", "b", "d1/c0")], labels={}))
     clients = Clients(  # no document-embeddings or lexical-search to ask
         prompt=ScriptedPrompts(kg_prompt=Answer(deltas=["ok"])), embeddings=embeddings,
         graph_embeddings=ScriptedStore(embeddings, {}, entities((I("urn:a"), 0.9, "A"))),
         subgraph=graph)
+    monkeypatch.setenv("TG_GRAPH_MIX", "false")
     settings = graph_rag.GraphRagSettings()
-    assert (settings.tg_graph_mix, settings.tg_retrieval) == (False, "vector")
+    assert not settings.tg_graph_mix
     [service] = graph_rag.SPEC.services(SimpleNamespace(settings=settings))
     request = GraphRagRequest(query="q", max_subgraph_size=2, user="u", collection="c")
     [record] = [r async for r in service.handler(request, Context(

@@ -116,4 +116,5 @@ def test_the_service_is_named_and_typed_for_the_bus():
     [service] = graph_rag.SPEC.services(ProcessorSettings())
     assert (service.name, service.failure_type) == ("graph-rag", "graph-rag-error")
     assert service.request is GraphRagRequest and service.response is RagResponse
-    assert set(graph_rag.SPEC.uses) == {"prompt", "embeddings", "graph-embeddings", "subgraph"}
+    assert set(graph_rag.SPEC.uses) == {"prompt", "embeddings", "graph-embeddings", "subgraph",
+                                        "document-embeddings", "lexical-search"}

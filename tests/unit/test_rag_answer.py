@@ -207,4 +207,5 @@ def test_the_service_is_named_and_typed_for_the_bus():
     assert isinstance(service, Service)
     assert (service.name, service.failure_type) == ("document-rag", "document-rag-error")
     assert service.request is DocumentRagRequest and service.response is RagResponse
-    assert set(document_rag.SPEC.uses) == {"prompt", "embeddings", "document-embeddings"}
+    assert set(document_rag.SPEC.uses) == {"prompt", "embeddings", "document-embeddings",
+                                           "lexical-search"}

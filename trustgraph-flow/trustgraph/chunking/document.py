@@ -3,8 +3,9 @@ from dataclasses import dataclass
 
 from trustgraph.decoding import Decoded
 
+from .context import embedded_text
 from .splitter import DEFAULT_MAX_TOKENS, DEFAULT_OVERLAP, split_text
-from .tokens import TokenCounter
+from .tokens import TokenCounter, minilm_tokens
 
 
 @dataclass(frozen=True)
@@ -21,8 +22,16 @@ class DocumentChunk:
 
 
 def chunk_document(document: Decoded, max_tokens: int = DEFAULT_MAX_TOKENS,
-                   overlap: int = DEFAULT_OVERLAP,
-                   counter: TokenCounter | None = None) -> list[DocumentChunk]:
+                   overlap: int = DEFAULT_OVERLAP, counter: TokenCounter | None = None,
+                   title: str = "", window: int | None = None) -> list[DocumentChunk]:
+    """``window``: the tokens the embedding model reads (``MODEL_LIMIT`` for
+    all-MiniLM-L6-v2). Chunks are then cut small enough for the longest context any
+    of them is embedded under (``title`` and heading path, context.py) to fit beside
+    them, so the model still reads every word of the chunk."""
+    counter = counter or minilm_tokens()
+    if window is not None:
+        room = window - context_tokens(document, title, counter)
+        max_tokens = min(max_tokens, max(room, window // 2, 2 * overlap))
     chunks = []
     for chunk in split_text(document.text, max_tokens, overlap, counter):
         # The section of the chunk's first new character: an overlapping start may
@@ -35,3 +44,11 @@ def chunk_document(document: Decoded, max_tokens: int = DEFAULT_MAX_TOKENS,
             section.title if section else "", last.page if last and last.page else page,
             section.headings if section else ()))
     return chunks
+
+
+def context_tokens(document: Decoded, title: str, counter: TokenCounter) -> int:
+    """The tokens of the longest context (title, heading path and the blank line
+    after them) that a chunk of ``document`` is embedded under."""
+    paths = {section.headings for section in document.sections} or {()}
+    return max(len(counter.token_starts(embedded_text("", list(path), title)))
+               for path in paths)

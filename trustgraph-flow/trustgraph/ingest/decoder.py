@@ -72,12 +72,16 @@ def chunks_ref(document: DocumentMetadata) -> DocumentRef:
 
 
 def chunk_records(document: DocumentMetadata, content: bytes, kind: str, size: int,
-                  overlap: int, counter: TokenCounter) -> list[Chunk]:
+                  overlap: int, counter: TokenCounter, model_window: bool = True
+                  ) -> list[Chunk]:
     """The document's chunk records (blocking, CPU-bound); ``DecodeError`` when it
     cannot be read as ``kind``."""
     ref = chunks_ref(document)
     decoded = decode(content, kind)
-    chunks = chunk_document(decoded, size, overlap, counter)
+    # MiniLM-sized chunks leave room for the title and headings they are embedded
+    # under; with word counting (another embedding model) the window is unknown.
+    window = MODEL_LIMIT if model_window else None
+    chunks = chunk_document(decoded, size, overlap, counter, document.title, window)
     return [Chunk(document=ref, id=chunk_id(document.id, c.index), index=c.index,
                   text=c.text, page=c.page, total=len(chunks), page_end=c.page_end,
                   headings=list(c.headings) or None, char_start=c.start, char_end=c.end,
@@ -88,6 +92,7 @@ def chunk_records(document: DocumentMetadata, content: bytes, kind: str, size: i
 def decoder_stage(settings: DecoderSettings, store: LibraryStore) -> Stage:
     counter = token_counter(settings.tg_chunk_tokenizer)
     size, overlap = settings.tg_chunk_size, settings.tg_chunk_overlap
+    model_window = settings.tg_chunk_tokenizer == "minilm"
 
     async def record(ref: DocumentRef, flow: str, chunks: int | None = None,
                      error: str | None = None) -> None:
@@ -114,7 +119,7 @@ def decoder_stage(settings: DecoderSettings, store: LibraryStore) -> Stage:
         kind = document.kind or work.kind
         try:
             chunks = await asyncio.to_thread(chunk_records, document, content, kind, size,
-                                             overlap, counter)
+                                             overlap, counter, model_window)
         except DecodeError as error:
             await record(chunks_ref(document), ctx.flow, error=f"{kind}: {error}")
             raise Rejected(f"{name} ({kind}) cannot be decoded: {error}") from None

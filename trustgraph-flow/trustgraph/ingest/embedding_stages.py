@@ -38,7 +38,7 @@ PERMANENT_ERRORS = {"bad-request", "too-many-texts"}
 class EmbeddingStageSettings(ProcessorSettings):
     tg_embeddings_request_texts: int = Field(64, ge=1, description=(
         "texts per embeddings request (at most the service's TG_EMBEDDINGS_MAX_TEXTS)"))
-    tg_embed_title: bool = Field(False, description=(
+    tg_embed_title: bool = Field(True, description=(
         "embed each chunk with its document title before its heading path (the "
         "heading path is always embedded; the lexical index always has the title)"))
 

@@ -1,7 +1,7 @@
 """Processor ``document-rag`` (docs/retrieval.md): the chunks that best match the
 question (and its rewrite and sub-questions) in the user's collection — nearest
 vectors, best BM25 word matches, or both fused (``retrieval``, default
-``TG_RETRIEVAL``, itself default ``vector``) — answered from with ``document-prompt``.
+``TG_RETRIEVAL``, itself default ``hybrid``) — answered from with ``document-prompt``.
 
 Sources are the chunks in the order the prompt numbers them, so an answer's "[2]"
 is the second source: chunk id, document id, title, text, cosine distance (when the
@@ -64,6 +64,5 @@ def services(runtime: Runtime):
     return [rag_service(NAME, ERROR, DocumentRagRequest, chunk_retriever(fusion))]
 
 
-# ``lexical-search`` is not started up front: a processor in vector mode never asks it.
 SPEC = ProcessorSpec(NAME, RetrievalSettings, services,
-                     uses=("prompt", "embeddings", "document-embeddings"))
+                     uses=("prompt", "embeddings", "document-embeddings", "lexical-search"))

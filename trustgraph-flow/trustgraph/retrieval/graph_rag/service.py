@@ -7,12 +7,13 @@ Sources are the triples given to the LLM, one each: ``s``/``p``/``o`` as stored,
 ``text`` the statement as the LLM saw it, ``id``/``document_id`` the chunk and
 document the triple was extracted from.
 
-With ``TG_GRAPH_MIX=true`` (opt-in; off by default, and a service built without
-retrieval settings keeps the plain behaviour above) retrieval is "mixed": the
+With ``TG_GRAPH_MIX`` (true by default; a service built without retrieval
+settings keeps the plain behaviour above) retrieval is "mixed": the
 chunks that best match the question (``TG_RETRIEVAL``'s search) also seed the subgraph with
 the entities extracted from them, and the triples found are ranked by relevance
 (ranking.py: seed nearness, personalised PageRank, the rank of their chunk), the
-best ``max-subgraph-size`` kept, in that order, each source carrying those scores
+best ``max-subgraph-size`` kept and grouped by the document they are cited from,
+the documents of the best-matching chunks first, each source carrying those scores
 and its chunk's document title.
 """
 from typing import Any
@@ -24,10 +25,10 @@ from trustgraph.schema import (RDFS_LABEL, Evidence, GraphRagRequest, ScoredEnti
                                SubgraphRequest, SubgraphResponse, Term)
 
 from ..answer import Found, rag_service
-from ..search import (Fusion, RetrievalSettings, merge_rankings, search_chunks,
-                      search_vectors)
+from ..search import (FoundChunk, Fusion, RetrievalSettings, merge_rankings,
+                      search_chunks, search_vectors)
 from ..steps import concurrently, step
-from .ranking import rank_triples
+from .ranking import by_document, rank_triples
 
 NAME = "graph-rag"
 ERROR = f"{NAME}-error"
@@ -38,9 +39,9 @@ CHUNK_SEEDS = 10  # chunks whose entities seed the subgraph, in mixed retrieval
 
 
 class GraphRagSettings(RetrievalSettings):
-    # Opt-in for now (docs/retrieval.md): mixed retrieval raised graph-rag's time to
-    # metadata (p50 81 -> 646 ms at 10k chunks, bench.rag).
-    tg_graph_mix: bool = Field(False, description=(
+    # On by default: it cites the right document far more often (bench.retrieval) for
+    # a little more time to metadata (bench.rag; docs/retrieval.md).
+    tg_graph_mix: bool = Field(True, description=(
         "seed from the chunks that best match the question too, and rank the triples "
         "found by relevance (seed nearness, personalised PageRank, chunk rank)"))
 
@@ -68,7 +69,7 @@ def triple_retriever(fusion: Fusion | None):
         scores: list[dict[str, float] | None] = [None] * len(used)
         if fusion is not None:
             ranked = rank_triples(used, seeds, chunk_ranks, fusion.k)
-            ranked = ranked[:request.max_subgraph_size]
+            ranked = by_document(ranked[:request.max_subgraph_size], document_ranks(chunks))
             used, scores = [r.evidence for r in ranked], [r.scores for r in ranked]
         titles = {f.chunk.chunk_id: f.chunk.title for f in chunks}
         statements = [statement(e, labels) for e in used]
@@ -79,6 +80,14 @@ def triple_retriever(fusion: Fusion | None):
         return Found(sources=sources, template=TEMPLATE,
                      variables=kg_variables(request.query, statements))
     return retrieve_triples
+
+
+def document_ranks(chunks: list[FoundChunk]) -> dict[str, int]:
+    """Document id → the rank (from 1) of its best chunk among ``chunks``."""
+    ranks: dict[str, int] = {}
+    for n, found in enumerate(chunks, 1):
+        ranks.setdefault(found.chunk.document_id, n)
+    return ranks
 
 
 # Plain retrieval with the old signature, for callers outside this service (the agent).
@@ -132,6 +141,7 @@ def services(runtime: Runtime):
                         triple_retriever(Fusion.of(settings) if mixed else None))]
 
 
-# Mixed retrieval also asks document-embeddings and lexical-search, when first used.
+# document-embeddings and lexical-search: for mixed retrieval's chunk search.
 SPEC = ProcessorSpec(NAME, GraphRagSettings, services,
-                     uses=("prompt", "embeddings", "graph-embeddings", "subgraph"))
+                     uses=("prompt", "embeddings", "graph-embeddings", "subgraph",
+                           "document-embeddings", "lexical-search"))

@@ -74,13 +74,12 @@ WITH n, collect([document, chunk])[0] AS first
 RETURN n, first[0] AS document, first[1] AS chunk
 """
 
-CHUNK_ENTITIES = """
+CHUNK_TRIPLES = """
 UNWIND $chunks AS chunk
 MATCH (s:Term)-[r:Rel {chunk: chunk}]->(o:Term)
 WHERE r.user = $user AND r.collection = $collection
-WITH chunk, collect(DISTINCT s.v) + [x IN collect(DISTINCT o) WHERE x.t = 'i' | x.v] AS found
-UNWIND found AS e
-RETURN DISTINCT chunk, e ORDER BY chunk, e
+RETURN DISTINCT chunk, s.v AS s, r.p AS p, o.v AS o, o.t AS ot
+ORDER BY chunk, s, p, o, ot
 """
 
 COUNT = """
@@ -260,13 +259,13 @@ class Neo4jTriplesStore:
         records = await self._read(PROVENANCE, rows=rows, prefer=list(prefer))
         return {triples[r["n"]]: (r["document"], r["chunk"]) for r in records}
 
-    async def chunk_entities(self, user: str, collection: str,
-                             chunks: Iterable[str]) -> dict[str, list[Term]]:
-        records = await self._read(CHUNK_ENTITIES, chunks=list(dict.fromkeys(chunks)),
+    async def chunk_triples(self, user: str, collection: str,
+                            chunks: Iterable[str]) -> dict[str, list[Triple]]:
+        records = await self._read(CHUNK_TRIPLES, chunks=list(dict.fromkeys(chunks)),
                                    user=user, collection=collection)
-        found: dict[str, list[Term]] = {}
+        found: dict[str, list[Triple]] = {}
         for record in records:
-            found.setdefault(record["chunk"], []).append(Term.iri(record["e"]))
+            found.setdefault(record["chunk"], []).append(_triple(record))
         return found
 
     async def count(self, user: str, collection: str) -> int:

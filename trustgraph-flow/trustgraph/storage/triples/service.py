@@ -94,20 +94,22 @@ def query_handler(store: TriplesStore):
 def subgraph_handler(store: TriplesStore):
     async def subgraph(request: SubgraphRequest, ctx: Context) -> SubgraphResponse:
         scope = request.user, request.collection
-        seeds = await mixed_seeds(store, request)
+        chunk_triples = await store.chunk_triples(*scope, request.seed_chunks or ())
+        seeds = mixed_seeds(request, chunk_triples)
         graph = await expand(store, *scope, seeds, max_hops=request.max_path_length,
                              max_entities=request.max_entities,
                              max_triples=request.max_subgraph_size,
                              triples_per_entity=request.triple_limit)
-        named = iris([*seeds, *(x for t in graph.triples for x in (t.s, t.p, t.o))])
+        triples = with_chunk_triples(graph.triples, request, chunk_triples)
+        named = iris([*seeds, *(x for t in triples for x in (t.s, t.p, t.o))])
         # Two independent lookups: concurrent, so the request costs hops + 1 round trips
         # of waiting (SQLite serves them on two reader threads).
         labels, found = await asyncio.gather(
             store.labels(*scope, [Term.iri(iri) for iri in named]),
             # A triple found in a chunk the question matched is cited from that chunk.
-            store.provenance(*scope, graph.triples, request.seed_chunks or ()))
+            store.provenance(*scope, triples, request.seed_chunks or ()))
         evidence = []
-        for triple in graph.triples:
+        for triple in triples:
             document, chunk = found.get(triple, ("", ""))  # "": removed meanwhile
             evidence.append(Evidence(triple=triple, document_id=document, chunk_id=chunk))
         return one_message(evidence, {e.i: label for e, label in labels.items()},
@@ -115,20 +117,40 @@ def subgraph_handler(store: TriplesStore):
     return subgraph
 
 
-async def mixed_seeds(store: TriplesStore, request: SubgraphRequest) -> list[Term]:
-    """The request's seeds, and the entities of its ``seed_chunks`` (each chunk's
-    first, then each one's second, …) in up to half of ``max_entities``, placed
-    before the seeds that budget leaves out."""
+def mixed_seeds(request: SubgraphRequest,
+                chunk_triples: dict[str, list[Triple]]) -> list[Term]:
+    """The request's seeds, and the entities of its ``seed_chunks`` (the subjects and
+    IRI objects of each chunk's triples, in ascending order: each chunk's first,
+    then each one's second, …) in up to half of ``max_entities``, placed before the
+    seeds that budget leaves out."""
     if not request.seed_chunks:
         return request.seeds
-    found = await store.chunk_entities(request.user, request.collection, request.seed_chunks)
-    per_chunk = [found.get(chunk, []) for chunk in request.seed_chunks]
+    per_chunk = [sorted({e for t in chunk_triples.get(chunk, []) for e in (t.s, t.o)
+                         if e.is_iri}, key=lambda e: e.i)
+                 for chunk in request.seed_chunks]
     from_chunks = [entities[n] for n in range(max(map(len, per_chunk), default=0))
                    for entities in per_chunk if n < len(entities)]
     share = min(len(from_chunks), request.max_entities // 2)
     kept = request.max_entities - share
     mixed = [*request.seeds[:kept], *from_chunks[:share], *request.seeds[kept:]]
     return list(dict.fromkeys(mixed))
+
+
+def with_chunk_triples(expanded: list[Triple], request: SubgraphRequest,
+                       chunk_triples: dict[str, list[Triple]]) -> list[Triple]:
+    """The expansion's triples, and then the triples of the ``seed_chunks`` it did
+    not reach (up to ``triple_limit`` per chunk, the chunks in the order asked), all
+    within ``max_subgraph_size``, the chunks' own taking up to half of it. The
+    expansion follows edges in store order and stops at its budget, so without this
+    the triples extracted from the chunks that best match the question are often
+    left out, and so are their documents."""
+    budget = request.max_subgraph_size
+    extra = [t for chunk in request.seed_chunks or ()
+             for t in chunk_triples.get(chunk, [])[:request.triple_limit]]
+    reached = set(expanded)
+    extra = [t for t in dict.fromkeys(extra)
+             if t.p.i != RDFS_LABEL and t not in reached][:budget // 2]
+    return [*expanded[:budget - len(extra)], *extra]
 
 
 # Bytes of one message kept for the record's envelope (end flag, braces, field names).

@@ -113,15 +113,15 @@ WITH wanted(n, s, p, o, o_iri) AS (
 SELECT n, document, chunk FROM ranked WHERE rank = 1
 """
 
-CHUNK_ENTITIES = f"""
-WITH wanted(chunk) AS (SELECT DISTINCT value FROM json_each(?)),
-     found(chunk, e) AS (
-        SELECT pr.chunk, t.s FROM wanted JOIN provenance pr ON pr.chunk = wanted.chunk
-            JOIN triples t ON t.id = pr.triple AND t.scope = {SCOPE}
-        UNION
-        SELECT pr.chunk, t.o FROM wanted JOIN provenance pr ON pr.chunk = wanted.chunk
-            JOIN triples t ON t.id = pr.triple AND t.scope = {SCOPE} AND t.o_iri = 1)
-SELECT chunk, e FROM found ORDER BY chunk, e
+# Through the provenance index, chunk by chunk. (Joining triples once per end under
+# a UNION let SQLite plan the object side as a scan of the scope's whole object
+# index: 400 ms at 100k triples against ~1 ms.)
+CHUNK_TRIPLES = f"""
+SELECT DISTINCT pr.chunk, t.s, t.p, t.o, t.o_iri
+FROM (SELECT DISTINCT value AS chunk FROM json_each(?)) AS wanted
+JOIN provenance pr ON pr.chunk = wanted.chunk
+JOIN triples t ON t.id = pr.triple AND t.scope = {SCOPE}
+ORDER BY pr.chunk, t.s, t.p, t.o, t.o_iri DESC
 """
 
 ADD_TRIPLE = """
@@ -282,14 +282,14 @@ class SqliteTriplesStore:
             PROVENANCE, (rows, json.dumps(list(prefer)), user, collection)).fetchall())
         return {triples[n]: (document, chunk) for n, document, chunk in found}
 
-    async def chunk_entities(self, user: str, collection: str,
-                             chunks: Iterable[str]) -> dict[str, list[Term]]:
+    async def chunk_triples(self, user: str, collection: str,
+                            chunks: Iterable[str]) -> dict[str, list[Triple]]:
         keys = json.dumps(list(dict.fromkeys(chunks)))
         rows = await self._read(lambda db: db.execute(
-            CHUNK_ENTITIES, (keys, user, collection, user, collection)).fetchall())
-        found: dict[str, list[Term]] = {}
-        for chunk, entity in rows:
-            found.setdefault(chunk, []).append(Term.iri(entity))
+            CHUNK_TRIPLES, (keys, user, collection)).fetchall())
+        found: dict[str, list[Triple]] = {}
+        for chunk, *triple in rows:
+            found.setdefault(chunk, []).append(make_triple(*triple))
         return found
 
     async def count(self, user: str, collection: str) -> int:

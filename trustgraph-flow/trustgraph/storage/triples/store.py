@@ -41,11 +41,11 @@ class TriplesStore(Protocol):
         them, the same one on every backend). Triples not stored in the scope are
         absent from the answer."""
 
-    async def chunk_entities(self, user: str, collection: str,
-                             chunks: Iterable[str]) -> dict[str, list[Term]]:
-        """The IRI entities (subjects and IRI objects, not predicates) of the triples
-        extracted from each of ``chunks``, in ONE round trip; each chunk's in
-        ascending order. Chunks with none are absent."""
+    async def chunk_triples(self, user: str, collection: str,
+                            chunks: Iterable[str]) -> dict[str, list[Triple]]:
+        """The triples extracted from each of ``chunks``, in ONE round trip; each
+        chunk's in ascending (s, p, o) order, an IRI object before a literal of the
+        same text. Chunks with none are absent."""
 
     async def remove_document(self, user: str, collection: str, document: str) -> None:
         """Forget the document's provenance; drop triples nothing else supports."""

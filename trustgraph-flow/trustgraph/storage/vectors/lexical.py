@@ -31,6 +31,9 @@ they this to was were what when where which who whom whose why will with would y
 # BM25 weight of a match in each indexed column: a word of the title or heading path
 # counts for more than one in the body, as it describes the whole chunk.
 WEIGHTS = {"title": 2.0, "headings": 1.5, "body": 1.0}
+# Up to this many chunks, a question whose every word is in over half of them is
+# scored on those words anyway (a few ms); beyond it, not at all (``_selective``).
+COMMON_WORDS_SCORED = 1000
 
 
 @dataclass(frozen=True)
@@ -150,6 +153,8 @@ class Fts5Index:
         if table is None:
             return []
         terms = self._selective(table, terms)
+        if not terms:
+            return []
         match = " OR ".join(map(_quoted, terms))
         weights = ", ".join(str(w) for w in WEIGHTS.values())
         rows = self._db.execute(
@@ -160,16 +165,19 @@ class Fts5Index:
                 for chunk_id, document, title, body, meta, rank in rows]
 
     def _selective(self, table: str, terms: list[str]) -> list[str]:
-        """The terms in at most half the scope's chunks, unless none is. BM25 gives a
-        word in more than half the rows an IDF of ~0 (FTS5 clamps it), so such words
-        only cost time: scoring every row they match (160 ms for a word in each of
-        10k chunks, against 4 ms for rare words)."""
+        """The terms in at most half the scope's chunks. BM25 gives a word in more
+        than half the rows an IDF of ~0 (FTS5 clamps it), so such words only cost
+        time: scoring every row they match (160 ms for a word in each of 10k chunks,
+        against 4 ms for rare words). A question of such words only is still
+        matched in a small scope, where scoring every row is cheap and their term
+        frequencies are the only lexical evidence; in a larger one it finds nothing
+        by its words, and vector search alone decides."""
         total = self._db.execute("SELECT count(*) FROM chunks WHERE space = ?",
                                  (table,)).fetchone()[0]
         kept = [term for term in terms if 2 * self._db.execute(
             f"SELECT count(*) FROM {table} WHERE {table} MATCH ?",
             (_quoted(term),)).fetchone()[0] <= total]
-        return kept or terms
+        return kept or (terms if total <= COMMON_WORDS_SCORED else [])
 
     async def remove_document(self, user: str, collection: str, document: str) -> None:
         await self._run(self._remove, user, collection,
