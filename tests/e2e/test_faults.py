@@ -157,7 +157,7 @@ async def test_malformed_json_mid_stream_fails_at_once_naming_it(stack, script):
     for outcome in (socket, rest):
         assert outcome.text == expected_text(2)
         # The parse failed (not the timeout: the server holds the connection open).
-        assert "LLM stream failed: JSONDecodeError" in outcome.error["message"]
+        assert "LLM stream failed: an event is not JSON" in outcome.error["message"]
 
 
 async def test_429_then_recovery_is_retried_into_a_whole_answer(stack, script, llm):
