@@ -42,11 +42,14 @@ TEMPLATES = {
 
 async def echo(request: TextCompletionRequest, ctx: Context
                ) -> AsyncIterator[TextCompletionResponse]:
-    """The LLM: answers with the prompt itself, a word at a time when streaming."""
+    """The LLM: answers with the prompt itself, a word at a time when streaming, at a
+    model's pace (deltas that wait together are rightly sent as one)."""
     words = request.prompt.split(" ")
     pieces = [word + " " for word in words[:-1]] + words[-1:]
     if request.streaming:
-        for piece in pieces:
+        for n, piece in enumerate(pieces):
+            if n:
+                await asyncio.sleep(0.02)
             yield TextCompletionResponse(response=piece)
     yield TextCompletionResponse(
         response="" if request.streaming else request.prompt, end_of_stream=True,
