@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ...sqlite_transaction import transaction
+from .matches import ChunkMatch
 from .spaces import Space
 
 LEXICAL = "lexical"
@@ -51,21 +52,11 @@ class LexicalChunk:
     meta: dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
-class LexicalMatch:
-    chunk_id: str
-    document: str
-    title: str
-    text: str
-    score: float  # BM25: higher is better
-    meta: dict[str, Any] = field(default_factory=dict)
-
-
 class LexicalIndex(Protocol):
     async def upsert(self, user: str, collection: str,
                      chunks: Sequence[LexicalChunk]) -> None: ...
     async def search(self, user: str, collection: str, query: str,
-                     limit: int) -> list[LexicalMatch]: ...
+                     limit: int) -> list[ChunkMatch]: ...
     async def remove_document(self, user: str, collection: str, document: str) -> None: ...
     async def remove_stale(self, user: str, collection: str, document: str, version: int,
                            total: int) -> int: ...
@@ -141,14 +132,14 @@ class Fts5Index:
                                  (table, row, c.document, c.version, c.index))
 
     async def search(self, user: str, collection: str, query: str,
-                     limit: int) -> list[LexicalMatch]:
+                     limit: int) -> list[ChunkMatch]:
         terms = query_terms(query)
         if not terms:
             return []
         return await self._run(self._search, user, collection, terms, limit)
 
     def _search(self, user: str, collection: str, terms: list[str],
-                limit: int) -> list[LexicalMatch]:
+                limit: int) -> list[ChunkMatch]:
         table = self._table(user, collection, create=False)
         if table is None:
             return []
@@ -161,7 +152,7 @@ class Fts5Index:
             f"SELECT chunk_id, document, title, body, meta, bm25({table}, {weights}) AS rank "
             f"FROM {table} WHERE {table} MATCH ? ORDER BY rank LIMIT ?",
             (match, limit)).fetchall()
-        return [LexicalMatch(chunk_id, document, title, body, -rank, json.loads(meta))
+        return [ChunkMatch(chunk_id, document, title, body, -rank, json.loads(meta))
                 for chunk_id, document, title, body, meta, rank in rows]
 
     def _selective(self, table: str, terms: list[str]) -> list[str]:

@@ -15,7 +15,8 @@ from collections.abc import Sequence
 
 from qdrant_client import AsyncQdrantClient, models
 
-from .lexical import LEXICAL, LexicalChunk, LexicalMatch, query_terms
+from .lexical import LEXICAL, LexicalChunk, query_terms
+from .matches import ChunkMatch
 from .spaces import Space
 from .store import point_id
 
@@ -80,13 +81,13 @@ class QdrantSparseIndex:
             for c in chunks])
 
     async def search(self, user: str, collection: str, query: str,
-                     limit: int) -> list[LexicalMatch]:
+                     limit: int) -> list[ChunkMatch]:
         name, vector = self._name(user, collection), query_vector(query)
         if vector is None or not await self._client.collection_exists(name):
             return []
         found = await self._client.query_points(name, query=vector, using=SPARSE,
                                                 limit=limit, with_payload=True)
-        return [LexicalMatch(p.payload["chunk_id"], p.payload["document"],
+        return [ChunkMatch(p.payload["chunk_id"], p.payload["document"],
                              p.payload["title"], p.payload["text"], p.score,
                              p.payload.get("meta") or {}) for p in found.points]
 

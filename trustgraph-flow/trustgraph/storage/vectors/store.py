@@ -19,6 +19,7 @@ from typing import Any, Protocol
 from trustgraph.schema import Term
 
 from .lexical import LexicalChunk, LexicalIndex
+from .matches import ChunkMatch
 from .spaces import Space
 
 CHUNKS, ENTITIES = "chunks", "entities"
@@ -75,16 +76,6 @@ class EntityVector:
     vector: list[float]
     label: str = ""
     document: str = ""
-
-
-@dataclass(frozen=True)
-class ChunkMatch:
-    chunk_id: str
-    document: str
-    title: str
-    text: str
-    score: float  # cosine similarity, or BM25 from ``search_lexical``
-    meta: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
