@@ -148,7 +148,7 @@ class _Answer:
                 chunk = from_json(data)  # a third of json.loads's CPU, per SSE event
             except ValueError as error:
                 return "".join(text), LlmError(
-                    f"LLM stream failed: an event is not JSON ({error}): {bytes(data[:80])!r}")
+                    f"LLM stream failed: an event is not JSON ({error}): {data[:80]!r}")
             if chunk.get("error") or chunk.get("object") == "error":
                 return "".join(text), LlmError(f"{self.label} failed mid-answer: "
                                                f"{_error_text(chunk.get('error') or chunk)}")
