@@ -66,6 +66,9 @@ class LocalReply:
     async def accept(self) -> None:
         self._pending.accept()
 
+    async def keep_alive(self) -> None:
+        pass  # nothing is lost between a requester and a runner in one process
+
     async def send(self, record: Response, final: bool) -> None:
         # Encoded as on the bus: one JSON encode per record per hop, and the caller
         # decodes into its own model exactly as it would a bus frame.

@@ -24,7 +24,7 @@ from ..schema import CANCEL_TOPIC, Cancel, decode
 from .heap import freeze_startup_heap
 from .local import LocalServices
 from .runtime import Runtime
-from .service import ReplyProducers, Service, ServiceRunner
+from .service import KEEP_ALIVE_INTERVAL, ReplyProducers, Service, ServiceRunner
 from .stage import Stage, StageRunner
 from .settings import ProcessorSettings
 
@@ -57,6 +57,7 @@ class Processor:
         self._services: list[Part] = []
         self._stages: list[StageRunner] = []
         self._runners: list[ServiceRunner] = []
+        self._keeping_alive: asyncio.Task | None = None
 
     async def start(self) -> None:
         runtime = self.runtime = Runtime(self.spec.name, self.instance, self.settings,
@@ -85,9 +86,16 @@ class Processor:
                 await runner.start()
                 if self.local is not None and isinstance(runner, ServiceRunner):
                     self.local.add(runner)
+        self._keeping_alive = asyncio.create_task(self._keep_alive(), name="keep-alive")
         names = ", ".join(s.name for s in services)
         log.info("%s serving [%s] on flows %s via %s", self.spec.name, names,
                  ",".join(self.settings.tg_flows), self.settings.pulsar_url)
+
+    async def _keep_alive(self) -> None:
+        while True:
+            await asyncio.sleep(KEEP_ALIVE_INTERVAL)
+            for runner in self._runners:
+                await runner.keep_alive()
 
     async def _on_cancel(self, message: Message) -> None:
         task = self._inflight.get(decode(Cancel, message.data()).id)
@@ -99,6 +107,8 @@ class Processor:
             for runner in self._runners:  # callers in the group use the bus from now on
                 self.local.remove(runner)
         tasks = list(self._inflight.values())
+        if self._keeping_alive is not None:
+            tasks.append(self._keeping_alive)
         for runner in self._stages:
             tasks += runner.tasks  # unacknowledged work is redelivered after a restart
         for task in tasks:

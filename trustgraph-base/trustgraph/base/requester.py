@@ -16,6 +16,7 @@ from contextlib import aclosing
 from ..pubsub import Bus, Message
 from ..schema import CANCEL_TOPIC, Cancel, Error, Record, Response, decode, encode
 from ..schema import request_topic, response_topic
+from .service import KEEP_ALIVE_INTERVAL
 
 log = logging.getLogger(__name__)
 
@@ -28,6 +29,10 @@ MAX_PENDING_RESPONSES = 10_000
 RESPONSE_PREFETCH = 50_000
 # How often a request that no replica has accepted yet is sent again.
 RESEND_INTERVAL = 1.0
+# A service keeps telling a requester it still has the request while it sends
+# nothing (every KEEP_ALIVE_INTERVAL); this long without a word from it means its
+# records were lost in transit (a broker restart) or it stopped.
+LIVENESS = 5 * KEEP_ALIVE_INTERVAL
 
 Frame = tuple[bytes, bool]  # (record JSON, is the final record)
 
@@ -52,7 +57,7 @@ class Pending:
     broker restarts), and the request fails rather than returning text with holes.
     """
 
-    __slots__ = ("frames", "arrived", "expected", "failure", "accepted")
+    __slots__ = ("frames", "arrived", "expected", "failure", "accepted", "alive_at")
 
     def __init__(self) -> None:
         self.frames: deque[Frame] = deque()
@@ -60,9 +65,11 @@ class Pending:
         self.expected = 0
         self.failure: Exception | None = None
         self.accepted = False  # a replica has the request
+        self.alive_at = 0.0  # when the service last said it still has it
 
     def accept(self) -> None:
         self.accepted = True
+        self.alive_at = time.monotonic()
         self.arrived.set()
 
     def put(self, frame: Frame, seq: int | None) -> None:
@@ -139,10 +146,12 @@ def silence(service: str, flow: str, timeout: float) -> RequestTimeout:
 
 class Requester(Calls):
     def __init__(self, bus: Bus, service: str, flow: str, requester_id: str,
-                 timeout: float = 120.0, accept_timeout: float = 5.0) -> None:
+                 timeout: float = 120.0, accept_timeout: float = 5.0,
+                 liveness: float = LIVENESS) -> None:
         self.service = service
         self.flow = flow
-        self.timeout = timeout  # longest quiet time once a replica has the request
+        self.timeout = timeout  # longest time between records once a replica has it
+        self.liveness = liveness  # longest time without a word, keep-alives included
         # A request on a non-persistent topic that no replica is subscribed to is
         # dropped silently; without an ``accepted`` by then, nothing is serving it.
         self.accept_timeout = accept_timeout
@@ -191,20 +200,39 @@ class Requester(Calls):
         try:
             await self._producer.send(data, properties)
             give_up = time.monotonic() + self.accept_timeout
-            while not finished:
-                accepted = pending.accepted
-                wait = self.timeout if accepted else max(0.0, min(
-                    RESEND_INTERVAL, give_up - time.monotonic()))
+            while not pending.accepted:  # re-sent until a replica says it has it
                 try:
-                    batch = await pending.batch(wait)
+                    batch = await pending.batch(max(0.0, min(
+                        RESEND_INTERVAL, give_up - time.monotonic())))
                 except TimeoutError:
-                    if accepted or time.monotonic() >= give_up:
-                        raise self._silence(accepted) from None
-                    # Not accepted yet: the request may have been dropped on its way
-                    # (non-persistent); services ignore an id they already have.
+                    if time.monotonic() >= give_up:
+                        raise self._no_service() from None
+                    # The request may have been dropped on its way (non-persistent);
+                    # services ignore an id they already have.
                     await self._producer.send(data, properties)
                     continue
                 if batch:
+                    finished = batch[-1][1]
+                    yield batch
+            # Heard from the service now: the next record is due within ``timeout``,
+            # a sign of life within LIVENESS.
+            pending.alive_at = quiet_until = time.monotonic()
+            quiet_until += self.timeout
+            while not finished:
+                now = time.monotonic()
+                try:
+                    batch = await pending.batch(
+                        min(quiet_until, pending.alive_at + self.liveness) - now)
+                except TimeoutError:
+                    now = time.monotonic()
+                    if now >= quiet_until:
+                        raise silence(self.service, self.flow, self.timeout) from None
+                    if now >= pending.alive_at + self.liveness:
+                        raise self._lost() from None
+                    continue
+                if batch:
+                    pending.alive_at = quiet_until = time.monotonic()
+                    quiet_until += self.timeout
                     finished = batch[-1][1]
                     yield batch
         finally:
@@ -212,9 +240,13 @@ class Requester(Calls):
             if not finished:
                 self._cancel(request_id)
 
-    def _silence(self, accepted: bool) -> Exception:
-        if accepted:
-            return silence(self.service, self.flow, self.timeout)
+    def _lost(self) -> RequestTimeout:
+        return RequestTimeout(
+            f"{self.service} on flow {self.flow} went quiet: not a word for "
+            f"{self.liveness:g} s, not even that it still has the request (it stopped, "
+            f"or its records were lost in transit: was the broker restarted?)")
+
+    def _no_service(self) -> ServiceError:
         return ServiceError(Error(
             type="no-service",
             message=f"no {self.service} processor took the request on flow {self.flow} "

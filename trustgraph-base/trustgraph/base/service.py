@@ -25,6 +25,12 @@ log = logging.getLogger(__name__)
 # Answered request ids remembered, so a re-send that arrives after the answer (the
 # requester re-sends until it hears "accepted") is not served twice.
 REMEMBERED_IDS = 4096
+# How often a request still being served that has sent nothing since the last time
+# tells its requester so (an ``accepted`` marker again). Responses travel on
+# non-persistent topics, which drop what is in flight when the broker restarts; the
+# requester takes a long silence (``requester.LIVENESS``) as its answer lost, rather
+# than waiting out TG_REQUEST_TIMEOUT for a record that will never come.
+KEEP_ALIVE_INTERVAL = 2.0
 
 
 Emit = Callable[[str, Record], Awaitable[None]]  # (stage, record) → durable send
@@ -99,6 +105,7 @@ class ServiceRunner:
         self._clients = runtime.clients(flow) if runtime is not None else None
         self._emit = partial(runtime.emit, flow) if runtime is not None else no_emit
         self._inflight = inflight
+        self._open: dict[str, Reply] = {}  # replies of the requests being served
         self._finished: OrderedDict[str, None] = OrderedDict()  # ids answered lately
         self._limit = limit  # requests handled at once
         self._backlog = backlog  # requests held (handled or waiting), then refused
@@ -151,6 +158,15 @@ class ServiceRunner:
             type="overloaded", message=f"{self.service.name} has {self._backlog} requests "
                                        f"in hand; try again shortly")), True)
 
+    async def keep_alive(self) -> None:
+        """A sign of life to the requester of each request that sent nothing since the
+        last call (``KEEP_ALIVE_INTERVAL``)."""
+        for reply in list(self._open.values()):
+            try:
+                await reply.keep_alive()
+            except Exception as error:  # the broker away: the next round tries again
+                log.debug("%s: keep-alive not sent: %s", self.service.name, error)
+
     async def _slot(self, request_id: str) -> None:
         """One of the TG_CONCURRENCY slots; a request that has to wait for one says so
         (log, and the tg_requests_waiting / tg_slot_wait_seconds metrics): streams
@@ -177,6 +193,7 @@ class ServiceRunner:
         try:
             reply = await open_reply()
             await reply.accept()
+            self._open[request_id] = reply
             await self._slot(request_id)
             holding = True
             request = decode(self.service.request, data)
@@ -202,6 +219,7 @@ class ServiceRunner:
             if reply is not None and not sent_final:
                 await reply.send(self.service.response.failure(error), True)
         finally:
+            self._open.pop(request_id, None)
             if holding:
                 self._limit.release()
             timer.done()
@@ -247,6 +265,8 @@ class Reply(Protocol):
 
     async def send(self, record: Response, final: bool) -> None: ...
 
+    async def keep_alive(self) -> None: ...
+
 
 OpenReply = Callable[[], Awaitable[Reply]]
 
@@ -255,15 +275,22 @@ class BusReply:
     """The responses to one request: an ``accepted`` marker, then records numbered by
     ``seq`` so the requester notices any lost in transit; the last marked ``end``."""
 
-    __slots__ = ("_producer", "_id", "_seq")
+    __slots__ = ("_producer", "_id", "_seq", "_seq_kept")
 
     def __init__(self, producer, request_id: str) -> None:
         self._producer = producer
         self._id = request_id
         self._seq = 0
+        self._seq_kept = 0  # ``_seq`` at the last keep-alive
 
     async def accept(self) -> None:
         await self._producer.post(b"", {"id": self._id, "accepted": "1"})
+
+    async def keep_alive(self) -> None:
+        """``accepted`` again, unless records went out since the last keep-alive."""
+        if self._seq == self._seq_kept:
+            await self.accept()
+        self._seq_kept = self._seq
 
     async def send(self, record: Response, final: bool) -> None:
         properties = {"id": self._id, "seq": str(self._seq)}
