@@ -60,19 +60,24 @@ class LazyStack(RagProcessors):
     async def load(self, user: str, collection: str, documents: dict[str, list[str]]) -> int:
         """Chunks in at the ``chunks`` stage; returns once the triples store and the
         entity vectors hold what extraction made of them: the new graph version."""
+        store = await self.requester("triples")
+
+        async def mentions_stored() -> int:
+            found = await store.call(TriplesQueryRequest(
+                user=user, collection=collection, p=Term.iri(MENTIONED_IN)),
+                TriplesQueryResponse)
+            return len(found.response)
+
         phrases = KeyphraseExtractor()
-        mentions = 0
+        mentions = await mentions_stored()  # of the documents loaded before these
         for id, texts in documents.items():
             document = DocumentRef(id=id, user=user, collection=collection, title=id)
             for index, text in enumerate(texts):
                 await self.emit("chunks", Chunk(document=document, id=f"{id}/c{index}",
                                                 index=index, text=text))
                 mentions += len(phrases.key_phrases(text))
-        store = await self.requester("triples")
-        await eventually(lambda: store.call(TriplesQueryRequest(
-            user=user, collection=collection, p=Term.iri(MENTIONED_IN)),
-            TriplesQueryResponse), "the mentions stored",
-            accept=lambda found: len(found.response) >= mentions)
+        await eventually(mentions_stored, "the mentions stored",
+                         accept=lambda stored: stored >= mentions)
         versions = await self.requester("graph-version")
         return (await versions.call(GraphVersionRequest(user=user, collection=collection),
                                     GraphVersionResponse)).version

@@ -46,9 +46,11 @@ SCRUBBED_PREFIXES = ("TG_", "PULSAR_", "OPENAI_", "ANTHROPIC_", "OLLAMA_", "AZUR
 
 class Stack:
     def __init__(self, env: dict[str, str] | None = None, processors: list[str] | None = None,
-                 token: str = "", startup_timeout: float = 30.0) -> None:
+                 token: str = "", startup_timeout: float = 90.0) -> None:
         """``processors``: TG_PROCESSORS (default: tg-start's own stack);
-        ``token``: TG_GATEWAY_TOKEN (default: an open gateway)."""
+        ``token``: TG_GATEWAY_TOKEN (default: an open gateway). ``startup_timeout``
+        only bounds a failing start: the default stack took over 30 s to be ready on
+        a loaded 2-core machine."""
         self.data_dir = Path(tempfile.mkdtemp(prefix="tg-stack-"))
         self.broker_port = free_port()
         self.gateway_port = free_port()

@@ -179,8 +179,8 @@ class StageRunner:
                           self.stage.name, message.message_id())
             await self._consumer.negative_acknowledge(message)
             return
+        await self._consumer.acknowledge(message)
         log.error("%s: message %s failed %d times (last: %s); sent to %s and acknowledged",
                   self.stage.name, message.message_id(), deliveries, error,
                   dead_letter_topic(self.stage.name, self.stage.subscription or
                                     self.stage.name, self.flow))
-        await self._consumer.acknowledge(message)
