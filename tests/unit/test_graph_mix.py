@@ -126,6 +126,8 @@ async def test_mixed_graph_rag_seeds_from_the_best_chunks_and_cites_in_relevance
         id="t", flow="default", clients=clients))]
     [asked] = graph.requests
     assert asked.seed_chunks == ["d2/c5", "d1/c0"] and asked.max_subgraph_size == 4
+    # The question embedded once, its vector searched for entities and for chunks.
+    assert embeddings.requests == [["q"]]
     # The best two of three, the document of the best-matching chunk (d2) first.
     assert [s.id for s in record.sources] == ["d2/c5", "d1/c0"]
     best = record.sources[0]

@@ -25,7 +25,7 @@ from trustgraph.schema import (RDFS_LABEL, Evidence, GraphRagRequest, ScoredEnti
                                SubgraphRequest, SubgraphResponse, Term)
 
 from ..answer import Found, rag_service
-from ..search import (FoundChunk, Fusion, RetrievalSettings, merge_rankings,
+from ..search import (FoundChunk, Fusion, RetrievalSettings, embed, merge_rankings,
                       search_chunks, search_vectors)
 from ..steps import concurrently, step
 from .ranking import by_document, rank_triples
@@ -50,12 +50,15 @@ def triple_retriever(fusion: Fusion | None):
     """Plain (``fusion`` None) or mixed retrieval."""
     async def retrieve_triples(request: GraphRagRequest, searches: list[str],
                                clients: Clients) -> Found:
+        # Embedded once: the entity search and the chunk search share the vectors.
+        vectors = await embed(clients, searches, ERROR)
         if fusion is None:
-            seeds, chunks = await seed_entities(request, searches, clients), []
+            seeds, chunks = await seed_entities(request, vectors, clients), []
         else:
             seeds, chunks = await concurrently(
-                seed_entities(request, searches, clients),
-                search_chunks(clients, searches, request, CHUNK_SEEDS, ERROR, fusion))
+                seed_entities(request, vectors, clients),
+                search_chunks(clients, searches, request, CHUNK_SEEDS, ERROR, fusion,
+                              vectors=vectors))
         if not seeds:  # nothing in the collection: answered from no statements
             return Found(sources=[], template=TEMPLATE,
                          variables=kg_variables(request.query, []))
@@ -108,10 +111,11 @@ async def expand(request: GraphRagRequest, seeds: list[ScoredEntity], chunks: li
             triple_limit=request.triple_limit, seed_chunks=chunks or None), SubgraphResponse)
 
 
-async def seed_entities(request: GraphRagRequest, searches: list[str],
+async def seed_entities(request: GraphRagRequest, vectors: list[list[float]],
                         clients: Clients) -> list[ScoredEntity]:
-    """At most ``entity-limit`` entities, each search contributing its nearest."""
-    found = await search_vectors(clients, searches, "graph-embeddings", request,
+    """At most ``entity-limit`` entities, each search's vector contributing its
+    nearest."""
+    found = await search_vectors(clients, vectors, "graph-embeddings", request,
                                  request.entity_limit, ERROR)
     return merge_rankings([answer.entities or [] for answer in found],
                           key=lambda match: match.entity, score=lambda match: match.score,
