@@ -28,7 +28,7 @@ from ..answer import Found, rag_service
 from ..search import (FoundChunk, Fusion, RetrievalSettings, embed, merge_rankings,
                       search_chunks, search_vectors)
 from ..steps import concurrently, step
-from .ranking import by_document, rank_triples
+from .ranking import best, by_document, rank_triples
 
 NAME = "graph-rag"
 ERROR = f"{NAME}-error"
@@ -72,7 +72,9 @@ def triple_retriever(fusion: Fusion | None):
         scores: list[dict[str, float] | None] = [None] * len(used)
         if fusion is not None:
             ranked = rank_triples(used, seeds, chunk_ranks, fusion.k)
-            ranked = by_document(ranked[:request.max_subgraph_size], document_ranks(chunks))
+            documents = document_ranks(chunks)
+            ranked = by_document(best(ranked, request.max_subgraph_size, documents),
+                                 documents)
             used, scores = [r.evidence for r in ranked], [r.scores for r in ranked]
         titles = {f.chunk.chunk_id: f.chunk.title for f in chunks}
         statements = [statement(e, labels) for e in used]
