@@ -12,9 +12,10 @@ settings keeps the plain behaviour above) retrieval is "mixed": the
 chunks that best match the question (``TG_RETRIEVAL``'s search) also seed the subgraph with
 the entities extracted from them, and the triples found are ranked by relevance
 (ranking.py: seed nearness, personalised PageRank, the rank of their chunk), the
-best ``max-subgraph-size`` kept and grouped by the document they are cited from,
-the documents of the best-matching chunks first, each source carrying those scores
-and its chunk's document title.
+best ``max-subgraph-size`` kept (among them the best triple of each document the
+chunk search found) and grouped by the document they are cited from, the documents
+of the best-matching chunks first, each source carrying those scores and its
+chunk's document title. The question is embedded once for both searches.
 """
 from typing import Any
 
