@@ -5,8 +5,8 @@ from types import SimpleNamespace
 
 from trustgraph.base import Context
 from trustgraph.retrieval.graph_rag import service as graph_rag
-from trustgraph.retrieval.graph_rag.ranking import by_document, rank_triples
-from trustgraph.schema import (DocumentEmbeddingsResponse, Evidence, GraphRagRequest,
+from trustgraph.retrieval.graph_rag.ranking import best, by_document, rank_triples
+from trustgraph.schema import (RDFS_LABEL, DocumentEmbeddingsResponse, Evidence, GraphRagRequest,
                                ScoredChunk, ScoredEntity, SubgraphRequest, SubgraphResponse,
                                Term, Triple)
 from trustgraph.storage.triples.service import mixed_seeds, with_chunk_triples
@@ -60,6 +60,20 @@ def test_triples_are_grouped_by_document_best_matching_documents_first():
             r.evidence.document_id))
 
 
+def test_the_best_triples_hold_each_document_the_chunk_search_found():
+    triples = [e("a", "b", "d1/c0"), e("b", "c", "d1/c1"), e("c", "d", "d3/c0"),
+               e("d", "e", "d4/c0"), e("e", "f", "d2/c0")]
+    ranked = rank_triples(triples, [seed("a", 0.9)], {})
+    order = [r.evidence.document_id for r in ranked]
+    assert order == ["d1", "d1", "d3", "d4", "d2"]  # the chain, nearest the seed first
+    # d2 and d4 were found by the chunk search: their best triples stay, d2's first
+    # if only one may; the rest is the best of the others; the ranked order holds.
+    kept = [r.evidence.document_id for r in best(ranked, 3, {"d2": 1, "d4": 2})]
+    assert kept == ["d1", "d4", "d2"]
+    assert [r.evidence.document_id for r in best(ranked, 1, {"d2": 1, "d4": 2})] == ["d2"]
+    assert best(ranked, 3, {}) == ranked[:3]
+
+
 def triple(s: str, o: str) -> Triple:
     return Triple(s=I(f"urn:{s}"), p=REL, o=I(f"urn:{o}"))
 
@@ -77,16 +91,23 @@ def test_chunk_entities_take_at_most_half_the_seed_budget_each_chunk_in_turn():
 
 
 def test_the_matched_chunks_own_triples_join_the_expansion_within_its_budget():
-    found = {"d/c1": [triple("p", "q"), triple("q", "r"), triple("r", "s")],
-             "d/c2": [triple("a", "b")]}
-    expanded = [triple("a", "b"), triple("b", "c"), triple("c", "d"), triple("d", "e")]
-    request = SubgraphRequest(seeds=[I("urn:a")], max_subgraph_size=4, triple_limit=2,
-                              seed_chunks=["d/c2", "d/c1"])
-    # a-b was reached; c1's first two (its triple_limit) in half the budget.
+    label = Triple(s=I("urn:p"), p=I(RDFS_LABEL), o=Term.literal("P"))
+    found = {"d/c1": [label, triple("p", "q"), triple("q", "r"), triple("r", "s")],
+             "d/c2": [triple("d", "e"), triple("x", "y"), triple("y", "z")],
+             "d/c3": [triple("m", "n")]}
+    expanded = [triple("a", "b"), triple("b", "c"), triple("c", "d"), triple("d", "e"),
+                triple("e", "f")]
+    request = SubgraphRequest(seeds=[I("urn:a")], max_subgraph_size=8, triple_limit=2,
+                              seed_chunks=["d/c2", "d/c1", "d/c3"])
+    # Half the budget for the chunks' own, each chunk's first then each one's second
+    # (at most its triple_limit): c2's d-e, though the expansion reached it past
+    # where its share ends; a label triple is no statement and takes no place. The
+    # expansion's first four (without d-e) before them.
     assert with_chunk_triples(expanded, request, found) == [
-        triple("a", "b"), triple("b", "c"), triple("p", "q"), triple("q", "r")]
+        triple("a", "b"), triple("b", "c"), triple("c", "d"), triple("e", "f"),
+        triple("d", "e"), triple("p", "q"), triple("m", "n"), triple("x", "y")]
     plain = SubgraphRequest(seeds=[I("urn:a")], max_subgraph_size=4)
-    assert with_chunk_triples(expanded, plain, {}) == expanded
+    assert with_chunk_triples(expanded, plain, {}) == expanded[:4]
 
 
 class Lexical:
@@ -126,6 +147,8 @@ async def test_mixed_graph_rag_seeds_from_the_best_chunks_and_cites_in_relevance
         id="t", flow="default", clients=clients))]
     [asked] = graph.requests
     assert asked.seed_chunks == ["d2/c5", "d1/c0"] and asked.max_subgraph_size == 4
+    # The question embedded once, its vector searched for entities and for chunks.
+    assert embeddings.requests == [["q"]]
     # The best two of three, the document of the best-matching chunk (d2) first.
     assert [s.id for s in record.sources] == ["d2/c5", "d1/c0"]
     best = record.sources[0]

@@ -1,7 +1,9 @@
 """Search for retrieval, shared by every RAG service.
 
-* ``search_vectors``: every search text embedded in one ``embeddings`` request, one
-  store search per vector, all at once; ``merge_rankings`` interleaves the answers.
+* ``embed``: every search text embedded in one ``embeddings`` request, once per
+  question however many stores are searched with the vectors;
+* ``search_vectors``: one store search per vector, all at once; ``merge_rankings``
+  interleaves the answers.
 * ``search_chunks``: chunks by vector, by words (``lexical-search``, BM25) or both
   (hybrid), the rankings of every search text and retriever fused by reciprocal rank
   (fusion.py); each chunk keeps what each retriever scored it.
@@ -14,9 +16,9 @@ from pydantic import BaseModel, Field
 
 from trustgraph.base import Clients, HandledError, ProcessorSettings
 from trustgraph.schema import (DocumentEmbeddingsRequest, DocumentEmbeddingsResponse,
-                               DocumentRagRequest, EmbeddingsRequest, EmbeddingsResponse,
+                               EmbeddingsRequest, EmbeddingsResponse,
                                GraphEmbeddingsRequest, GraphEmbeddingsResponse,
-                               GraphRagRequest, LexicalSearchRequest, Record, Response,
+                               LexicalSearchRequest, Record, Response,
                                ScoredChunk)
 
 from .fusion import Fused, Ranking, fuse
@@ -32,12 +34,15 @@ STORES: dict[str, tuple[type[Record], type[Response]]] = {
 }
 
 
-async def search_vectors(clients: Clients, texts: list[str], service: str,
-                         scope: DocumentRagRequest | GraphRagRequest, limit: int,
-                         error_type: str) -> list[Response]:
-    """One ``service`` answer per text, in order: the ``limit`` nearest each text's
-    vector in the user's collection (``scope.user``, ``scope.collection``)."""
-    request_model, response_model = STORES[service]
+class Scope(Protocol):
+    """Whose vectors and chunks: any request with a user and a collection (a RAG request)."""
+
+    user: str
+    collection: str
+
+
+async def embed(clients: Clients, texts: list[str], error_type: str) -> list[list[float]]:
+    """Every search text's vector, from one ``embeddings`` request."""
     embeddings = await clients.get("embeddings")
     with step(error_type, "embedding the question"):
         vectors = (await embeddings.call(EmbeddingsRequest(texts=texts),
@@ -45,6 +50,14 @@ async def search_vectors(clients: Clients, texts: list[str], service: str,
     if len(vectors) != len(texts):
         raise HandledError(error_type, f"the embeddings service answered {len(vectors)} "
                                        f"vectors for {len(texts)} texts")
+    return vectors
+
+
+async def search_vectors(clients: Clients, vectors: list[list[float]], service: str,
+                         scope: Scope, limit: int, error_type: str) -> list[Response]:
+    """One ``service`` answer per vector, in order: the ``limit`` nearest it in the
+    user's collection (``scope.user``, ``scope.collection``)."""
+    request_model, response_model = STORES[service]
     store = await clients.get(service)
     with step(error_type, f"searching {service}"):
         return await concurrently(*(
@@ -73,13 +86,6 @@ def merge_rankings(rankings: Sequence[Sequence[T]], key: Callable[[T], Hashable]
 # -- chunks: vector, lexical or hybrid ---------------------------------------------
 
 RetrievalMode = Literal["vector", "lexical", "hybrid"]
-
-
-class Scope(Protocol):
-    """Whose chunks: any request with a user and a collection (a RAG request)."""
-
-    user: str
-    collection: str
 
 
 class RetrievalSettings(ProcessorSettings):
@@ -135,15 +141,17 @@ class FoundChunk:
 
 async def search_chunks(clients: Clients, texts: list[str], scope: Scope, limit: int,
                         error_type: str, fusion: Fusion = Fusion(),
-                        mode: RetrievalMode | None = None) -> list[FoundChunk]:
+                        mode: RetrievalMode | None = None,
+                        vectors: list[list[float]] | None = None) -> list[FoundChunk]:
     """At most ``limit`` chunks of ``scope``'s collection for the search ``texts``
     (the question, its rewrite, sub-questions), best first. ``mode`` (default
     ``fusion.mode``): "vector" keeps the vector order (each text contributing its
-    nearest in turn), "lexical" and "hybrid" fuse every ranking by reciprocal rank."""
+    nearest in turn), "lexical" and "hybrid" fuse every ranking by reciprocal rank.
+    ``vectors``: the texts' vectors, when the caller has embedded them already."""
     mode = mode or fusion.mode
     depth = max(limit, fusion.depth) if mode == "hybrid" else limit
     vector, lexical = await concurrently(
-        _vector_rankings(clients, texts, scope, depth, error_type, mode),
+        _vector_rankings(clients, texts, vectors, scope, depth, error_type, mode),
         _lexical_rankings(clients, texts, scope, depth, error_type, mode))
     if mode == "vector":
         merged = merge_rankings([r.items for r in vector], key=_chunk_id,
@@ -160,11 +168,14 @@ async def search_chunks(clients: Clients, texts: list[str], scope: Scope, limit:
     return [_found(entry) for entry in merged]
 
 
-async def _vector_rankings(clients: Clients, texts: list[str], scope: Scope, limit: int,
+async def _vector_rankings(clients: Clients, texts: list[str],
+                           vectors: list[list[float]] | None, scope: Scope, limit: int,
                            error_type: str, mode: RetrievalMode) -> list[Ranking]:
     if mode == "lexical":
         return []
-    found = await search_vectors(clients, texts, "document-embeddings", scope, limit,
+    if vectors is None:
+        vectors = await embed(clients, texts, error_type)
+    found = await search_vectors(clients, vectors, "document-embeddings", scope, limit,
                                  error_type)
     return [Ranking("vector", answer.chunks or [], n) for n, answer in enumerate(found)]
 

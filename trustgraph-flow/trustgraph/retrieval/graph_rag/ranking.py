@@ -12,7 +12,8 @@ the order the expansion reached them (HippoRAG's personalised PageRank, LightRAG
   search), of the chunk the triple was extracted from; triples from other chunks
   are not in this ranking.
 
-``by_document`` then orders the best of them by the document they are cited from.
+``best`` keeps the best of them, each document the chunk search found among them,
+and ``by_document`` orders those by the document they are cited from.
 """
 import heapq
 import math
@@ -89,6 +90,27 @@ def rank_triples(evidence: Sequence[Evidence], seeds: Sequence[ScoredEntity],
                                               chunk_ranks.get(evidence[n].chunk_id),
                                               entry.fused))
             for entry in fused for n in (entry.item,)]
+
+
+def best(ranked: Sequence[RankedTriple], size: int, document_ranks: dict[str, int]
+         ) -> list[RankedTriple]:
+    """The best ``size`` of ``ranked``, in ranked order, the best triple of each
+    document of ``document_ranks`` (document id → the rank of its best chunk among
+    those found for the question) among them, as many as ``size`` holds, best
+    first. So graph mode cites every document the chunk search found that the
+    subgraph holds evidence from, however the graph ranks its triples, and leads
+    with them (``by_document``)."""
+    firsts: dict[str, int] = {}
+    for n, r in enumerate(ranked):
+        if r.evidence.document_id in document_ranks:
+            firsts.setdefault(r.evidence.document_id, n)
+    kept = set(sorted(firsts.values(),
+                      key=lambda n: document_ranks[ranked[n].evidence.document_id])[:size])
+    for n in range(len(ranked)):
+        if len(kept) >= size:
+            break
+        kept.add(n)
+    return [ranked[n] for n in sorted(kept)]
 
 
 def by_document(ranked: Sequence[RankedTriple], document_ranks: dict[str, int]

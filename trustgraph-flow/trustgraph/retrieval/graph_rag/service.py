@@ -12,9 +12,10 @@ settings keeps the plain behaviour above) retrieval is "mixed": the
 chunks that best match the question (``TG_RETRIEVAL``'s search) also seed the subgraph with
 the entities extracted from them, and the triples found are ranked by relevance
 (ranking.py: seed nearness, personalised PageRank, the rank of their chunk), the
-best ``max-subgraph-size`` kept and grouped by the document they are cited from,
-the documents of the best-matching chunks first, each source carrying those scores
-and its chunk's document title.
+best ``max-subgraph-size`` kept (among them the best triple of each document the
+chunk search found) and grouped by the document they are cited from, the documents
+of the best-matching chunks first, each source carrying those scores and its
+chunk's document title. The question is embedded once for both searches.
 """
 from typing import Any
 
@@ -25,10 +26,10 @@ from trustgraph.schema import (RDFS_LABEL, Evidence, GraphRagRequest, ScoredEnti
                                SubgraphRequest, SubgraphResponse, Term)
 
 from ..answer import Found, rag_service
-from ..search import (FoundChunk, Fusion, RetrievalSettings, merge_rankings,
+from ..search import (FoundChunk, Fusion, RetrievalSettings, embed, merge_rankings,
                       search_chunks, search_vectors)
 from ..steps import concurrently, step
-from .ranking import by_document, rank_triples
+from .ranking import best, by_document, rank_triples
 
 NAME = "graph-rag"
 ERROR = f"{NAME}-error"
@@ -50,12 +51,15 @@ def triple_retriever(fusion: Fusion | None):
     """Plain (``fusion`` None) or mixed retrieval."""
     async def retrieve_triples(request: GraphRagRequest, searches: list[str],
                                clients: Clients) -> Found:
+        # Embedded once: the entity search and the chunk search share the vectors.
+        vectors = await embed(clients, searches, ERROR)
         if fusion is None:
-            seeds, chunks = await seed_entities(request, searches, clients), []
+            seeds, chunks = await seed_entities(request, vectors, clients), []
         else:
             seeds, chunks = await concurrently(
-                seed_entities(request, searches, clients),
-                search_chunks(clients, searches, request, CHUNK_SEEDS, ERROR, fusion))
+                seed_entities(request, vectors, clients),
+                search_chunks(clients, searches, request, CHUNK_SEEDS, ERROR, fusion,
+                              vectors=vectors))
         if not seeds:  # nothing in the collection: answered from no statements
             return Found(sources=[], template=TEMPLATE,
                          variables=kg_variables(request.query, []))
@@ -69,7 +73,9 @@ def triple_retriever(fusion: Fusion | None):
         scores: list[dict[str, float] | None] = [None] * len(used)
         if fusion is not None:
             ranked = rank_triples(used, seeds, chunk_ranks, fusion.k)
-            ranked = by_document(ranked[:request.max_subgraph_size], document_ranks(chunks))
+            documents = document_ranks(chunks)
+            ranked = by_document(best(ranked, request.max_subgraph_size, documents),
+                                 documents)
             used, scores = [r.evidence for r in ranked], [r.scores for r in ranked]
         titles = {f.chunk.chunk_id: f.chunk.title for f in chunks}
         statements = [statement(e, labels) for e in used]
@@ -108,10 +114,11 @@ async def expand(request: GraphRagRequest, seeds: list[ScoredEntity], chunks: li
             triple_limit=request.triple_limit, seed_chunks=chunks or None), SubgraphResponse)
 
 
-async def seed_entities(request: GraphRagRequest, searches: list[str],
+async def seed_entities(request: GraphRagRequest, vectors: list[list[float]],
                         clients: Clients) -> list[ScoredEntity]:
-    """At most ``entity-limit`` entities, each search contributing its nearest."""
-    found = await search_vectors(clients, searches, "graph-embeddings", request,
+    """At most ``entity-limit`` entities, each search's vector contributing its
+    nearest."""
+    found = await search_vectors(clients, vectors, "graph-embeddings", request,
                                  request.entity_limit, ERROR)
     return merge_rankings([answer.entities or [] for answer in found],
                           key=lambda match: match.entity, score=lambda match: match.score,

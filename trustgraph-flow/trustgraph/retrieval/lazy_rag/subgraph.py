@@ -15,11 +15,12 @@ from dataclasses import dataclass, field
 
 from trustgraph.base import Clients
 from trustgraph.extract.vocabulary import CHUNK, DOCUMENT
-from trustgraph.schema import (RDFS_LABEL, Evidence, LazyEntity, LazyRagExpandRequest,
+from trustgraph.schema import (RDFS_LABEL, Evidence, GraphEmbeddingsResponse, LazyEntity,
+                               LazyRagExpandRequest,
                                ScoredEntity, SubgraphRequest, SubgraphResponse, Term,
                                Triple)
 
-from ..search import search_vectors
+from ..search import embed, search_vectors
 from ..steps import concurrently, step
 from .phrases import windows
 
@@ -84,10 +85,8 @@ async def find_subgraph(request: LazyRagExpandRequest, max_entities: int, max_ho
 async def find_seeds(request: LazyRagExpandRequest, clients: Clients) -> list[Seed]:
     """Exact matches first (longest window first), then vector matches, each once."""
     candidates = list(dict.fromkeys(w.iri for w in windows(request.query)))
-    vectors, exact = await concurrently(
-        search_vectors(clients, [request.query], "graph-embeddings", request, VECTOR_SEEDS,
-                       ERROR),
-        _probe(request, candidates[:MAX_CANDIDATES], clients))
+    vectors, exact = await concurrently(_nearest(request, clients),
+                                        _probe(request, candidates[:MAX_CANDIDATES], clients))
     seeds = {iri: Seed(iri, label, 1.0, True) for iri, label in exact.items()}
     matches = [m for m in (vectors[0].entities or []) if m.entity.is_iri] if vectors else []
     best = max((m.score for m in matches), default=0.0)
@@ -95,6 +94,14 @@ async def find_seeds(request: LazyRagExpandRequest, clients: Clients) -> list[Se
         if match.entity.i not in seeds and match.score >= best * RELATIVE_SIMILARITY:
             seeds[match.entity.i] = _vector_seed(match)
     return list(seeds.values())
+
+
+async def _nearest(request: LazyRagExpandRequest,
+                   clients: Clients) -> list[GraphEmbeddingsResponse]:
+    """The graph-embeddings answer for the question's vector."""
+    vectors = await embed(clients, [request.query], ERROR)
+    return await search_vectors(clients, vectors, "graph-embeddings", request,
+                                VECTOR_SEEDS, ERROR)
 
 
 def _vector_seed(match: ScoredEntity) -> Seed:

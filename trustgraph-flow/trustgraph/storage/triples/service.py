@@ -138,19 +138,22 @@ def mixed_seeds(request: SubgraphRequest,
 
 def with_chunk_triples(expanded: list[Triple], request: SubgraphRequest,
                        chunk_triples: dict[str, list[Triple]]) -> list[Triple]:
-    """The expansion's triples, and then the triples of the ``seed_chunks`` it did
-    not reach (up to ``triple_limit`` per chunk, the chunks in the order asked), all
-    within ``max_subgraph_size``, the chunks' own taking up to half of it. The
-    expansion follows edges in store order and stops at its budget, so without this
-    the triples extracted from the chunks that best match the question are often
-    left out, and so are their documents."""
+    """The triples of the ``seed_chunks`` (up to ``triple_limit`` per chunk, in up
+    to half of ``max_subgraph_size``: each chunk's first, then each one's second,
+    …, so that every chunk asked for has its part), after the expansion's others
+    within the rest of it. The expansion follows edges in store order and stops at
+    its budget, so without this the triples extracted from the chunks that best
+    match the question are often left out, and so are their documents; kept whether
+    the expansion reached them or not, as a triple it reached late would be cut
+    with the expansion's tail."""
     budget = request.max_subgraph_size
-    extra = [t for chunk in request.seed_chunks or ()
-             for t in chunk_triples.get(chunk, [])[:request.triple_limit]]
-    reached = set(expanded)
-    extra = [t for t in dict.fromkeys(extra)
-             if t.p.i != RDFS_LABEL and t not in reached][:budget // 2]
-    return [*expanded[:budget - len(extra)], *extra]
+    per_chunk = [[t for t in chunk_triples.get(chunk, []) if t.p.i != RDFS_LABEL]
+                 [:request.triple_limit] for chunk in request.seed_chunks or ()]
+    in_turn = [triples[n] for n in range(max(map(len, per_chunk), default=0))
+               for triples in per_chunk if n < len(triples)]
+    extra = list(dict.fromkeys(in_turn))[:budget // 2]
+    chosen = set(extra)
+    return [*[t for t in expanded if t not in chosen][:budget - len(extra)], *extra]
 
 
 # Bytes of one message kept for the record's envelope (end flag, braces, field names).
