@@ -14,8 +14,9 @@ both sides of it:
   from seed entities (one store round trip per hop), then the labels of every IRI
   reached and the provenance of every triple kept (one round trip each);
 * services ``graph-version`` and ``graph-edges`` — the scope's graph version (bumped
-  by every write and removal) and its entity graph a page at a time, for readers that
-  cache what they derive from the whole graph (LazyRAG's communities);
+  by every write and removal) and its entity graph a page at a time (streaming: every
+  page for one request), for readers that cache what they derive from the whole
+  graph (LazyRAG's communities);
 * service ``knowledge-load`` — triples a user already has (an RDF graph), stored
   with the request's ``source`` as their document; then each IRI with an
   ``rdfs:label`` among them goes to stage ``entities`` (``ChunkEntities``, the label
