@@ -9,7 +9,7 @@ from pathlib import Path
 
 from trustgraph.base import Context
 from trustgraph.extract.vocabulary import LABEL, entity_iri, relation_iri
-from trustgraph.schema import EmbeddingsResponse, Term, Triple
+from trustgraph.schema import EmbeddingsResponse, Term, Triple, encode
 from trustgraph.storage.triples.service import edges_handler, subgraph_handler, \
     version_handler
 from trustgraph.storage.vectors.service import graph_handler
@@ -59,6 +59,13 @@ class _Handler:
     async def call(self, request, model):
         self.requests.append(request)
         return await self._handler(request, Context(id="t", flow="default", clients=None))
+
+    async def frames(self, request, request_id=None):
+        """A streaming handler's records as the bus carries them: (JSON, final)."""
+        self.requests.append(request)
+        async for record in self._handler(request, Context(id="t", flow="default",
+                                                           clients=None)):
+            yield [(encode(record), record.is_final())]
 
 
 class _Embeddings:

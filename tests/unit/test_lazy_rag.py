@@ -4,6 +4,7 @@ finding, expansion, the max-entities cut, community integration and its cache,
 confidence and missing information, the prompt's variables, the empty graph, and
 the records' serialisation."""
 import asyncio
+import io
 import shutil
 import tempfile
 from pathlib import Path
@@ -12,17 +13,20 @@ import pytest
 
 from tests.support.lazy_rag import Stores
 from trustgraph.base import Context
-from trustgraph.extract.vocabulary import entity_iri
+from trustgraph.extract.vocabulary import MENTIONED_IN, chunk_iri, entity_iri
 from trustgraph.prompt.defaults import DEFAULT_TEMPLATES
 from trustgraph.prompt.templates import compile_template
 from trustgraph.retrieval.lazy_rag.cache import CommunityCache, CommunityStore
 from trustgraph.retrieval.lazy_rag.context import prompt_variables
+from trustgraph.retrieval.lazy_rag.graph import NOT_ENTITIES
+from trustgraph.retrieval.lazy_rag.pages import framed, read_graph
 from trustgraph.retrieval.lazy_rag.retrieve import retrieve
 from trustgraph.retrieval.lazy_rag.service import query_handler
 from trustgraph.retrieval.lazy_rag.settings import LazyRagSettings, Limits
-from trustgraph.schema import (Error, LazyCommunity, LazyEntity, LazyRagExpandRequest,
+from trustgraph.schema import (Error, GraphEdgesRequest, GraphEdgesResponse,
+                               LazyCommunity, LazyEntity, LazyRagExpandRequest,
                                LazyRagRequest, LazyRagResponse, LazyRelationship, Source,
-                               Term, decode, encode)
+                               Term, Triple, decode, encode)
 
 ACME = [("Acme Rockets", "was founded by", "Ada Quill"),
         ("Acme Rockets", "was founded in", '"1952"'),
@@ -115,7 +119,8 @@ async def test_the_entity_cap_keeps_the_entities_nearest_the_seeds(stores, cache
 
 
 async def test_communities_group_the_subgraph_and_are_reused_until_the_graph_changes(
-        stores, cache):
+        stores, cache, monkeypatch):
+    monkeypatch.setattr("trustgraph.retrieval.lazy_rag.graph.PAGE", 2)  # many pages
     result = await run(stores, cache, "Who founded Acme Rockets?")
     assert cache.misses == 1 and result.communities
     acme = {e.label: e.community for e in result.entities}
@@ -152,6 +157,36 @@ async def test_communities_can_be_left_out(stores, cache):
     result = await run(stores, cache, "Who founded Acme Rockets?", communities=False)
     assert result.communities == [] and cache.misses == 0
     assert all(e.community is None for e in result.entities)
+
+
+async def test_one_graph_edges_request_streams_every_page_and_the_child_adds_them_up(
+        stores):
+    """What the community computation's child reads: every page of the store's
+    entity graph from one streaming request (only the last record final), added up
+    with chunk and document nodes left out; a failed page fails the reading."""
+    chunk = Term.iri(chunk_iri("acme-history/c0"))
+    await stores.triples.add(USER, COLLECTION, [Triple(
+        s=Term.iri(iri("Leeds")), p=Term.iri(MENTIONED_IN), o=chunk)], document="acme-history")
+    edges = stores.services["graph-edges"]
+
+    async def frames(**request) -> list[tuple[bytes, bool]]:
+        return [frame async for batch in edges.frames(GraphEdgesRequest(
+            user=USER, collection=COLLECTION, limit=3, **request)) for frame in batch]
+
+    streamed = await frames(streaming=True)
+    assert len(streamed) >= 3
+    assert [final for _, final in streamed] == [False] * (len(streamed) - 1) + [True]
+    weights, labels = read_graph(io.BytesIO(b"".join(framed(page) for page, _ in streamed)),
+                                 NOT_ENTITIES)
+    assert weights == {(iri(s), iri(o)): 1 for s, _, o in [*ACME, *ZETA]
+                       if not o.startswith('"')}
+    assert labels[iri("Ada Quill")] == "Ada Quill"
+    [(page, final)] = await frames()  # not streaming: one page, and where the next begins
+    assert final and decode(GraphEdgesResponse, page).next is not None
+    failed = framed(encode(GraphEdgesResponse.failure(Error(type="graph-edges-error",
+                                                            message="the store went away"))))
+    with pytest.raises(SystemExit, match="the store went away"):
+        read_graph(io.BytesIO(framed(streamed[0][0]) + failed), NOT_ENTITIES)
 
 
 async def test_a_covered_question_is_confident_and_misses_nothing(stores, cache):

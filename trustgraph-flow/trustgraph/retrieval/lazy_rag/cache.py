@@ -22,7 +22,7 @@ from pathlib import Path
 from trustgraph.schema import CommunityCacheState
 
 from .communities import Communities
-from .graph import GraphSource, Page
+from .graph import GraphSource
 from .worker import detect_in_subprocess
 
 log = logging.getLogger(__name__)
@@ -81,8 +81,9 @@ class CommunityStore:
         self._db.close()
 
 
-# (graph version, the graph's pages) → the communities and their JSON
-Detect = Callable[[int, AsyncIterator[Page]], Awaitable[tuple[Communities, str]]]
+# (graph version, the graph's pages as the store encoded them) → the communities and
+# their JSON
+Detect = Callable[[int, AsyncIterator[bytes]], Awaitable[tuple[Communities, str]]]
 
 
 class CommunityCache:

@@ -1,8 +1,9 @@
 """Leiden communities of the weighted entity graph (``leidenalg`` on ``igraph``),
 hierarchical, from the graph alone (no LLM, no summaries); and the child process that
-computes them: ``python -m trustgraph.retrieval.lazy_rag.leiden`` reads the graph
-version, then the entity graph's pages, pickled one after another on stdin, and
-writes the ``Communities`` as JSON on stdout (``worker.py`` runs it).
+computes them: ``python -m trustgraph.retrieval.lazy_rag.leiden VERSION PREFIX...``
+reads the entity graph's ``graph-edges`` pages on stdin (``pages.py``; IRIs starting
+with a PREFIX are not entities) and writes the ``Communities`` as JSON on stdout
+(``worker.py`` runs it).
 
 Level 0 is the finest: Leiden maximising modularity (resolution 1) on the whole
 entity graph, run by igraph's own Leiden (C core): on a 20k-entity / 80k-edge graph
@@ -15,10 +16,9 @@ the same graph gives the same communities.
 """
 import json
 import os
-import pickle
 import random
 import sys
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Mapping
 
 import igraph
@@ -26,6 +26,7 @@ import leidenalg
 import numpy as np
 
 from .communities import Communities
+from .pages import read_graph
 
 MAX_LEVELS = 3
 SEED = 42
@@ -102,17 +103,8 @@ def _describe(graph: igraph.Graph, membership: list[int]
 
 def main() -> None:
     os.nice(NICENESS)
-    stream = sys.stdin.buffer
-    version = pickle.load(stream)
-    weights: Counter[tuple[str, str]] = Counter()
-    labels: dict[str, str] = {}
-    while True:
-        try:
-            page_weights, page_labels = pickle.load(stream)
-        except EOFError:
-            break
-        weights.update(page_weights)
-        labels.update(page_labels)
+    version, not_entities = int(sys.argv[1]), tuple(sys.argv[2:])
+    weights, labels = read_graph(sys.stdin.buffer, not_entities)
     found = detect(version, weights, labels)
     sys.stdout.write(json.dumps(found.to_json()))
 

@@ -1,41 +1,41 @@
 """Community detection in a child process of its own (``leiden.py``): the graph
-version, then the entity graph's pages, pickled one after another to its stdin; the
-``Communities`` back as JSON on its stdout (the text the cache stores as it is).
+version and what is not an entity on its command line, the entity graph's pages
+(undecoded, ``pages.py``) on its stdin; the ``Communities`` back as JSON on its
+stdout (the text the cache stores as it is).
 
 A plain child process rather than a multiprocessing pool: a spawned pool worker
 re-imports the parent's main module (the whole processor: 11–16 s to start on a busy
 2-core machine), while this imports only igraph, leidenalg and numpy. Pages go to
-the child as they are read, so the serving process never holds, pickles or parses
-the whole graph; Leiden runs at a lower priority on its own core, neither blocking
-the serving process's event loop nor holding its GIL.
+the child as they arrive, as the bytes they arrived as: the serving process never
+decodes, holds or pickles the graph, and Leiden runs at a lower priority on its own
+core, neither blocking the serving process's event loop nor holding its GIL.
 """
 from __future__ import annotations
 
 import asyncio
 import json
-import pickle
 import sys
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING
 
 from .communities import Communities
-
-if TYPE_CHECKING:  # the child imports no more than it runs: graph.py pulls in the runtime
-    from .graph import Page
+from .graph import NOT_ENTITIES
+from .pages import framed
 
 LEIDEN = f"{__package__}.leiden"  # by name: this process never imports igraph
 
 
-async def detect_in_subprocess(version: int, pages: AsyncIterator[Page]
+async def detect_in_subprocess(version: int, pages: AsyncIterator[bytes],
+                               not_entities: tuple[str, ...] = NOT_ENTITIES
                                ) -> tuple[Communities, str]:
-    """The communities of the graph ``pages`` give, and their JSON."""
+    """The communities of the graph ``pages`` give (``graph-edges`` JSON; IRIs
+    starting with one of ``not_entities`` left out), and their JSON."""
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", LEIDEN, stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        sys.executable, "-m", LEIDEN, str(version), *not_entities,
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE)
     try:
-        process.stdin.write(pickle.dumps(version))
         async for page in pages:
-            process.stdin.write(pickle.dumps(page, pickle.HIGHEST_PROTOCOL))
+            process.stdin.write(framed(page))
             await process.stdin.drain()
         process.stdin.close()
         out, err = await process.communicate()

@@ -14,8 +14,9 @@ both sides of it:
   from seed entities (one store round trip per hop), then the labels of every IRI
   reached and the provenance of every triple kept (one round trip each);
 * services ``graph-version`` and ``graph-edges`` — the scope's graph version (bumped
-  by every write and removal) and its entity graph a page at a time, for readers that
-  cache what they derive from the whole graph (LazyRAG's communities);
+  by every write and removal) and its entity graph a page at a time (streaming: every
+  page for one request), for readers that cache what they derive from the whole
+  graph (LazyRAG's communities);
 * service ``knowledge-load`` — triples a user already has (an RDF graph), stored
   with the request's ``source`` as their document; then each IRI with an
   ``rdfs:label`` among them goes to stage ``entities`` (``ChunkEntities``, the label
@@ -25,12 +26,13 @@ both sides of it:
 import asyncio
 import json
 import logging
+from collections.abc import AsyncIterator
 
 from trustgraph.base import (BadRequest, Context, ProcessorSettings, ProcessorSpec,
                              Rejected, Runtime, Service, Stage)
 from trustgraph.base.stage import MAX_RECORD_BYTES
 from trustgraph.schema import (RDFS_LABEL, ChunkEntities, ChunkTriples, DocumentRef,
-                               DocumentRemoved, EntityContext, Evidence, GraphEdge,
+                               DocumentRemoved, EntityContext, Evidence,
                                GraphEdgesRequest, GraphEdgesResponse, GraphVersionRequest,
                                GraphVersionResponse, KnowledgeLoadRequest,
                                KnowledgeLoadResponse, SubgraphRequest, SubgraphResponse,
@@ -219,17 +221,25 @@ def version_handler(store: TriplesStore):
 
 
 def edges_handler(store: TriplesStore):
-    async def edges(request: GraphEdgesRequest, ctx: Context) -> GraphEdgesResponse:
-        # Read first: a write landing while the page is read then shows as a newer
+    async def edges(request: GraphEdgesRequest, ctx: Context
+                    ) -> AsyncIterator[GraphEdgesResponse]:
+        # Read first: a write landing while the pages are read then shows as a newer
         # version, so a cache built from these pages is rebuilt rather than kept.
         version = await store.version(request.user, request.collection)
-        page = await store.edges(request.user, request.collection, request.after,
-                                 request.limit)
-        response = GraphEdgesResponse(
-            edges=[GraphEdge(s=s, o=o, weight=w) for (s, o), w in page.weights.items()],
-            labels=dict(page.labels), next=page.next, version=version)
-        fits_one_message(response, len(page.weights), "graph-edges")
-        return response
+        after: int | None = request.after
+        while after is not None:
+            page = await store.edges(request.user, request.collection, after,
+                                     request.limit)
+            after = page.next if request.streaming else None
+            # Unvalidated: the store's own strings and counts, and validating 5,000
+            # edges per page would hold this loop (which serves GraphRAG's subgraph
+            # requests too) for nothing.
+            response = GraphEdgesResponse.model_construct(
+                edges=[(s, o, w) for (s, o), w in page.weights.items()],
+                labels=dict(page.labels), next=page.next, version=version,
+                end_of_stream=after is None)
+            fits_one_message(response, len(page.weights), "graph-edges")
+            yield response
     return edges
 
 
