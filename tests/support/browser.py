@@ -34,8 +34,11 @@ def missing() -> str | None:
 
 
 @contextmanager
-def chromium(width: int = 1280, height: int = 900, dark: bool = False) -> Iterator[object]:
-    """A fresh browser (its own empty profile); ``dark``: prefers-color-scheme dark."""
+def chromium(width: int = 1280, height: int = 900, dark: bool = False,
+             trace: str = "") -> Iterator[object]:
+    """A fresh browser (its own empty profile); ``dark``: prefers-color-scheme dark;
+    ``trace``: Chromium trace categories to record, which each
+    ``driver.get_log("performance")`` hands over (``Tracing.dataCollected``)."""
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
@@ -44,6 +47,10 @@ def chromium(width: int = 1280, height: int = 900, dark: bool = False) -> Iterat
     options.binary_location = str(CHROMIUM)
     for flag in (*FLAGS, f"--user-data-dir={profile}", f"--window-size={width},{height}"):
         options.add_argument(flag)
+    if trace:
+        options.set_capability("goog:loggingPrefs", {"performance": "ALL"})
+        options.add_experimental_option("perfLoggingPrefs", {
+            "traceCategories": trace, "enableNetwork": False, "enablePage": False})
     if dark:
         options.add_argument("--force-dark-mode")
         options.add_argument("--blink-settings=preferredColorScheme=0")  # 0: dark

@@ -150,8 +150,12 @@ class WorkbenchPage:
         self.tab("ask")
         self.find(f"#ask-form input[name=mode][value={mode}]").click()
         self.js(OBSERVE)
+        turns = len(self.all("#history .turn"))
         box = self.find("#question")
         box.send_keys(question, Keys.ENTER)
+        # The turn enters the page with its first frame (or after 0.1 s): until then
+        # the newest turn is the one before.
+        self.wait(lambda: len(self.all("#history .turn")) > turns, "the new turn")
         if wait:
             return self.finished()
         return {}

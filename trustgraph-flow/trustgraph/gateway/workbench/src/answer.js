@@ -74,13 +74,19 @@ export class AnswerView {
     this.log.push(["sources", sources, optimizedQuery, subqueries]);
     this.mark("sources");
     this.hasSources = sources.length > 0;
-    const items = sources.map((source) => this.source(source));
-    const list = h("ol", {}, items.slice(0, SOURCES_SHOWN));
-    const more = items.length > SOURCES_SHOWN ? h("button", { type: "button",
+    for (const source of sources) {
+      if (source.s !== undefined && source.o !== undefined) {
+        this.triples.push({ s: source.s, p: source.p, o: source.o });
+      }
+    }
+    // The rest are built when asked for: this frame comes just before the first
+    // token, and a graph answer can cite 150 triples.
+    const list = h("ol", {}, sources.slice(0, SOURCES_SHOWN).map((source) => this.source(source)));
+    const more = sources.length > SOURCES_SHOWN ? h("button", { type: "button",
       class: "secondary more", onclick: () => {
-        list.append(...items.slice(SOURCES_SHOWN));
+        list.append(...sources.slice(SOURCES_SHOWN).map((source) => this.source(source)));
         more.remove();
-      } }, `Show all ${items.length} sources`) : null;
+      } }, `Show all ${sources.length} sources`) : null;
     fill(this.sourceBox,
       h("h4", {}, sources.length ? `Sources (${sources.length})`
         : "Sources: nothing in this collection matched"), list, more);
@@ -97,7 +103,6 @@ export class AnswerView {
 
   source(source) {
     const triple = source.s !== undefined && source.o !== undefined;
-    if (triple) this.triples.push({ s: source.s, p: source.p, o: source.o });
     const distance = typeof source.distance === "number" ? source.distance.toFixed(3) : null;
     const heading = triple
       ? h("span", { class: "triple" }, termText(source.s), " – ", termText(source.p), " – ",

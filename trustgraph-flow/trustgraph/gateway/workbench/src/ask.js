@@ -2,10 +2,19 @@
 // off and saying why), the question box, and the conversation: one AnswerView per
 // turn, kept across reloads of the tab. An agent conversation keeps one session_id
 // across turns until "New conversation".
+//
+// A new turn enters the page with the first frame of its answer (the sources,
+// normally some tens of ms after Enter), or after FIRST_DRAW_WAIT if that takes
+// longer: drawing it at once costs the browser a whole frame (style, layout, paint
+// and, without a GPU, compositing the viewport the new turn shifts) just while the
+// stack retrieves for this very question, and a page is often on the same machine
+// as the stack. The box empties at once, and the request goes out at once.
 import { AnswerView } from "./answer.js";
 import { $ } from "./dom.js";
 import { agentSession, forgetTurns, keep, keptTurns } from "./history.js";
 import { ABSENT, MODES, absence, route } from "./modes.js";
+
+const FIRST_DRAW_WAIT = 100; // ms: below what a person notices as a delay
 
 export class AskPanel {
   constructor(root, { gateway, settings, onGraph }) {
@@ -76,11 +85,14 @@ export class AskPanel {
     performance.mark("tg:ask");
     const view = new AnswerView(mode, question, {
       ...this.handlers, onStop: () => this.current && this.current.stop() });
-    this.history.append(view.element);
+    const draw = this.drawLater(view);
     const settings = this.settings();
     const handle = this.gateway.request(spec.service, spec.request(question, settings, this.session), {
       flow: settings.flow || "default",
-      onFrame: (response, complete) => route(response, complete, view),
+      onFrame: (response, complete) => {
+        draw();
+        route(response, complete, view);
+      },
     });
     view.id = handle.id;
     view.element.dataset.id = handle.id;
@@ -92,8 +104,8 @@ export class AskPanel {
     };
     this.setBusy(true);
     this.question.value = "";
-    view.element.scrollIntoView({ block: "nearest" });
     handle.done.catch((error) => {
+      draw();
       if (error.type === "cancelled") return;
       if (ABSENT.has(error.type)) {
         this.setModes({ ...this.lastModes, [mode]: { on: false, why: absence(spec.service, error) } });
@@ -103,6 +115,21 @@ export class AskPanel {
       this.current = null;
       this.setBusy(false);
     });
+  }
+
+  // Puts the turn in the conversation (once): call it when its first frame comes;
+  // it happens by itself after FIRST_DRAW_WAIT.
+  drawLater(view) {
+    let timer = null;
+    const draw = () => {
+      if (timer === null) return;
+      clearTimeout(timer);
+      timer = null;
+      this.history.append(view.element);
+      view.element.scrollIntoView({ block: "nearest" });
+    };
+    timer = setTimeout(draw, FIRST_DRAW_WAIT);
+    return draw;
   }
 
   setBusy(busy) {
