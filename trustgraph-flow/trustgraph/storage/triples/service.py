@@ -52,6 +52,12 @@ NAME = "triples-store"
 DEFINITIONS = ("http://www.w3.org/2004/02/skos/core#definition",
                "http://www.w3.org/2000/01/rdf-schema#comment")
 ENTITIES_PER_RECORD = 1000  # a ChunkEntities record stays far under the message limit
+# Between two pages of one streamed ``graph-edges`` request. The reader thread that
+# builds a page holds the GIL for several milliseconds, and this process's loop also
+# serves GraphRAG's subgraph requests: a pause lets them run between pages rather
+# than beside a page build. Twenty pages at 100k triples add 0.4 s to a community
+# computation that runs in the background anyway.
+PAGE_PAUSE = 0.02
 
 
 class TriplesStoreSettings(StoreSettings, ProcessorSettings):
@@ -240,6 +246,8 @@ def edges_handler(store: TriplesStore):
                 end_of_stream=after is None)
             fits_one_message(response, len(page.weights), "graph-edges")
             yield response
+            if after is not None:
+                await asyncio.sleep(PAGE_PAUSE)
     return edges
 
 
