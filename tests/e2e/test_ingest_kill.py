@@ -7,7 +7,12 @@ in three waves, each at a point the test sees on the stage topics, and tg-start
 restarts them:
 
 1. the decoder, as soon as the first chunks appear (the rest of the corpus is
-   loaded while it is down, so its restart finds a backlog);
+   loaded while it is down, so its restart finds a backlog); then, once that backlog
+   is decoded and chunk-embeddings has its requests in at the embeddings service,
+   the broker is restarted (SIGTERM): answers in flight are lost, and ingestion must
+   go on within the requesters' liveness (10 s), not after TG_REQUEST_TIMEOUT
+   (120 s), which is how this test used to fail when pulsar-lite's fault below
+   restarted the broker at that moment;
 2. chunk-embeddings and extract, a quarter of the way through the chunk vectors;
 3. the vector store's owner, the triples store's owner and entity-embeddings,
    past half way.
@@ -21,6 +26,7 @@ chunk vector once with its text, every (triple, document, chunk) provenance row
 once, a vector for every entity, and load-status "done" with every chunk counted.
 """
 import asyncio
+import signal
 
 import pytest
 import pytest_asyncio
@@ -40,6 +46,9 @@ DEADLINE = 120.0
 USER, COLLECTION = "erin", "survivors"
 SCOPE = {"user": USER, "collection": COLLECTION}
 DOCUMENTS = 30
+# Progress after the broker restart must come well before TG_REQUEST_TIMEOUT (120 s),
+# which is what a request whose answer was lost used to wait.
+AFTER_BROKER_RESTART = 60.0
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
@@ -89,6 +98,15 @@ async def test_killing_stage_processors_mid_ingest_loses_and_doubles_nothing(sta
         mid_ingest()
         decoder = kill(stack, "decoder")
         await asyncio.gather(load(documents[half:]), restarted(stack, decoder))
+
+        await eventually(lambda: watch.count("chunks") >= chunks // 2, "the backlog decoded",
+                         timeout=DEADLINE, every=0.005)
+        mid_ingest()
+        stored = watch.count("chunk-vectors")
+        await restarted(stack, {"broker": stack.kill("broker", signal.SIGTERM)})
+        await eventually(lambda: watch.count("chunk-vectors") >= min(chunks, stored + 8),
+                         "chunk vectors again after the broker restart",
+                         timeout=AFTER_BROKER_RESTART)
 
         await eventually(lambda: vectors_past(0.25), "a quarter of the chunk vectors",
                          timeout=DEADLINE)
