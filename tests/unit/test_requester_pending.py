@@ -61,3 +61,39 @@ async def test_the_accepted_marker_wakes_the_reader_with_nothing_to_read():
     pending.accept()
     assert await waiting == []
     assert pending.accepted
+
+
+async def test_each_wait_has_its_own_deadline_though_one_timer_checks_them():
+    """Frames every 30 ms against a 50 ms deadline per wait: never a timeout, though
+    the first wait's deadline passes long before the stream ends; then silence is."""
+    pending = Pending()
+
+    async def every_30_ms():
+        for seq in range(6):
+            await asyncio.sleep(0.03)
+            pending.put((b"x", False), seq)
+
+    sender = asyncio.create_task(every_30_ms())
+    got = 0
+    while got < 6:
+        got += len(await pending.batch(0.05))
+    await sender
+    with pytest.raises(TimeoutError):
+        await pending.batch(0.05)
+    pending.close()
+
+
+async def test_a_deadline_that_passed_while_nobody_waited_fails_no_later_wait():
+    pending = Pending()
+    pending.put((b"a", False), 0)
+    assert await pending.batch(0.01) == [(b"a", False)]
+    waiting = asyncio.create_task(pending.batch(0.01))
+    await asyncio.sleep(0)
+    pending.put((b"b", False), 1)
+    assert await waiting == [(b"b", False)]
+    await asyncio.sleep(0.03)  # that wait's deadline passes with nobody waiting
+    waiting = asyncio.create_task(pending.batch(5))
+    await asyncio.sleep(0)
+    pending.accept()  # wakes the reader with nothing to read: not a timeout
+    assert await waiting == []
+    pending.close()

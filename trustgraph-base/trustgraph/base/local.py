@@ -106,6 +106,7 @@ class LocalRequester(Calls):
                     finished = batch[-1][1]
                     yield batch
         finally:
+            pending.close()
             if not finished and not task.done():
                 task.cancel()
                 await asyncio.wait({task})
