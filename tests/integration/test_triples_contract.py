@@ -5,6 +5,7 @@ and a real Neo4j when NEO4J_URI (+ NEO4J_USER / NEO4J_PASSWORD) is set.
 The graph servers persist between tests, so every test works in scopes (user,
 collection) of its own."""
 import asyncio
+import json
 import os
 import time
 import uuid
@@ -381,19 +382,21 @@ async def test_the_version_is_per_scope(store, scope):
 
 async def test_edges_pair_iris_with_their_triple_counts_over_pages(store, scope):
     user, collection = scope
-    await store.add(*scope, [*GRAPH, t("a", "self", "a"), t("a", "knows", "c")],
-                    document="doc")
+    odd = 'C "the third"\tété\n\\'  # JSON's escapes, and not ASCII
+    await store.add(*scope, [*GRAPH, t("a", "self", "a"), t("a", "knows", "c"),
+                             t("c", RDFS_LABEL, L(odd))], document="doc")
     await store.add(user, "other", [t("x", "knows", "y")], document="doc")
     weights: Counter[tuple[str, str]] = Counter()
     labels: dict[str, str] = {}
     after, pages = 0, 0
     while after is not None:
         page = await store.edges(*scope, after=after, limit=2)
-        weights.update(page.weights)
-        labels.update(page.labels)
+        weights.update({(s, o): weight for s, o, weight in json.loads(page.edges)})
+        labels.update(json.loads(page.labels))
         after, pages = page.next, pages + 1
     # a→c by two predicates weighs 2; literals and the self-loop are left out
     assert weights == {("a", "b"): 1, ("b", "c"): 1, ("a", "c"): 2, ("c", "a"): 1}
     assert pages >= 2
-    assert labels == {"a": "Alice", "b": "Bob"}
-    assert (await store.edges(f"{user}-nobody", collection)).weights == {}
+    assert labels == {"a": "Alice", "b": "Bob", "c": odd}
+    nobody = await store.edges(f"{user}-nobody", collection)
+    assert (json.loads(nobody.edges), json.loads(nobody.labels), nobody.next) == ([], {}, None)

@@ -6,7 +6,9 @@ Every request is scoped by ``user`` and ``collection`` (defaults ``trustgraph`` 
 ``default``); nothing outside that scope is ever returned. Each service answers
 once: one record, ``end_of_stream`` true, or an ``error``.
 """
-from pydantic import Field, field_validator
+from typing import Self
+
+from pydantic import Field, PrivateAttr, field_validator
 
 from .knowledge import Term, Triple
 from .pipeline import DEFAULT_COLLECTION, DEFAULT_USER
@@ -175,3 +177,20 @@ class GraphEdgesResponse(Response):
     next: int | None = None  # the cursor of the next page; None: this was the last
     version: int | None = None  # the scope's graph version before the pages were read
     end_of_stream: bool = True
+    _json: bytes | None = PrivateAttr(None)  # what ``encoded`` gives, if built already
+
+    @classmethod
+    def page(cls, edges: bytes, labels: bytes, next: int | None, version: int,
+             end_of_stream: bool) -> Self:
+        """A page whose ``edges`` and ``labels`` are JSON already (the triples store
+        has SQLite write them): the record's bytes are put together around them, and
+        its ``edges`` and ``labels`` fields stay unset, as only the bus reads them."""
+        record = cls.model_construct(next=next, version=version,
+                                     end_of_stream=end_of_stream)
+        tail = b"" if next is None else b',"next":%d' % next
+        record._json = (b'{"end_of_stream":%s,"edges":%s,"labels":%s%s,"version":%d}' % (
+            b"true" if end_of_stream else b"false", edges, labels, tail, version))
+        return record
+
+    def encoded(self) -> bytes:
+        return self._json if self._json is not None else super().encoded()

@@ -21,12 +21,17 @@ class Record(BaseModel):
         alias_generator=AliasGenerator(validation_alias=_both_spellings),
     )
 
+    def encoded(self) -> bytes:
+        """This record as the bus carries it (``encode``). A record whose sender
+        already holds it encoded returns those bytes instead (``GraphEdgesResponse``)."""
+        return self.model_dump_json(exclude_none=True).encode()
+
 
 R = TypeVar("R", bound=Record)
 
 
 def encode(record: Record) -> bytes:
-    return record.model_dump_json(exclude_none=True).encode()
+    return record.encoded()
 
 
 def decode(model: type[R], data: bytes | str) -> R:

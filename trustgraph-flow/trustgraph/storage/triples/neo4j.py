@@ -285,8 +285,8 @@ class Neo4jTriplesStore:
         keys = [json.dumps([user, collection, "i", iri]) for iri in named]  # term_key's
         labels = {r["entity"]: r["label"]
                   for r in await self._read(LABELS, keys=keys, label=RDFS_LABEL)}
-        return EdgePage(weights, after + len(records) if len(records) == limit else None,
-                        labels)
+        return EdgePage.of(weights, labels,
+                           after + len(records) if len(records) == limit else None)
 
 
 def _triple(record) -> Triple:

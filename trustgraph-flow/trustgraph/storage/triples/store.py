@@ -5,6 +5,7 @@ ever visible from another. Each triple carries provenance (document, chunk), so 
 a document removes the triples only it supported; adding the same triple again from the
 same document and chunk changes nothing.
 """
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -73,11 +74,26 @@ class TriplesStore(Protocol):
 
 @dataclass(frozen=True)
 class EdgePage:
-    weights: Mapping[tuple[str, str], int]  # (subject IRI, object IRI) → triples
+    """A page of the entity graph as the JSON its ``graph-edges`` record carries: a
+    page names thousands of IRIs, and its only reader is the community computation's
+    child process, so the store process never holds them as Python objects if its
+    backend can write the JSON itself (SQLite does, in C, without the GIL)."""
+
+    edges: bytes  # JSON array of [subject IRI, object IRI, triples joining them]
+    labels: bytes  # JSON object: IRI → rdfs:label
     next: int | None  # the cursor of the next page; None: this was the last
-    # IRI → rdfs:label (plain strings: a page names thousands of IRIs, too many to
-    # build terms for)
-    labels: Mapping[str, str]
+
+    @classmethod
+    def of(cls, weights: Mapping[tuple[str, str], int], labels: Mapping[str, str],
+           next: int | None) -> "EdgePage":
+        """The page of a backend that reads the pairs and labels as Python values."""
+        return cls(_json([(s, o, w) for (s, o), w in weights.items()]), _json(labels),
+                   next)
+
+
+def _json(value) -> bytes:
+    """As the bus encodes a record's fields (pydantic: compact, UTF-8 unescaped)."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
 
 
 @dataclass(frozen=True)
