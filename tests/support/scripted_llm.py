@@ -199,10 +199,17 @@ class ScriptedServer:
         self.stats.open_streams += 1
         finished = False
         try:
+            clock = asyncio.get_running_loop().time
+            started = clock()
             await asyncio.sleep(script.first)
             for i in range(script.tokens):
                 if i and script.delay:
-                    await asyncio.sleep(script.delay)
+                    # Each token at its own time from the request, as a remote model's:
+                    # when this process is starved of CPU (it shares the machine with
+                    # the stack under test), a late wake-up is made up, not added to
+                    # every later token of the stream.
+                    await asyncio.sleep(max(0.0, started + script.first + i * script.delay
+                                            - clock()))
                 if script.fail_after is not None and i == script.fail_after:
                     await self.write_error(response, "scripted failure")
                     finished = True
