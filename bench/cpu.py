@@ -3,7 +3,9 @@ does to throughput and time to first token, at 1, 32, 128 and 256 concurrent
 streams, in one table.
 
 At each level the same streams (200 tokens, first after 200 ms, then one every
-10 ms, from a scripted OpenAI-format server in its own process) are read straight
+10 ms, from a scripted OpenAI-format server in its own process, which keeps to that
+schedule by its own clock, as a remote model would, however busy the machine is)
+are read straight
 from the server and then through the stack over websockets (one socket per stream,
 as browsers open them; ``--sockets one`` puts them all on one). Reported: streams/s
 of each and the stack's share of direct, the TTFT the stack adds (p50, p95), whether
