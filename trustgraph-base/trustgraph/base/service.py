@@ -31,6 +31,14 @@ REMEMBERED_IDS = 4096
 # requester takes a long silence (``requester.LIVENESS``) as its answer lost, rather
 # than waiting out TG_REQUEST_TIMEOUT for a record that will never come.
 KEEP_ALIVE_INTERVAL = 2.0
+# How long a request may go without a record before its requester is told that a
+# replica has it (the ``accepted`` marker). A requester takes the first record as
+# acceptance too, so a request answered sooner (a store query, an embedding, RAG's
+# sources) sends no marker: that was a message and a wake-up of the requester's
+# process on every hop of a RAG answer's path to the LLM (~2-4 ms in all). Well
+# under the requester's re-send interval (``requester.RESEND_INTERVAL``, 1 s), so a
+# request is never sent again because its marker was deferred.
+ACCEPT_AFTER = 0.05
 
 
 Emit = Callable[[str, Record], Awaitable[None]]  # (stage, record) → durable send
@@ -110,6 +118,7 @@ class ServiceRunner:
         self._limit = limit  # requests handled at once
         self._backlog = backlog  # requests held (handled or waiting), then refused
         self._replies = replies
+        self._markers: set[asyncio.Task] = set()  # deferred ``accepted`` markers being sent
 
     async def start(self) -> None:
         await self._bus.consume(request_topic(self.service.name, self.flow),
@@ -117,8 +126,8 @@ class ServiceRunner:
                                 name=f"requests {self.service.name}:{self.flow}")
 
     async def _accept(self, message: Message) -> None:
-        """Never waits: the request is accepted (answered ``accepted`` at once, so the
-        requester knows a replica has it) or refused as overloaded."""
+        """Never waits: the request is taken (its requester hears ``accepted``, or the
+        first record, within ``ACCEPT_AFTER``) or refused as overloaded."""
         properties = message.properties()
         request_id, reply_to = properties.get("id"), properties.get("reply-to")
         if not request_id or not reply_to:
@@ -158,6 +167,18 @@ class ServiceRunner:
             type="overloaded", message=f"{self.service.name} has {self._backlog} requests "
                                        f"in hand; try again shortly")), True)
 
+    def _mark_accepted(self, reply: "Reply") -> None:
+        """The ``accepted`` marker of a request that has sent no record yet."""
+        task = asyncio.ensure_future(self._send_marker(reply))
+        self._markers.add(task)
+        task.add_done_callback(self._markers.discard)
+
+    async def _send_marker(self, reply: "Reply") -> None:
+        try:
+            await reply.accept()
+        except Exception as error:  # the broker away: keep-alives and re-sends follow
+            log.debug("%s: accepted marker not sent: %s", self.service.name, error)
+
     async def keep_alive(self) -> None:
         """A sign of life to the requester of each request that sent nothing since the
         last call (``KEEP_ALIVE_INTERVAL``)."""
@@ -190,10 +211,12 @@ class ServiceRunner:
         timer = RequestTimer(self.service.name)
         reply = None
         sent_final = holding = False
+        marker = None
         try:
             reply = await open_reply()
-            await reply.accept()
             self._open[request_id] = reply
+            marker = asyncio.get_running_loop().call_later(ACCEPT_AFTER, self._mark_accepted,
+                                                              reply)
             await self._slot(request_id)
             holding = True
             request = decode(self.service.request, data)
@@ -201,6 +224,7 @@ class ServiceRunner:
             # aclosing: a cancel closes the handler (and its LLM stream) at once.
             async with aclosing(_records(self.service.handler(request, ctx))) as records:
                 async for record in records:
+                    marker.cancel()
                     timer.responded()
                     sent_final = record.is_final()
                     await reply.send(record, sent_final)
@@ -219,6 +243,8 @@ class ServiceRunner:
             if reply is not None and not sent_final:
                 await reply.send(self.service.response.failure(error), True)
         finally:
+            if marker is not None:
+                marker.cancel()
             self._open.pop(request_id, None)
             if holding:
                 self._limit.release()
