@@ -36,6 +36,7 @@ def with_int8_matmuls(model: onnx.ModelProto, accuracy_level: int = ACCURACY_LEV
     initializers = {tensor.name: tensor for tensor in graph.initializer}
     producer = {output: node for node in graph.node for output in node.output}
     nodes, rewritten = [], 0
+    packed: dict[str, list[onnx.TensorProto]] = {}  # by the weights' name
     for node in graph.node:
         weights = _int8_weights(node, producer, initializers) if node.op_type == "MatMul" \
             else None
@@ -45,13 +46,15 @@ def with_int8_matmuls(model: onnx.ModelProto, accuracy_level: int = ACCURACY_LEV
         quantized, scales = weights
         k, n = quantized.shape
         name = node.input[1]
-        # MatMulNBits wants the weights as [N, K / BLOCK, BLOCK] unsigned, zero point 128,
-        # and a scale per block: each column's own, repeated.
-        unsigned = (quantized.T.astype(np.int16) + 128).astype(np.uint8)
-        packed = unsigned.reshape(n, k // BLOCK, BLOCK)
-        block_scales = np.repeat(scales.reshape(n, 1), k // BLOCK, axis=1).reshape(-1)
-        graph.initializer.extend([numpy_helper.from_array(packed, f"{name}_int8"),
-                                  numpy_helper.from_array(block_scales, f"{name}_int8_scale")])
+        if name not in packed:  # weights read by two MatMuls are packed once
+            # MatMulNBits wants the weights as [N, K / BLOCK, BLOCK] unsigned, zero point
+            # 128, and a scale per block: each column's own, repeated.
+            unsigned = (quantized.T.astype(np.int16) + 128).astype(np.uint8)
+            block_scales = np.repeat(scales.reshape(n, 1), k // BLOCK, axis=1).reshape(-1)
+            packed[name] = [numpy_helper.from_array(unsigned.reshape(n, k // BLOCK, BLOCK),
+                                                    f"{name}_int8"),
+                            numpy_helper.from_array(block_scales, f"{name}_int8_scale")]
+            graph.initializer.extend(packed[name])
         nodes.append(helper.make_node(
             "MatMulNBits", [node.input[0], f"{name}_int8", f"{name}_int8_scale"],
             list(node.output), name=node.name, domain="com.microsoft",
