@@ -5,12 +5,11 @@ streams, in one table.
 At each level the same streams (200 tokens, first after 200 ms, then one every
 10 ms, from a scripted OpenAI-format server in its own process, which keeps to that
 schedule by its own clock, as a remote model would, however busy the machine is)
-are read straight
-from the server and then through the stack over websockets (one socket per stream,
-as browsers open them; ``--sockets one`` puts them all on one). Reported: streams/s
-of each and the stack's share of direct, the TTFT the stack adds (p50, p95), whether
-every stream completed, and the CPU time each process of the stack spent per token
-while the stack's streams ran. ``--service prompt`` streams through the prompt
+are read straight from the server and then through the stack over websockets (one
+socket per stream, as browsers open them; ``--sockets one`` puts them all on one),
+``--rounds`` rounds of them. Reported: streams/s of each and the stack's share of
+direct, the TTFT the stack adds (p50, p95), whether every stream completed, and the
+CPU time each process of the stack spent per token while the stack's streams ran. ``--service prompt`` streams through the prompt
 processor too (text-completion → broker → prompt → broker → gateway), each
 processor in its own process.
 """
