@@ -5,8 +5,16 @@ code. Both speak the gateway's websocket protocol (one socket, many concurrent
 requests, streaming answers, cancel on early exit) and, for the answer-stream API,
 its REST endpoint. Errors are ``TrustGraphError``.
 """
-from .agent import (AgentAction, AgentAnswer, AgentEvent, AgentFinal, AgentObservation,
-                    AgentResult, AgentStream, AgentThought)
+from .agent import (
+                    AgentAction,
+                    AgentAnswer,
+                    AgentEvent,
+                    AgentFinal,
+                    AgentObservation,
+                    AgentResult,
+                    AgentStream,
+                    AgentThought,
+)
 from .async_client import DEFAULT_URL, AsyncTrustGraph
 from .errors import TrustGraphError
 from .rag import Answer, Chunk, Final, LazyAnswer, LazyResult, Metadata, RagEvent, RagStream

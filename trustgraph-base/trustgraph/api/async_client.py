@@ -13,8 +13,7 @@ from trustgraph.schema.librarian import UPLOAD_PART_BYTES
 from .agent import AgentResult, AgentStream
 from .agent import events_from_frames as agent_events
 from .http import GatewayHttp
-from .rag import (Answer, LazyResult, RagStream, answer_from, events_from_frames,
-                  events_from_lines)
+from .rag import Answer, LazyResult, RagStream, answer_from, events_from_frames, events_from_lines
 from .socket import CONNECT_TIMEOUT, MAX_INFLIGHT, GatewaySocket
 from .streams import Completion, PromptStream, TextStream
 from .wire import Term, b64, final_response, given, plain, scope, term

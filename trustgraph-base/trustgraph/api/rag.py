@@ -4,7 +4,8 @@ Every answer is, in order: one ``Metadata`` event (the sources, known before the
 first token; the rewritten question and sub-questions), ``Chunk`` events carrying
 the answer's text deltas, and one ``Final`` event with the sources and the token
 usage (and, for lazy-rag, the ``LazyResult``: the subgraph the answer was written
-from, its confidence and what is missing). Both transports give the same events: the websocket's RAG frames
+from, its confidence and what is missing). Both transports give the same events: the
+websocket's RAG frames
 (``events_from_frames``) and the answer-stream API's NDJSON lines
 (``events_from_lines``). ``RagStream`` is what a caller iterates; ``Answer`` is the
 collected answer.

@@ -15,7 +15,7 @@ async def final_response(responses: AsyncIterator[dict[str, Any]]) -> dict[str, 
     """The last (complete) response of a service that answers once."""
     last: dict[str, Any] = {}
     async with aclosing(responses):
-        async for last in responses:
+        async for last in responses:  # noqa: B007 (only the last is kept)
             pass
     return last
 

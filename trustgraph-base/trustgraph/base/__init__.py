@@ -10,7 +10,8 @@ from .settings import ProcessorSettings, Settings, load_settings
 from .stage import Rejected, Stage, StageContext
 
 __all__ = [
-    "BadRequest", "Clients", "ConfigClient", "ConfigWatcher", "Context", "HandledError", "Processor",
+    "BadRequest", "Clients", "ConfigClient", "ConfigWatcher", "Context", "HandledError",
+    "Processor",
     "ProcessorSettings", "ProcessorSpec", "PromptClient", "PromptResult", "Rejected",
     "RequestTimeout", "Requester", "Runtime", "Service", "ServiceError", "Settings", "Stage",
     "StageContext", "freeze_startup_heap", "load_settings", "serve_together",

@@ -17,8 +17,16 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from ..pubsub import Bus, Message
-from ..schema import (CONFIG_FLOW, CONFIG_NOTIFY_TOPIC, ConfigKey, ConfigNotify,
-                      ConfigRequest, ConfigResponse, ConfigValue, decode)
+from ..schema import (
+    CONFIG_FLOW,
+    CONFIG_NOTIFY_TOPIC,
+    ConfigKey,
+    ConfigNotify,
+    ConfigRequest,
+    ConfigResponse,
+    ConfigValue,
+    decode,
+)
 from .requester import Requester, RequestTimeout
 
 log = logging.getLogger(__name__)

@@ -21,7 +21,7 @@ import uuid
 from collections.abc import AsyncIterator
 
 from ..schema import Error, Record, Response, encode
-from .requester import Calls, Frame, ServiceError, Pending, silence
+from .requester import Calls, Frame, Pending, ServiceError, silence
 from .service import ServiceRunner
 
 log = logging.getLogger(__name__)

@@ -25,8 +25,8 @@ from .heap import freeze_startup_heap
 from .local import LocalServices
 from .runtime import Runtime
 from .service import KEEP_ALIVE_INTERVAL, ReplyProducers, Service, ServiceRunner
-from .stage import Stage, StageRunner
 from .settings import ProcessorSettings
+from .stage import Stage, StageRunner
 
 log = logging.getLogger(__name__)
 

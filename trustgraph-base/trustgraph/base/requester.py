@@ -14,8 +14,17 @@ from collections.abc import AsyncIterator
 from contextlib import aclosing
 
 from ..pubsub import Bus, Message
-from ..schema import CANCEL_TOPIC, Cancel, Error, Record, Response, decode, encode
-from ..schema import request_topic, response_topic
+from ..schema import (
+    CANCEL_TOPIC,
+    Cancel,
+    Error,
+    Record,
+    Response,
+    decode,
+    encode,
+    request_topic,
+    response_topic,
+)
 from .service import KEEP_ALIVE_INTERVAL
 
 log = logging.getLogger(__name__)
@@ -167,7 +176,7 @@ class Calls:
     async def call(self, request: Record, model: type[Response]) -> Response:
         """One request, its final record (non-streaming use)."""
         last = None
-        async for last in self.stream(request, model):
+        async for last in self.stream(request, model):  # noqa: B007 (only the last is kept)
             pass
         return last
 

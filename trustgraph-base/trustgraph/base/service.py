@@ -10,8 +10,8 @@ import inspect
 import logging
 import time
 from collections import OrderedDict
-from contextlib import aclosing
 from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import aclosing
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, Protocol

@@ -34,7 +34,9 @@ class ProcessorSettings(Settings):
     @field_validator("tg_flows", mode="before")
     @classmethod
     def _comma_separated(cls, value: object) -> object:
-        return [v.strip() for v in value.split(",") if v.strip()] if isinstance(value, str) else value
+        if isinstance(value, str):
+            return [v.strip() for v in value.split(",") if v.strip()]
+        return value
 
 
 def load_settings(model: type[S], argv: list[str] | None, prog: str) -> S:

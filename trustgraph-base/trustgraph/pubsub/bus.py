@@ -146,7 +146,8 @@ class Producer:
         self._producer = producer
         self._posted = 0  # written by the event loop only
         self._confirmed = 0  # posts known to be confirmed
-        self._results: dict[pulsar.Result, object] = {pulsar.Result.Ok: None}  # any other key: failed
+        # any key but Ok: failed
+        self._results: dict[pulsar.Result, object] = {pulsar.Result.Ok: None}
 
     async def send(self, data: bytes, properties: dict[str, str] | None = None) -> None:
         self._raise_failure()

@@ -1,12 +1,31 @@
 """Every record on the bus and the gateway wire (PROTOCOL §4), and topic names."""
 from .cancel import Cancel
-from .config import (CONFIG_FLOW, CONFIG_NOTIFY_TOPIC, ConfigKey, ConfigNotify,
-                     ConfigRequest, ConfigResponse, ConfigValue)
+from .config import (
+                     CONFIG_FLOW,
+                     CONFIG_NOTIFY_TOPIC,
+                     ConfigKey,
+                     ConfigNotify,
+                     ConfigRequest,
+                     ConfigResponse,
+                     ConfigValue,
+)
 from .embeddings import EmbeddingsRequest, EmbeddingsResponse
 from .knowledge import RDFS_LABEL, Term, Triple
-from .pipeline import (Chunk, ChunkEntities, ChunkTriples, ChunkVector, DecodeWork,
-                       DocumentLoadRequest, DocumentRef, DocumentRemoved, EntityContext,
-                       EntityVector, EntityVectors, LoadResponse, TextLoadRequest)
+from .pipeline import (
+                     Chunk,
+                     ChunkEntities,
+                     ChunkTriples,
+                     ChunkVector,
+                     DecodeWork,
+                     DocumentLoadRequest,
+                     DocumentRef,
+                     DocumentRemoved,
+                     EntityContext,
+                     EntityVector,
+                     EntityVectors,
+                     LoadResponse,
+                     TextLoadRequest,
+)
 from .prompt import PROMPT_CONFIG_TYPE, PromptRequest, PromptResponse, PromptTemplate
 from .record import Error, Record, Response, decode, encode
 from .text_completion import TextCompletionRequest, TextCompletionResponse
@@ -25,12 +44,25 @@ __all__ = [
     "decode", "encode", "flow_topic", "request_topic", "response_topic",
 ]
 
-from .queries import (DocumentEmbeddingsRequest, DocumentEmbeddingsResponse,
-                      Evidence, GraphEdge, GraphEdgesRequest, GraphEdgesResponse,
-                      GraphEmbeddingsRequest, GraphEmbeddingsResponse,
-                      GraphVersionRequest, GraphVersionResponse, LexicalSearchRequest,
-                      ScoredChunk, ScoredEntity, SubgraphRequest, SubgraphResponse,
-                      TriplesQueryRequest, TriplesQueryResponse)
+from .queries import (
+                     DocumentEmbeddingsRequest,
+                     DocumentEmbeddingsResponse,
+                     Evidence,
+                     GraphEdge,
+                     GraphEdgesRequest,
+                     GraphEdgesResponse,
+                     GraphEmbeddingsRequest,
+                     GraphEmbeddingsResponse,
+                     GraphVersionRequest,
+                     GraphVersionResponse,
+                     LexicalSearchRequest,
+                     ScoredChunk,
+                     ScoredEntity,
+                     SubgraphRequest,
+                     SubgraphResponse,
+                     TriplesQueryRequest,
+                     TriplesQueryResponse,
+)
 
 __all__ += [
     "DocumentEmbeddingsRequest", "DocumentEmbeddingsResponse", "Evidence", "GraphEdge",
@@ -40,8 +72,13 @@ __all__ += [
     "SubgraphRequest", "SubgraphResponse", "TriplesQueryRequest", "TriplesQueryResponse",
 ]
 
-from .librarian import (LIBRARIAN_FLOW, DocumentMetadata, LibrarianRequest,  # noqa: E402
-                        LibrarianResponse, ProcessingMetadata)
+from .librarian import (  # noqa: E402
+                     LIBRARIAN_FLOW,
+                     DocumentMetadata,
+                     LibrarianRequest,
+                     LibrarianResponse,
+                     ProcessingMetadata,
+)
 
 __all__ += ["LIBRARIAN_FLOW", "DocumentMetadata", "LibrarianRequest", "LibrarianResponse",
             "ProcessingMetadata"]
@@ -50,14 +87,26 @@ from .knowledge_load import KnowledgeLoadRequest, KnowledgeLoadResponse  # noqa:
 
 __all__ += ["KnowledgeLoadRequest", "KnowledgeLoadResponse"]
 
-from .retrieval import (DocumentRagRequest, DocumentRagResponse, GraphRagRequest,  # noqa: E402
-                        GraphRagResponse, RagResponse, Source)
+from .retrieval import (  # noqa: E402
+                     DocumentRagRequest,
+                     DocumentRagResponse,
+                     GraphRagRequest,
+                     GraphRagResponse,
+                     RagResponse,
+                     Source,
+)
 
 __all__ += ["DocumentRagRequest", "DocumentRagResponse", "GraphRagRequest",
             "GraphRagResponse", "RagResponse", "Source"]
 
-from .load_status import (ChunkCountRequest, ChunkCountResponse, ChunkSet,  # noqa: E402
-                          DocumentStatus, LoadStatusRequest, LoadStatusResponse)
+from .load_status import (  # noqa: E402
+                     ChunkCountRequest,
+                     ChunkCountResponse,
+                     ChunkSet,
+                     DocumentStatus,
+                     LoadStatusRequest,
+                     LoadStatusResponse,
+)
 
 __all__ += ["ChunkCountRequest", "ChunkCountResponse", "ChunkSet", "DocumentStatus",
             "LoadStatusRequest", "LoadStatusResponse"]
@@ -66,10 +115,18 @@ from .agent import AgentRequest, AgentResponse, AgentStep  # noqa: E402
 
 __all__ += ["AgentRequest", "AgentResponse", "AgentStep"]
 
-from .lazy_rag import (CommunityCacheState, LazyCommunity, LazyEntity,  # noqa: E402
-                       LazyRagExpandRequest, LazyRagExpandResponse, LazyRagRequest,
-                       LazyRagResponse, LazyRagStatusRequest, LazyRagStatusResponse,
-                       LazyRelationship)
+from .lazy_rag import (  # noqa: E402
+                     CommunityCacheState,
+                     LazyCommunity,
+                     LazyEntity,
+                     LazyRagExpandRequest,
+                     LazyRagExpandResponse,
+                     LazyRagRequest,
+                     LazyRagResponse,
+                     LazyRagStatusRequest,
+                     LazyRagStatusResponse,
+                     LazyRelationship,
+)
 
 __all__ += ["CommunityCacheState", "LazyCommunity", "LazyEntity", "LazyRagExpandRequest",
             "LazyRagExpandResponse", "LazyRagRequest", "LazyRagResponse",

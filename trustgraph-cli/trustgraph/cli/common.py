@@ -14,7 +14,7 @@ import sys
 from collections.abc import AsyncIterable, Coroutine
 from typing import Any
 
-from trustgraph.api import (DEFAULT_URL, AsyncTrustGraph, TrustGraphError, Usage)
+from trustgraph.api import DEFAULT_URL, AsyncTrustGraph, TrustGraphError, Usage
 
 EXIT_ERROR = 1
 EXIT_INTERRUPTED = 130  # as a shell reports a command stopped by Ctrl-C (128 + SIGINT)

@@ -5,8 +5,14 @@ import os
 import sys
 from typing import TextIO
 
-from trustgraph.api import (AgentAction, AgentAnswer, AgentEvent, AgentFinal,
-                            AgentObservation, AgentThought)
+from trustgraph.api import (
+    AgentAction,
+    AgentAnswer,
+    AgentEvent,
+    AgentFinal,
+    AgentObservation,
+    AgentThought,
+)
 
 from .common import connect, parser, positive, run, scope_options, show_usage
 

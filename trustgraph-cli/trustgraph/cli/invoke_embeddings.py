@@ -26,7 +26,7 @@ def summary_line(text: str, vector: list[float]) -> str:
 async def invoke(args: argparse.Namespace) -> None:
     async with connect(args) as client:
         vectors = await client.embeddings(args.texts, flow=args.flow_id)
-    for text, vector in zip(args.texts, vectors):
+    for text, vector in zip(args.texts, vectors, strict=False):
         print(summary_line(text, vector) if args.summary else json.dumps(vector))
     sys.stdout.flush()
 

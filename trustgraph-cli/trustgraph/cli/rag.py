@@ -10,8 +10,7 @@ from typing import Any
 
 from trustgraph.api import Answer, Chunk, LazyResult, Metadata, RagStream, TrustGraphError
 
-from .common import (connect, parser, positive, print_stream, run, scope_options, show_usage,
-                     write)
+from .common import connect, parser, positive, print_stream, run, scope_options, show_usage, write
 
 SOURCE_TEXT = 160  # characters of a source's text shown by --show-sources
 

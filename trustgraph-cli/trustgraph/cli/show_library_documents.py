@@ -24,7 +24,7 @@ def row(document: dict) -> tuple[str, ...]:
 def table(rows: list[tuple[str, ...]]) -> str:
     """Columns padded to their widest cell; the last column is not padded."""
     widths = [max(len(r[i]) for r in [COLUMNS, *rows]) for i in range(len(COLUMNS))]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip()
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=False)).rstrip()
              for r in [COLUMNS, *rows]]
     return "\n".join(lines)
 

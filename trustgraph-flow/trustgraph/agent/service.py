@@ -14,8 +14,14 @@ from typing import Literal
 
 from pydantic import Field
 
-from trustgraph.base import (Context, ProcessorSettings, ProcessorSpec, PromptClient,
-                             Runtime, Service)
+from trustgraph.base import (
+    Context,
+    ProcessorSettings,
+    ProcessorSpec,
+    PromptClient,
+    Runtime,
+    Service,
+)
 from trustgraph.schema import AgentRequest, AgentResponse, Usage
 from trustgraph.schema.tool import TOOL_CONFIG_TYPE
 

@@ -10,9 +10,15 @@ from contextlib import aclosing
 from typing import Any
 
 from trustgraph.base import PromptClient, RequestTimeout, ServiceError
-from trustgraph.schema import (AgentRequest, DocumentRagRequest, GraphRagRequest,
-                               RagResponse, TextCompletionRequest, TextCompletionResponse,
-                               Usage)
+from trustgraph.schema import (
+    AgentRequest,
+    DocumentRagRequest,
+    GraphRagRequest,
+    RagResponse,
+    TextCompletionRequest,
+    TextCompletionResponse,
+    Usage,
+)
 from trustgraph.schema.tool import ToolDefinition
 
 from .mcp_tool import McpToolError, call_mcp_tool

@@ -13,6 +13,7 @@ A chunk's ``text`` is exactly ``text[start:end]`` of the input.
 """
 import re
 from dataclasses import dataclass
+from itertools import pairwise
 
 from .tokens import Counts, TokenCounter, minilm_tokens
 
@@ -71,7 +72,7 @@ def _pieces(text: str, start: int, end: int, level: int, counts: Counts,
     cuts = [m.end() for m in _SEPARATORS[level].finditer(text, start, end) if m.end() < end]
     bounds = [start, *cuts, end]
     spans = []
-    for a, b in zip(bounds, bounds[1:]):
+    for a, b in pairwise(bounds):
         if a < b:
             spans.extend(_pieces(text, a, b, level + 1, counts, capacity))
     return spans
@@ -90,7 +91,7 @@ def _token_cuts(text: str, start: int, end: int, counts: Counts,
         bounds.append(counts.starts[clean])
         cut = clean
     bounds.append(end)
-    return list(zip(bounds, bounds[1:]))
+    return list(pairwise(bounds))
 
 
 def _pack(pieces: list[tuple[int, int]], counts: Counts,

@@ -10,10 +10,14 @@ from pathlib import Path
 
 from pydantic import field_validator
 
-from trustgraph.base import (BadRequest, Context, ProcessorSettings, ProcessorSpec, Runtime,
-                             Service)
-from trustgraph.schema import (CONFIG_FLOW, CONFIG_NOTIFY_TOPIC, ConfigNotify, ConfigRequest,
-                               ConfigResponse)
+from trustgraph.base import BadRequest, Context, ProcessorSettings, ProcessorSpec, Runtime, Service
+from trustgraph.schema import (
+    CONFIG_FLOW,
+    CONFIG_NOTIFY_TOPIC,
+    ConfigNotify,
+    ConfigRequest,
+    ConfigResponse,
+)
 
 from .store import ConfigStore
 

@@ -8,11 +8,18 @@ passages and documents it came from.
 import re
 from dataclasses import dataclass, field
 
-from trustgraph.schema import (Chunk, ChunkEntities, ChunkTriples, EntityContext, Term,
-                               Triple)
+from trustgraph.schema import Chunk, ChunkEntities, ChunkTriples, EntityContext, Term, Triple
 
-from .vocabulary import (DEFINITION, IN_DOCUMENT, LABEL, MENTIONED_IN, PREDICATE_LABELS,
-                         chunk_iri, document_iri, entity_iri)
+from .vocabulary import (
+    DEFINITION,
+    IN_DOCUMENT,
+    LABEL,
+    MENTIONED_IN,
+    PREDICATE_LABELS,
+    chunk_iri,
+    document_iri,
+    entity_iri,
+)
 
 _SPACE = re.compile(r"\s+")
 

@@ -8,8 +8,7 @@ LLM needed) or ``llm`` for every flow, or per flow as ``default=keyphrase,papers
 """
 from pydantic import field_validator
 
-from trustgraph.base import (PromptClient, ProcessorSettings, ProcessorSpec, Stage,
-                             StageContext)
+from trustgraph.base import ProcessorSettings, ProcessorSpec, PromptClient, Stage, StageContext
 from trustgraph.schema import Chunk
 
 from .keyphrase import KeyphraseExtractor

@@ -19,8 +19,15 @@ from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
 from trustgraph.base import ServiceError
-from trustgraph.schema import (Error, LazyCommunity, LazyEntity, LazyRelationship, Record,
-                               Source, Usage)
+from trustgraph.schema import (
+    Error,
+    LazyCommunity,
+    LazyEntity,
+    LazyRelationship,
+    Record,
+    Source,
+    Usage,
+)
 from trustgraph.schema.agent import Pattern
 
 from .dispatch import Dispatcher, new_request_id

@@ -23,9 +23,16 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from trustgraph.base import ServiceError
 from trustgraph.retrieval.lazy_rag.settings import LazyRagSettings
-from trustgraph.schema import (CommunityCacheState, Error, LazyRagExpandRequest,
-                               LazyRagExpandResponse, LazyRagStatusRequest,
-                               LazyRagStatusResponse, Response, Source)
+from trustgraph.schema import (
+    CommunityCacheState,
+    Error,
+    LazyRagExpandRequest,
+    LazyRagExpandResponse,
+    LazyRagStatusRequest,
+    LazyRagStatusResponse,
+    Response,
+    Source,
+)
 
 from .answers import AnswerLines, LazyResult, LazySubgraph, UsageLine, respond
 from .dispatch import Dispatcher, new_request_id

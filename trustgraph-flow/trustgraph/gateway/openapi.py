@@ -3,11 +3,28 @@ from collections.abc import Iterable
 
 from pydantic.json_schema import models_json_schema
 
-from .answers import (QUERY_PATHS, CollectedAgentAnswer, CollectedAnswer, ContentLine,
-                      DoneLine, ErrorLine, LazyCollectedAnswer, LazyDoneLine, MetadataLine,
-                      ProgressLine, QueryRequest, StepLine)
-from .lazy_rag import (LAZY_RAG_PATH, LazyAnswerEnvelope, LazyExpandBody,
-                       LazyExpandEnvelope, LazyQueryBody, LazyStatusEnvelope)
+from .answers import (
+    QUERY_PATHS,
+    CollectedAgentAnswer,
+    CollectedAnswer,
+    ContentLine,
+    DoneLine,
+    ErrorLine,
+    LazyCollectedAnswer,
+    LazyDoneLine,
+    MetadataLine,
+    ProgressLine,
+    QueryRequest,
+    StepLine,
+)
+from .lazy_rag import (
+    LAZY_RAG_PATH,
+    LazyAnswerEnvelope,
+    LazyExpandBody,
+    LazyExpandEnvelope,
+    LazyQueryBody,
+    LazyStatusEnvelope,
+)
 from .services import ServiceRow
 
 _REF = "#/components/schemas/{model}"

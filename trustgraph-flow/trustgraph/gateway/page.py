@@ -43,7 +43,8 @@ class Asset:
     @classmethod
     def read(cls, path: Path) -> "Asset":
         body = path.read_bytes()
-        return cls(body, gzip.compress(body, mtime=0), TYPES.get(path.suffix, "application/octet-stream"),
+        return cls(body, gzip.compress(body, mtime=0),
+                   TYPES.get(path.suffix, "application/octet-stream"),
                    '"' + hashlib.sha256(body).hexdigest()[:20] + '"')
 
     def response(self, request: web.Request, cache: str) -> web.Response:

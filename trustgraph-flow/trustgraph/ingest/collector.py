@@ -58,7 +58,7 @@ class Collector:
             for _, future in live:
                 _settle(future, error=error)
             return
-        for (_, future), vector in zip(live, vectors):
+        for (_, future), vector in zip(live, vectors, strict=False):
             _settle(future, vector)
 
 

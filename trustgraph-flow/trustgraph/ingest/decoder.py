@@ -23,10 +23,16 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from trustgraph.base import (ProcessorSettings, ProcessorSpec, Rejected, Runtime, Stage,
-                             StageContext)
-from trustgraph.chunking import (DEFAULT_MAX_TOKENS, DEFAULT_OVERLAP, MODEL_LIMIT,
-                                 TokenCounter, WordTokens, chunk_document, minilm_tokens)
+from trustgraph.base import ProcessorSettings, ProcessorSpec, Rejected, Runtime, Stage, StageContext
+from trustgraph.chunking import (
+    DEFAULT_MAX_TOKENS,
+    DEFAULT_OVERLAP,
+    MODEL_LIMIT,
+    TokenCounter,
+    WordTokens,
+    chunk_document,
+    minilm_tokens,
+)
 from trustgraph.decoding import DecodeError, decode
 from trustgraph.librarian.store import ContentMissing, LibraryStore, NotFound
 from trustgraph.schema import Chunk, DecodeWork, DocumentMetadata, DocumentRef

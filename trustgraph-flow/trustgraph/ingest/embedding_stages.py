@@ -20,11 +20,25 @@ from collections.abc import Sequence
 
 from pydantic import Field
 
-from trustgraph.base import (ProcessorSettings, ProcessorSpec, Rejected, Requester,
-                             ServiceError, Stage)
+from trustgraph.base import (
+    ProcessorSettings,
+    ProcessorSpec,
+    Rejected,
+    Requester,
+    ServiceError,
+    Stage,
+)
 from trustgraph.base.stage import MAX_RECORD_BYTES
-from trustgraph.schema import (Chunk, ChunkEntities, ChunkVector, EmbeddingsRequest,
-                               EmbeddingsResponse, EntityVector, EntityVectors, encode)
+from trustgraph.schema import (
+    Chunk,
+    ChunkEntities,
+    ChunkVector,
+    EmbeddingsRequest,
+    EmbeddingsResponse,
+    EntityVector,
+    EntityVectors,
+    encode,
+)
 
 from ..chunking.context import embedded_text
 from .collector import Collector
@@ -133,7 +147,7 @@ def entity_stage(settings: EmbeddingStageSettings):
                               settings.tg_embeddings_request_texts,
                               f"entities of chunk {record.chunk_id!r}")
         found = [EntityVector(entity=e.entity, label=e.label.strip(), vector=v)
-                 for e, v in zip(entities, vectors)]
+                 for e, v in zip(entities, vectors, strict=False)]
         for group in record_groups(found):
             await ctx.emit("entity-vectors", EntityVectors(document=record.document,
                                                            entities=group))

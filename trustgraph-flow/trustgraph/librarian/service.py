@@ -28,13 +28,30 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 
 from pydantic import Field
 
-from trustgraph.base import (BadRequest, Context, HandledError, ProcessorSettings,
-                             ProcessorSpec, Runtime, Service)
+from trustgraph.base import (
+    BadRequest,
+    Context,
+    HandledError,
+    ProcessorSettings,
+    ProcessorSpec,
+    Runtime,
+    Service,
+)
 from trustgraph.decoding import MARKDOWN, PDF, PLAIN, guess_kind
-from trustgraph.schema import (DecodeWork, DocumentLoadRequest, DocumentMetadata, DocumentRef,
-                               DocumentRemoved, LibrarianRequest, LibrarianResponse,
-                               LoadResponse, LoadStatusRequest, LoadStatusResponse, Record,
-                               TextLoadRequest)
+from trustgraph.schema import (
+    DecodeWork,
+    DocumentLoadRequest,
+    DocumentMetadata,
+    DocumentRef,
+    DocumentRemoved,
+    LibrarianRequest,
+    LibrarianResponse,
+    LoadResponse,
+    LoadStatusRequest,
+    LoadStatusResponse,
+    Record,
+    TextLoadRequest,
+)
 from trustgraph.schema.librarian import LIST_PAGE
 
 from .status import status_handler

@@ -9,8 +9,14 @@ that have chunks, so a status is never more advanced than what is durable.
 import asyncio
 
 from trustgraph.base import Context, HandledError, ServiceError
-from trustgraph.schema import (ChunkCountRequest, ChunkCountResponse, ChunkSet,
-                               DocumentStatus, LoadStatusRequest, LoadStatusResponse)
+from trustgraph.schema import (
+    ChunkCountRequest,
+    ChunkCountResponse,
+    ChunkSet,
+    DocumentStatus,
+    LoadStatusRequest,
+    LoadStatusResponse,
+)
 
 from .store import DecoderRecord, LibraryStore
 
@@ -44,7 +50,7 @@ def status_handler(store: LibraryStore):
             except ServiceError as error:
                 raise HandledError(error.error.type, "cannot count the stored chunks: "
                                    f"{error.error.message}") from None
-            stored = {c.id: n for c, n in zip(counted, answer.stored or [])}
+            stored = {c.id: n for c, n in zip(counted, answer.stored or [], strict=False)}
         return LoadStatusResponse(documents=[
             status_of(id, recorded.get(id), stored.get(id, 0)) for id in request.documents])
     return load_status

@@ -19,11 +19,26 @@ from typing import Any
 
 from pydantic import Field
 
-from trustgraph.base import (BadRequest, Context, HandledError, ProcessorSettings,
-                             ProcessorSpec, Requester, RequestTimeout, Runtime, Service,
-                             ServiceError)
-from trustgraph.schema import (PROMPT_CONFIG_TYPE, PromptRequest, PromptResponse,
-                               TextCompletionRequest, TextCompletionResponse, decode)
+from trustgraph.base import (
+    BadRequest,
+    Context,
+    HandledError,
+    ProcessorSettings,
+    ProcessorSpec,
+    Requester,
+    RequestTimeout,
+    Runtime,
+    Service,
+    ServiceError,
+)
+from trustgraph.schema import (
+    PROMPT_CONFIG_TYPE,
+    PromptRequest,
+    PromptResponse,
+    TextCompletionRequest,
+    TextCompletionResponse,
+    decode,
+)
 
 from .defaults import default_values
 from .templates import Compiled, PromptError, Templates

@@ -15,11 +15,18 @@ from typing import Literal, Protocol, TypeVar
 from pydantic import BaseModel, Field
 
 from trustgraph.base import Clients, HandledError, ProcessorSettings
-from trustgraph.schema import (DocumentEmbeddingsRequest, DocumentEmbeddingsResponse,
-                               EmbeddingsRequest, EmbeddingsResponse,
-                               GraphEmbeddingsRequest, GraphEmbeddingsResponse,
-                               LexicalSearchRequest, Record, Response,
-                               ScoredChunk)
+from trustgraph.schema import (
+    DocumentEmbeddingsRequest,
+    DocumentEmbeddingsResponse,
+    EmbeddingsRequest,
+    EmbeddingsResponse,
+    GraphEmbeddingsRequest,
+    GraphEmbeddingsResponse,
+    LexicalSearchRequest,
+    Record,
+    Response,
+    ScoredChunk,
+)
 
 from .fusion import Fused, Ranking, fuse
 from .steps import concurrently, step

@@ -18,8 +18,15 @@ import sys
 
 from trustgraph.base import Processor, ProcessorSpec, load_settings, serve_together
 
-from .registry import (GATEWAY, GROUP_SEPARATOR, PROVIDER_PREFIX, RUNNABLES, gateway_main,
-                       members, spec_of)
+from .registry import (
+    GATEWAY,
+    GROUP_SEPARATOR,
+    PROVIDER_PREFIX,
+    RUNNABLES,
+    gateway_main,
+    members,
+    spec_of,
+)
 
 PR_SET_PDEATHSIG = 1
 

@@ -23,8 +23,14 @@ from pydantic_settings import NoDecode
 from trustgraph.base import Settings, load_settings
 from trustgraph.pubsub.embedded import BrokerUnavailable, EmbeddedBroker
 
-from .registry import (DEFAULT_STACK, GROUP_SEPARATOR, PROVIDER_PREFIX, RUNNABLES, members,
-                       switched_off)
+from .registry import (
+    DEFAULT_STACK,
+    GROUP_SEPARATOR,
+    PROVIDER_PREFIX,
+    RUNNABLES,
+    members,
+    switched_off,
+)
 from .rundir import AlreadyRunning, RunDir
 from .supervisor import BrokerKeeper, Child
 
@@ -46,7 +52,9 @@ class StartSettings(Settings):
     @field_validator("tg_processors", mode="before")
     @classmethod
     def _comma_separated(cls, value: object) -> object:
-        return [v.strip() for v in value.split(",") if v.strip()] if isinstance(value, str) else value
+        if isinstance(value, str):
+            return [v.strip() for v in value.split(",") if v.strip()]
+        return value
 
 
 class StartError(Exception):

@@ -29,10 +29,10 @@ import numpy as np
 import onnx
 import onnxruntime
 
+from ..provider import EmbeddingsSettings
 from .batcher import Batcher
 from .int8_matmul import with_int8_matmuls
 from .model_files import DIMENSION, MODEL_NAME, WINDOW, load_tokenizer, model_file
-from ..provider import EmbeddingsSettings
 
 log = logging.getLogger(__name__)
 

@@ -22,12 +22,27 @@ from typing import Any
 from pydantic import Field
 
 from trustgraph.base import Clients, ProcessorSpec, Runtime
-from trustgraph.schema import (RDFS_LABEL, Evidence, GraphRagRequest, ScoredEntity, Source,
-                               SubgraphRequest, SubgraphResponse, Term)
+from trustgraph.schema import (
+    RDFS_LABEL,
+    Evidence,
+    GraphRagRequest,
+    ScoredEntity,
+    Source,
+    SubgraphRequest,
+    SubgraphResponse,
+    Term,
+)
 
 from ..answer import Found, rag_service
-from ..search import (FoundChunk, Fusion, RetrievalSettings, embed, merge_rankings,
-                      search_chunks, search_vectors)
+from ..search import (
+    FoundChunk,
+    Fusion,
+    RetrievalSettings,
+    embed,
+    merge_rankings,
+    search_chunks,
+    search_vectors,
+)
 from ..steps import concurrently, step
 from .ranking import best, by_document, rank_triples
 
@@ -82,7 +97,7 @@ def triple_retriever(fusion: Fusion | None):
         sources = [Source(id=e.chunk_id, document_id=e.document_id, text=" | ".join(words),
                           s=e.triple.s, p=e.triple.p, o=e.triple.o, scores=score,
                           title=titles.get(e.chunk_id, ""))
-                   for e, words, score in zip(used, statements, scores)]
+                   for e, words, score in zip(used, statements, scores, strict=True)]
         return Found(sources=sources, template=TEMPLATE,
                      variables=kg_variables(request.query, statements))
     return retrieve_triples

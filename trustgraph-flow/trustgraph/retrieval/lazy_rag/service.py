@@ -23,11 +23,25 @@ from collections.abc import AsyncIterator
 from contextlib import aclosing
 from pathlib import Path
 
-from trustgraph.base import (Context, ProcessorSpec, PromptClient, PromptResult,
-                             RequestTimeout, Runtime, Service, ServiceError)
-from trustgraph.schema import (Error, LazyRagExpandRequest, LazyRagExpandResponse,
-                               LazyRagRequest, LazyRagResponse, LazyRagStatusRequest,
-                               LazyRagStatusResponse)
+from trustgraph.base import (
+    Context,
+    ProcessorSpec,
+    PromptClient,
+    PromptResult,
+    RequestTimeout,
+    Runtime,
+    Service,
+    ServiceError,
+)
+from trustgraph.schema import (
+    Error,
+    LazyRagExpandRequest,
+    LazyRagExpandResponse,
+    LazyRagRequest,
+    LazyRagResponse,
+    LazyRagStatusRequest,
+    LazyRagStatusResponse,
+)
 
 from ..answer import Found, answer_frames, metadata_frame
 from .cache import CommunityCache, CommunityStore

@@ -10,15 +10,23 @@ them), so the cut never drops a near entity for a far one.
 """
 from collections import deque
 from collections.abc import Iterable
-from itertools import islice
 from dataclasses import dataclass, field
+from itertools import islice
 
 from trustgraph.base import Clients
 from trustgraph.extract.vocabulary import CHUNK, DOCUMENT
-from trustgraph.schema import (RDFS_LABEL, Evidence, GraphEmbeddingsResponse, LazyEntity,
-                               LazyRagExpandRequest,
-                               ScoredEntity, SubgraphRequest, SubgraphResponse, Term,
-                               Triple)
+from trustgraph.schema import (
+    RDFS_LABEL,
+    Evidence,
+    GraphEmbeddingsResponse,
+    LazyEntity,
+    LazyRagExpandRequest,
+    ScoredEntity,
+    SubgraphRequest,
+    SubgraphResponse,
+    Term,
+    Triple,
+)
 
 from ..search import embed, search_vectors
 from ..steps import concurrently, step

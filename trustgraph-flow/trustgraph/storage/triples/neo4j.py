@@ -174,7 +174,7 @@ class Neo4jTriplesStore:
     async def _create_schema(self) -> None:
         for statement in SCHEMA:
             try:
-                await self._write(lambda tx: _fetch(tx, statement, {}))
+                await self._write(lambda tx, statement=statement: _fetch(tx, statement, {}))
             except ClientError:
                 pass  # Neo4j: the constraint already indexes n.key
 
@@ -198,7 +198,7 @@ class Neo4jTriplesStore:
         for start in range(0, len(rows), BATCH):
             params = {"rows": rows[start:start + BATCH], "user": user,
                       "collection": collection, "document": document, "chunk": chunk}
-            await self._write(lambda tx: _bumped(tx, ADD, params))
+            await self._write(lambda tx, params=params: _bumped(tx, ADD, params))
 
     async def remove_document(self, user: str, collection: str, document: str) -> None:
         params = {"user": user, "collection": collection, "document": document}

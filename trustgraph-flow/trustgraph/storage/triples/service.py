@@ -28,16 +28,39 @@ import json
 import logging
 from collections.abc import AsyncIterator
 
-from trustgraph.base import (BadRequest, Context, ProcessorSettings, ProcessorSpec,
-                             Rejected, Runtime, Service, Stage)
+from trustgraph.base import (
+    BadRequest,
+    Context,
+    ProcessorSettings,
+    ProcessorSpec,
+    Rejected,
+    Runtime,
+    Service,
+    Stage,
+)
 from trustgraph.base.stage import MAX_RECORD_BYTES
-from trustgraph.schema import (RDFS_LABEL, ChunkEntities, ChunkTriples, DocumentRef,
-                               DocumentRemoved, EntityContext, Evidence,
-                               GraphEdgesRequest, GraphEdgesResponse, GraphVersionRequest,
-                               GraphVersionResponse, KnowledgeLoadRequest,
-                               KnowledgeLoadResponse, SubgraphRequest, SubgraphResponse,
-                               Term, Triple,
-                               TriplesQueryRequest, TriplesQueryResponse, encode)
+from trustgraph.schema import (
+    RDFS_LABEL,
+    ChunkEntities,
+    ChunkTriples,
+    DocumentRef,
+    DocumentRemoved,
+    EntityContext,
+    Evidence,
+    GraphEdgesRequest,
+    GraphEdgesResponse,
+    GraphVersionRequest,
+    GraphVersionResponse,
+    KnowledgeLoadRequest,
+    KnowledgeLoadResponse,
+    SubgraphRequest,
+    SubgraphResponse,
+    Term,
+    Triple,
+    TriplesQueryRequest,
+    TriplesQueryResponse,
+    encode,
+)
 
 from ..owner import fits_one_message, removal_stage, scope_of
 from ..settings import StoreSettings

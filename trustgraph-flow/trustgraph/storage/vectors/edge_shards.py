@@ -23,9 +23,22 @@ import sys
 from collections import OrderedDict
 from pathlib import Path
 
-from qdrant_edge import (CountRequest, Distance, EdgeConfig, EdgeShard, EdgeVectorParams,
-                         FieldCondition, Filter, MatchValue, PayloadSchemaType, Point,
-                         Query, QueryRequest, ScrollRequest, UpdateOperation)
+from qdrant_edge import (
+    CountRequest,
+    Distance,
+    EdgeConfig,
+    EdgeShard,
+    EdgeVectorParams,
+    FieldCondition,
+    Filter,
+    MatchValue,
+    PayloadSchemaType,
+    Point,
+    Query,
+    QueryRequest,
+    ScrollRequest,
+    UpdateOperation,
+)
 
 MAX_OPEN = 32
 

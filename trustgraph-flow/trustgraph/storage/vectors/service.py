@@ -23,13 +23,30 @@ Points are keyed by chunk id or entity, so a redelivered record overwrites itsel
 import logging
 import math
 
-from trustgraph.base import (BadRequest, Context, ProcessorSettings, ProcessorSpec,
-                             Rejected, Runtime, Service, Stage)
-from trustgraph.schema import (ChunkCountRequest, ChunkCountResponse, ChunkVector,
-                               DocumentEmbeddingsRequest,
-                               DocumentEmbeddingsResponse, DocumentRemoved, EntityVectors,
-                               GraphEmbeddingsRequest, GraphEmbeddingsResponse,
-                               LexicalSearchRequest, ScoredChunk, ScoredEntity)
+from trustgraph.base import (
+    BadRequest,
+    Context,
+    ProcessorSettings,
+    ProcessorSpec,
+    Rejected,
+    Runtime,
+    Service,
+    Stage,
+)
+from trustgraph.schema import (
+    ChunkCountRequest,
+    ChunkCountResponse,
+    ChunkVector,
+    DocumentEmbeddingsRequest,
+    DocumentEmbeddingsResponse,
+    DocumentRemoved,
+    EntityVectors,
+    GraphEmbeddingsRequest,
+    GraphEmbeddingsResponse,
+    LexicalSearchRequest,
+    ScoredChunk,
+    ScoredEntity,
+)
 
 from ..owner import fits_one_message, removal_stage, scope_of
 from ..settings import StoreSettings
