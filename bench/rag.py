@@ -34,7 +34,8 @@ from bench.stores import graph
 from bench.streaming import llm_server
 from tests.support.stack import Stack
 from trustgraph.storage.settings import StoreSettings
-from trustgraph.storage.stores import open_triples_store, open_vector_store
+from trustgraph.storage.triples.configured import open_triples_store
+from trustgraph.storage.vectors.configured import open_vector_store
 from trustgraph.storage.vectors.store import ChunkVector, EntityVector
 
 USER, COLLECTION = "bench", "default"

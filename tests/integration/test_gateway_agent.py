@@ -13,7 +13,7 @@ import pytest_asyncio
 from tests.support.scripted_agent import (MODEL, PROMPT_TOKENS, TOOL, AgentStack, arguments,
                                           expected_text, observation, scripted_agent_stack,
                                           sources_for, thought)
-from trustgraph.gateway.answers import (CollectedAgentAnswer, ContentLine, DoneLine,
+from trustgraph.gateway.apis.query import (CollectedAgentAnswer, ContentLine, DoneLine,
                                         MetadataLine, StepLine)
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")

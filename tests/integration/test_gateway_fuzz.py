@@ -30,8 +30,8 @@ from hypothesis import strategies as st
 
 from tests.support.gateway_rig import gateway_rig
 from tests.support.openai_server import OpenAiServer, expected_text
-from trustgraph.gateway.answers import QueryRequest
-from trustgraph.gateway.services import SERVICES, ServiceRow
+from trustgraph.gateway.apis.query import QueryRequest
+from trustgraph.gateway.core.services import SERVICES, ServiceRow
 from trustgraph.schema import Record
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")

@@ -13,7 +13,7 @@ from tests.support.gateway_rig import MAX_TEXTS, gateway_rig
 from tests.support.openai_server import OpenAiServer, expected_text
 from trustgraph.base import Requester
 from trustgraph.gateway.app import Gateway, GatewaySettings
-from trustgraph.gateway.dispatch import MAX_RECORD_BYTES
+from trustgraph.gateway.core.dispatch import MAX_RECORD_BYTES
 from trustgraph.pubsub import Bus
 from trustgraph.pubsub.embedded import free_port
 from trustgraph.schema import TextCompletionRequest, TextCompletionResponse

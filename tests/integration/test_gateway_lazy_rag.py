@@ -17,7 +17,7 @@ from tests.support.scripted_lazy_rag import (MODEL, PROMPT_TOKENS, STATUS, SUMMA
                                              expected_text, scripted_lazy_rag_stack,
                                              wire_subgraph)
 from tests.support.scripted_rag import ScriptedRagGateway, wire_sources
-from trustgraph.gateway.lazy_rag import (LazyAnswerEnvelope, LazyExpandEnvelope,
+from trustgraph.gateway.apis.lazy_rag import (LazyAnswerEnvelope, LazyExpandEnvelope,
                                          LazyStatusEnvelope)
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")

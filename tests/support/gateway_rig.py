@@ -76,7 +76,7 @@ class GatewayRig:
 
     def in_flight(self) -> int:
         """Requests the gateway's requesters still hold (0 once every answer ended)."""
-        return self.gateway.dispatcher.in_flight()
+        return self.gateway.core.client.in_flight()
 
 
 @asynccontextmanager

@@ -2,7 +2,7 @@
 records that piled up while a client was behind."""
 import json
 
-from trustgraph.gateway.framing import Envelope, coalesce
+from trustgraph.gateway.core.framing import Envelope, coalesce
 
 
 def frame(final: bool = False, **record) -> tuple[bytes, bool]:

@@ -6,7 +6,7 @@ import json
 
 from trustgraph.api.rag import events_from_frames
 from trustgraph.api import Chunk, Final, Metadata
-from trustgraph.gateway.answers import AnswerLines, ProgressLine
+from trustgraph.gateway.apis.query import AnswerLines, ProgressLine
 from tests.support.rag_clients import Answer
 from tests.support.rag_clients import DocumentRagRig as Rig
 

@@ -15,7 +15,8 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
-from trustgraph.gateway.page import DIST, add_page_routes
+from tests.support.page import add_page_routes
+from trustgraph.gateway.apis.page import DIST
 
 WORKBENCH = DIST.parent
 INPUTS = ["build.mjs", "package.json", "package-lock.json", "src"]  # as build.mjs

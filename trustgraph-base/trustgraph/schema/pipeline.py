@@ -51,6 +51,7 @@ class LoadResponse(Response):
     """``{}`` on the wire once the document is durably accepted."""
 
     end_of_stream: bool = True
+    wire_hidden = frozenset({"end_of_stream"})  # an error still shows as {"error": ...}
 
 
 # --- stage records ------------------------------------------------------------------

@@ -5,7 +5,7 @@ missing ones with defaults, so old and new processors interoperate. Request fiel
 are accepted hyphenated or underscored (``entity-limit`` / ``entity_limit``);
 records are always written with their snake_case names, leaving out unset optionals.
 """
-from typing import Self, TypeVar
+from typing import Any, ClassVar, Self, TypeVar
 
 from pydantic import AliasChoices, AliasGenerator, BaseModel, ConfigDict
 
@@ -44,10 +44,26 @@ class Error(Record):
 
 
 class Response(Record):
-    """A response record: knows when it ends its stream and how to carry an error."""
+    """A response record: knows when it ends its stream and how to carry an error, and
+    where the gateway's wire shows it otherwise than the bus carries it (a record
+    that declares nothing here is passed on as its bytes, never decoded)."""
 
     error: Error | None = None
     end_of_stream: bool = False
+
+    # Fields the bus carries but the gateway's wire leaves out.
+    wire_hidden: ClassVar[frozenset[str]] = frozenset()
+
+    @classmethod
+    def wire_edge(cls, record: dict[str, Any]) -> dict[str, Any] | None:
+        """The protocol's exact shape of this response's first or final record (the
+        two the gateway decodes, when a subclass defines this), or None: unchanged."""
+        return None
+
+    @classmethod
+    def reshapes_edges(cls) -> bool:
+        return any("wire_edge" in vars(model) for model in cls.__mro__
+                   if model is not Response)
 
     def is_final(self) -> bool:
         return self.end_of_stream

@@ -6,7 +6,7 @@ question, sub-questions), ``chunk`` records carrying answer deltas, and one fina
 sources again and the token totals. A non-streaming answer is one record with the full
 ``response``. An error is always one final record.
 """
-from typing import Literal, Self
+from typing import Any, ClassVar, Literal, Self
 
 from pydantic import Field
 
@@ -86,9 +86,33 @@ class RagResponse(Response):
     out_token: int | None = None
     model: str | None = None
 
+    # Fields of an answer's final record beyond these that the gateway's answer-stream
+    # API passes on (in its ``done`` line and collected answer).
+    result_fields: ClassVar[tuple[str, ...]] = ()
+
     @classmethod
     def failure(cls, error: Error) -> Self:
         return cls(error=error, end_of_stream=True, end_of_session=True)
+
+    @classmethod
+    def wire_edge(cls, record: dict[str, Any]) -> dict[str, Any] | None:
+        """PROTOCOL §2 exactly, whatever a RAG service left out: the metadata record
+        always has ``sources``, ``optimized_query`` (null when the question was not
+        rewritten) and ``subqueries``; a streaming final record (a ``chunk`` record)
+        never carries the whole ``response`` again, so a client that joins every
+        frame's text sees it once."""
+        kind = record.get("message_type")
+        if kind == "metadata":
+            missing = {key: value for key, value in METADATA_DEFAULTS.items()
+                       if key not in record}
+            return {**record, **missing} if missing else None
+        if kind == "chunk" and "response" in record:
+            return {key: value for key, value in record.items() if key != "response"}
+        return None
+
+
+# What a RAG metadata record always shows on the wire, even when the service left it unset.
+METADATA_DEFAULTS: dict[str, Any] = {"sources": [], "optimized_query": None, "subqueries": []}
 
 
 # One record shape serves both services; the names say which one a module speaks.

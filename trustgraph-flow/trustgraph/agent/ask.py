@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from trustgraph.base import HandledError
+from trustgraph.base.steps import concurrently, step
 from trustgraph.retrieval.answer import Found
 from trustgraph.retrieval.document_rag.service import retrieve_chunks
 from trustgraph.retrieval.graph_rag.service import retrieve_triples
-from trustgraph.retrieval.steps import concurrently, step
 from trustgraph.schema import AgentResponse, DocumentRagRequest, GraphRagRequest, Source
 
 from . import frames

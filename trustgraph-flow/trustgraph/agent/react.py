@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from trustgraph.base import HandledError
-from trustgraph.retrieval.steps import step as call_step
+from trustgraph.base.steps import step as call_step
 from trustgraph.schema import AgentResponse, AgentStep
 from trustgraph.schema.tool import ToolDefinition
 

@@ -21,10 +21,10 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from trustgraph.base import Clients, Context, PromptClient, PromptResult, Service
+from trustgraph.base.steps import step
 from trustgraph.schema import DocumentRagRequest, GraphRagRequest, RagResponse, Source, Usage
 
 from .questions import Questions, plan_questions
-from .steps import step
 
 log = logging.getLogger(__name__)
 R = TypeVar("R", bound=RagResponse)

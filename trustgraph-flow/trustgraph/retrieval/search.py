@@ -15,6 +15,7 @@ from typing import Literal, Protocol, TypeVar
 from pydantic import BaseModel, Field
 
 from trustgraph.base import Clients, HandledError, ProcessorSettings
+from trustgraph.base.steps import concurrently, step
 from trustgraph.schema import (
     DocumentEmbeddingsRequest,
     DocumentEmbeddingsResponse,
@@ -29,7 +30,6 @@ from trustgraph.schema import (
 )
 
 from .fusion import Fused, Ranking, fuse
-from .steps import concurrently, step
 
 T = TypeVar("T")
 

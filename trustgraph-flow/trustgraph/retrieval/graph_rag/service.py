@@ -22,6 +22,7 @@ from typing import Any
 from pydantic import Field
 
 from trustgraph.base import Clients, ProcessorSpec, Runtime
+from trustgraph.base.steps import concurrently, step
 from trustgraph.schema import (
     RDFS_LABEL,
     Evidence,
@@ -43,7 +44,6 @@ from ..search import (
     search_chunks,
     search_vectors,
 )
-from ..steps import concurrently, step
 from .ranking import best, by_document, rank_triples
 
 NAME = "graph-rag"

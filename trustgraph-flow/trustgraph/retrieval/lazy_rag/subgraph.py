@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from itertools import islice
 
 from trustgraph.base import Clients
+from trustgraph.base.steps import concurrently, step
 from trustgraph.extract.vocabulary import CHUNK, DOCUMENT
 from trustgraph.schema import (
     RDFS_LABEL,
@@ -29,7 +30,6 @@ from trustgraph.schema import (
 )
 
 from ..search import embed, search_vectors
-from ..steps import concurrently, step
 from .phrases import windows
 
 ERROR = "lazy-rag-error"

@@ -64,7 +64,7 @@ from trustgraph.schema import (
 
 from ..owner import fits_one_message, removal_stage, scope_of
 from ..settings import StoreSettings
-from ..stores import open_triples_store
+from .configured import open_triples_store
 from .store import TriplesStore, expand, iris
 
 log = logging.getLogger(__name__)

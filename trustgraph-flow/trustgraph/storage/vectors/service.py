@@ -50,8 +50,8 @@ from trustgraph.schema import (
 
 from ..owner import fits_one_message, removal_stage, scope_of
 from ..settings import StoreSettings
-from ..stores import open_vector_store
 from . import store as stored
+from .configured import open_vector_store
 from .store import VectorStore
 
 log = logging.getLogger(__name__)

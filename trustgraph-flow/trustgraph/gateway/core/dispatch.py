@@ -8,7 +8,7 @@ coalesced when the caller has fallen behind.
 import asyncio
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncGenerator, Callable, Iterable
 from contextlib import aclosing
 
 from pydantic import ValidationError
@@ -26,16 +26,37 @@ from .services import SERVICES, ServiceRow
 # default is close): a request record leaves room for the message's properties.
 MAX_RECORD_BYTES = 5 * 1024 * 1024 - 64 * 1024
 
+# Given the seconds a request took and its final record, whatever transport carried it.
+Observer = Callable[[float, bytes], None]
+
 
 class Dispatcher:
-    def __init__(self, bus: Bus, flows: Iterable[str], timeout: float,
-                 off: Iterable[str] = ()) -> None:
+    """The core's client: what every transport and every API module asks services
+    through. API modules may declare services optional (``optional``: a stack may
+    run without them) and watch a service's answers (``observe``)."""
+
+    def __init__(self, bus: Bus, flows: Iterable[str], timeout: float) -> None:
         self.flows = tuple(flows)
-        self.off = frozenset(off)  # optional services turned off in the gateway's settings
         self._bus = bus
         self._timeout = timeout
         self._owner = f"gateway-{uuid.uuid4().hex[:8]}"
         self._requesters: dict[tuple[str, str], asyncio.Future[Requester]] = {}
+        self._how: dict[str, str] = {}   # optional services: how to turn each on
+        self._off: set[str] = set()      # optional services turned off in the settings
+        self._observers: dict[str, Observer] = {}
+
+    def optional(self, services: Iterable[str], how: str, on: bool = True) -> None:
+        """``services`` may be absent from a stack; ``how`` says how to turn them on.
+        Turned off here (``on`` false), or with no processor taking their requests,
+        each is a 404 ``disabled`` saying so."""
+        for service in services:
+            self._how[service] = how
+            if not on:
+                self._off.add(service)
+
+    def observe(self, service: str, observer: Observer) -> None:
+        """Call ``observer`` with each answer of ``service``, on every transport."""
+        self._observers[service] = observer
 
     def resolve(self, service: object, flow: object) -> ServiceRow:
         """The row for ``service``; the flow must be one this gateway routes, unless
@@ -44,9 +65,9 @@ class Dispatcher:
         if row is None:
             raise GatewayError("unknown-service", f"unknown service {service!r}; known: "
                                f"{', '.join(SERVICES)}", 404)
-        if row.name in self.off:
+        if row.name in self._off:
             raise GatewayError("disabled", f"{row.name} is turned off on this gateway; "
-                               f"{row.optional}", 404)
+                               f"{self._how[row.name]}", 404)
         if row.global_flow is None and flow not in self.flows:
             raise GatewayError("unknown-flow", f"unknown flow {flow!r}; this gateway serves: "
                                f"{', '.join(self.flows)}", 404)
@@ -79,26 +100,33 @@ class Dispatcher:
         return record
 
     async def frames(self, row: ServiceRow, flow: str, record: Record,
-                     request_id: str | None = None) -> AsyncIterator[list[Frame]]:
+                     request_id: str | None = None) -> AsyncGenerator[list[Frame], None]:
         """Batches of response frames, ending after the final one. ``request_id`` is
         the id on the bus (and in every processor's log lines), fresh when not given.
         Closing this generator early cancels the request on the bus."""
         requester = await self._requester(row.name, row.bus_flow(flow))
         first, started = True, time.perf_counter()
         answer = requester.frames(record, request_id or new_request_id())
-        if row.optional is not None:
-            answer = _absent_as_disabled(row, answer)
+        how, observe = self._how.get(row.name), self._observers.get(row.name)
         async with aclosing(answer) as batches:
-            async for batch in batches:
-                if row.observe is not None and batch[-1][1]:
-                    row.observe(time.perf_counter() - started, batch[-1][0])
-                yield row.wire(batch, first)
-                first = False
+            try:
+                async for batch in batches:
+                    if observe is not None and batch[-1][1]:
+                        observe(time.perf_counter() - started, batch[-1][0])
+                    yield row.wire(batch, first)
+                    first = False
+            except ServiceError as error:
+                if how is None or error.error.type != "no-service":
+                    raise
+                # An optional service that no processor serves is as good as off.
+                raise GatewayError("disabled", f"{error.error.message}; {how}", 404
+                                   ) from None
 
     async def _requester(self, service: str, flow: str) -> Requester:
         """One started ``Requester`` per (service, flow), made on first use; a failed
         start is forgotten so the next request tries again."""
         key = (service, flow)
+        future: asyncio.Future[Requester]
         if key not in self._requesters:
             requester = Requester(self._bus, service, flow, self._owner, self._timeout)
             self._requesters[key] = future = asyncio.ensure_future(_started(requester))
@@ -168,21 +196,6 @@ def _shown(text: str) -> str:
 
 def _path(parts: list[str], where: str) -> str:
     return ".".join(part for part in (where, *parts) if part) or "body"
-
-
-async def _absent_as_disabled(row: ServiceRow, batches: AsyncIterator[list[Frame]]
-                              ) -> AsyncIterator[list[Frame]]:
-    """An optional service that no processor serves is as good as turned off: its
-    ``no-service`` error becomes the 404 saying how to turn it on."""
-    try:
-        async with aclosing(batches):
-            async for batch in batches:
-                yield batch
-    except ServiceError as error:
-        if row.optional is None or error.error.type != "no-service":
-            raise
-        raise GatewayError("disabled", f"{error.error.message}; {row.optional}", 404
-                           ) from None
 
 
 def new_request_id() -> str:

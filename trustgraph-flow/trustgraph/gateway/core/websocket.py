@@ -16,7 +16,7 @@ from aiohttp import WSCloseCode, WSMsgType, web
 
 from trustgraph.schema import Record
 
-from .auth import Auth, presented_token
+from .auth import Auth, Caller, presented_token
 from .dispatch import Dispatcher
 from .errors import GatewayError, bad_request, classify, too_large
 from .framing import Envelope
@@ -29,10 +29,8 @@ log = logging.getLogger(__name__)
 HEARTBEAT = 30.0
 AUTH_OK = b'{"type":"auth-ok","default_workspace":"default"}'
 AUTH_FAILED = b'{"type":"auth-failed","error":"auth failure"}'
-AUTH_REQUIRED = GatewayError(
-    "auth-required", 'this gateway needs a token: send {"type":"auth","token":...} first, '
-    "or open the socket with ?token= or Authorization: Bearer", 401)
-AUTH_REFUSED = GatewayError("auth-failed", "auth failure", 401)
+AUTH_REQUIRED = ('this gateway needs a token: send {"type":"auth","token":...} first, '
+                 "or open the socket with ?token= or Authorization: Bearer")
 UNDESCRIBED = (b'{"id":null,"error":{"type":"gateway-error","message":"the gateway could '
                b'not serve this frame"},"complete":true}')
 
@@ -75,21 +73,14 @@ class SocketEndpoint:
         await ws.prepare(request)
         self.live.add(ws)
         SOCKETS.inc()
+        session = Session(ws, self)
+        session.identify(presented_token(request))
         try:
-            await Session(ws, self, self._opening_auth(request)).run()
+            await session.run()
         finally:
             self.live.discard(ws)
             SOCKETS.dec()
         return ws
-
-    def _opening_auth(self, request: web.Request) -> GatewayError | None:
-        """None when the socket may send requests, else the error they will get."""
-        if self.auth.open:
-            return None
-        token = presented_token(request)
-        if token is None:
-            return AUTH_REQUIRED
-        return None if self.auth.accepts(token) else AUTH_REFUSED
 
     async def close_all(self) -> None:
         await asyncio.gather(*(ws.close(code=WSCloseCode.GOING_AWAY, message=b"shutting down")
@@ -99,13 +90,21 @@ class SocketEndpoint:
 class Session:
     """One open socket: its auth state and its in-flight requests by client id."""
 
-    def __init__(self, ws: web.WebSocketResponse, endpoint: SocketEndpoint,
-                 refusal: GatewayError | None) -> None:
+    def __init__(self, ws: web.WebSocketResponse, endpoint: SocketEndpoint) -> None:
         self.ws = ws
         self.endpoint = endpoint
-        self.refusal = refusal
+        self.caller: Caller | GatewayError  # who asks, or the error their requests get
         self.tasks: dict[str, asyncio.Task] = {}  # in flight, by client id
         self._running: set[asyncio.Task] = set()   # also those cancelled, until they end
+
+    def identify(self, token: object) -> bool:
+        """Who asks from now on: the holder of ``token``; False when refused."""
+        try:
+            self.caller = self.endpoint.auth.identify(token, AUTH_REQUIRED)
+        except GatewayError as refused:
+            self.caller = refused
+            return False
+        return True
 
     async def run(self) -> None:
         try:
@@ -154,9 +153,9 @@ class Session:
             raise bad_request(f"type: unknown frame type {kind!r}")
 
     async def _authenticate(self, token: object) -> None:
-        accepted = self.endpoint.auth.accepts(token)
-        self.refusal = None if accepted else AUTH_REFUSED
-        await self._send(AUTH_OK if accepted else AUTH_FAILED)
+        # An auth frame that names no token is a wrong one, not a missing one.
+        await self._send(AUTH_OK if self.identify("" if token is None else token)
+                         else AUTH_FAILED)
 
     def _start(self, frame: dict) -> None:
         client_id = frame.get("id")
@@ -165,8 +164,8 @@ class Session:
         for field in ("service", "request"):
             if field not in frame:
                 raise bad_request(f"{field}: required")
-        if self.refusal is not None:
-            raise self.refusal
+        if isinstance(self.caller, GatewayError):
+            raise self.caller
         if client_id in self.tasks:
             raise GatewayError("duplicate-id", f"request {client_id!r} is still in flight", 409)
         if len(self.tasks) >= self.endpoint.limits.max_inflight:

@@ -7,7 +7,7 @@ its HTTP status; a client that goes away ends the stream, and closing the batche
 (the caller's ``aclosing``) cancels the request on the bus.
 """
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterable, Callable
 from dataclasses import dataclass
 
 from aiohttp import web
@@ -73,28 +73,34 @@ def error_record(exception: BaseException) -> bytes:
     return http_error(exception)[1]
 
 
-async def streamed(request: web.Request, batches: AsyncIterator[list[Frame]],
+async def streamed(request: web.Request, batches: AsyncIterable[list[Frame]],
                    stream: StreamFormat,
                    failure: Callable[[BaseException], bytes] = error_record
                    ) -> web.StreamResponse:
     """Write ``batches`` as they come; a failure before the first one is raised (for
     its HTTP status), after it becomes the last record, ``failure(exception)``."""
-    response = None
+    response: web.StreamResponse | None = None
     try:
         async for batch in batches:
             if response is None:
-                response = web.StreamResponse(headers={
-                    "Content-Type": stream.content_type, "Cache-Control": "no-cache"})
-                await response.prepare(request)
+                response = await _started(request, stream)
             await response.write(stream.encode(batch))
-    except ConnectionError:
-        return response  # the client left; closing the batches cancels the request
     except Exception as exception:
         if response is None:
             raise
-        await _finish(response, stream.encode([(failure(exception), True)]))
-        return response
+        if not isinstance(exception, ConnectionError):
+            await _finish(response, stream.encode([(failure(exception), True)]))
+        return response  # a client that left: closing the batches cancels the request
+    if response is None:  # no record at all: an empty stream
+        response = await _started(request, stream)
     await _finish(response, b"")
+    return response
+
+
+async def _started(request: web.Request, stream: StreamFormat) -> web.StreamResponse:
+    response = web.StreamResponse(headers={
+        "Content-Type": stream.content_type, "Cache-Control": "no-cache"})
+    await response.prepare(request)
     return response
 
 

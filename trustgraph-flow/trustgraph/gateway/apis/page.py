@@ -16,7 +16,9 @@ from pathlib import Path
 
 from aiohttp import web
 
-DIST = Path(__file__).parent / "workbench" / "dist"
+from ..core import Caller, Core
+
+DIST = Path(__file__).parents[1] / "workbench" / "dist"
 TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8",
          ".css": "text/css; charset=utf-8", ".txt": "text/plain; charset=utf-8",
          ".json": "application/json"}
@@ -58,24 +60,29 @@ class Asset:
         return web.Response(body=body, headers={**headers, "Content-Type": self.content_type})
 
 
-def add_page_routes(app: web.Application, dist: Path = DIST) -> None:
-    """``GET /`` (the page) and ``GET /assets/{name}`` (its files)."""
-    index = Asset.read(dist / "index.html") if (dist / "index.html").exists() else None
-    assets = {path.name: Asset.read(path) for path in sorted((dist / "assets").glob("*"))
-              if path.is_file()}
+def install(core: Core) -> None:
+    """``GET /`` (the page) and ``GET /assets/{name}`` (its files): no token needed."""
+    page = Page(DIST)
+    core.route("GET", "/", page.index, public=True)
+    core.route("GET", "/assets/{name}", page.asset, public=True)
 
-    async def page(request: web.Request) -> web.Response:
-        if index is None:
+
+class Page:
+    def __init__(self, dist: Path) -> None:
+        index = dist / "index.html"
+        self._index = Asset.read(index) if index.exists() else None
+        self._assets = {path.name: Asset.read(path)
+                        for path in sorted((dist / "assets").glob("*")) if path.is_file()}
+
+    async def index(self, request: web.Request, caller: Caller) -> web.Response:
+        if self._index is None:
             return web.Response(status=503, text="the workbench page is not built: run "
                                 "`make workbench` (needs Node 20 and npm)\n")
-        return index.response(request, "no-cache")
+        return self._index.response(request, "no-cache")
 
-    async def asset(request: web.Request) -> web.Response:
+    async def asset(self, request: web.Request, caller: Caller) -> web.Response:
         name = request.match_info["name"]
-        found = assets.get(name) if _ASSET_NAME.match(name) else None
+        found = self._assets.get(name) if _ASSET_NAME.match(name) else None
         if found is None:
             raise web.HTTPNotFound(text=f"no asset {name!r}\n")
         return found.response(request, IMMUTABLE)
-
-    app.router.add_get("/", page)
-    app.router.add_get("/assets/{name}", asset)

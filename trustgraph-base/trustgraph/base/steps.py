@@ -1,7 +1,7 @@
-"""How retrieval runs the calls it makes to other services.
+"""How a service runs the calls it makes to other services.
 
-Every call is a named step, so a failure reaches the user as the RAG service's own
-error (``graph-rag-error`` / ``document-rag-error``) saying which step failed and
+Every call is a named step, so a failure reaches the user as the calling service's
+own error (``graph-rag-error``, ``agent-error``, ...) saying which step failed and
 what the service behind it said. Calls made at once run in one task group: the
 first failure cancels the others (and so their requests) and is raised as itself.
 """
@@ -10,7 +10,8 @@ from collections.abc import Coroutine, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-from trustgraph.base import HandledError, RequestTimeout, ServiceError
+from .requester import RequestTimeout, ServiceError
+from .service import HandledError
 
 T = TypeVar("T")
 

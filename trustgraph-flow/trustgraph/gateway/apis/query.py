@@ -10,32 +10,54 @@ with the usage, or ``error`` instead of ``done``. ``stream: false`` collects the
 into one JSON object.
 """
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterable, Callable
 from contextlib import aclosing
 from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from aiohttp import web
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
+from pydantic import Field, ValidationError
 
 from trustgraph.base import ServiceError
 from trustgraph.schema import (
     Error,
-    LazyCommunity,
-    LazyEntity,
-    LazyRelationship,
+    RagResponse,
     Record,
-    Source,
     Usage,
 )
 from trustgraph.schema.agent import Pattern
 
-from .dispatch import Dispatcher, new_request_id
-from .errors import bad_request, validation_message
-from .framing import Frame
-from .metrics import REQUESTS
-from .responses import NDJSON, failed, json_body, streamed
-from .services import ServiceRow
+from ..core import (
+    NDJSON,
+    REF,
+    REQUESTS,
+    Caller,
+    Core,
+    Dispatcher,
+    Document,
+    Frame,
+    Refs,
+    ServiceRow,
+    bad_request,
+    failed,
+    json_body,
+    new_request_id,
+    streamed,
+    validation_message,
+)
+from .lines import (
+    CollectedAgentAnswer,
+    CollectedAnswer,
+    ContentLine,
+    DoneLine,
+    ErrorLine,
+    LazyCollectedAnswer,
+    LazyDoneLine,
+    MetadataLine,
+    ProgressLine,
+    StepKind,
+    StepLine,
+)
 
 QUERY_PATHS = ("/api/v1/query", "/query")
 # Fields of the API itself; everything else in the body belongs to the service request.
@@ -76,125 +98,17 @@ class QueryRequest(Record):
     use_communities: bool | None = None
 
 
-# What the answers look like, for the OpenAPI document (a unit test holds the lines
-# written below to these models, so the two cannot drift apart).
+def install(core: Core) -> None:
+    async def answer(request: web.Request, caller: Caller) -> web.StreamResponse:
+        """Validate, ask the service, answer as NDJSON lines or one object."""
+        query, row, record = parse(core.client, await json_body(request))
+        REQUESTS.labels(row.name, "query").inc()
+        return await respond(request, core.client, row, query.flow, record, query.stream,
+                             MODES[query.mode].lines)
 
-class _Line(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class UsageLine(_Line):
-    in_token: int | None
-    out_token: int | None
-    model: str | None
-
-
-class MetadataLine(_Line):
-    type: Literal["metadata"]
-    sources: list[Source]
-    optimized_query: str | None
-    subqueries: list[str]
-    request_id: str
-
-
-class ProgressLine(_Line):
-    type: Literal["progress"]
-    message: str
-
-
-class ContentLine(_Line):
-    type: Literal["content"]
-    delta: str
-
-
-StepKind = Literal["thought", "action", "observation"]
-
-
-class StepLine(_Line):
-    """Mode agent: a piece of a thought or observation, or an action (with its tool
-    and arguments), before and between the answer's content lines."""
-
-    type: Literal["step"]
-    chunk_type: StepKind
-    delta: str
-    tool: str | None = None
-    arguments: dict[str, JsonValue] | None = None
-
-
-class DoneLine(_Line):
-    type: Literal["done"]
-    usage: UsageLine
-    session_id: str | None = None  # mode agent: the conversation, to continue it
-
-
-class LazySubgraph(_Line):
-    """LazyRAG's retrieval: the subgraph, its communities, the confidence that it
-    answers the question and what it leaves out."""
-
-    entities: list[LazyEntity] | None
-    relationships: list[LazyRelationship] | None
-    communities: list[LazyCommunity] | None
-    confidence: float | None
-    missing_info: list[str] | None
-    generation_time_ms: float | None
-    community_cache: Literal["hit", "miss"] | None  # null: communities not used
-
-
-class LazyResult(LazySubgraph):
-    """What a lazy-mode answer adds to ``done`` and to the collected answer: the
-    subgraph it was written from and, when the LLM failed, ``summary_error`` in place
-    of the answer's text."""
-
-    summary_error: Error | None
-
-
-class LazyDoneLine(DoneLine, LazyResult):
-    pass
-
-
-class ErrorLine(_Line):
-    type: Literal["error"]
-    message: str
-    error_type: str
-
-
-class CollectedAnswer(_Line):
-    response: str
-    sources: list[Source]
-    optimized_query: str | None
-    subqueries: list[str]
-    request_id: str
-    usage: UsageLine
-
-
-class LazyCollectedAnswer(CollectedAnswer, LazyResult):
-    pass
-
-
-class AgentStep(_Line):
-    chunk_type: StepKind
-    content: str
-    tool: str | None = None
-    arguments: dict[str, JsonValue] | None = None
-
-
-class CollectedAgentAnswer(_Line):
-    """Mode agent, ``stream: false``: the answer, and the steps that led to it."""
-
-    response: str
-    steps: list[AgentStep]
-    sources: list[Source]
-    request_id: str
-    session_id: str | None
-    usage: UsageLine
-
-
-async def answer(dispatcher: Dispatcher, request: web.Request) -> web.StreamResponse:
-    """The route: validate, ask the service, answer as NDJSON lines or one object."""
-    query, row, record = parse(dispatcher, await json_body(request))
-    REQUESTS.labels(row.name, "query").inc()
-    return await respond(request, dispatcher, row, query.flow, record, query.stream,
-                         MODES[query.mode].lines)
+    for path in QUERY_PATHS:
+        core.route("POST", path, answer)
+    core.document(DOCUMENT)
 
 
 async def respond(request: web.Request, dispatcher: Dispatcher, row: ServiceRow, flow: str,
@@ -204,7 +118,7 @@ async def respond(request: web.Request, dispatcher: Dispatcher, row: ServiceRow,
     """Ask ``row``'s service (``record`` asks it to stream); answer as NDJSON lines
     (``kind``: how its records become lines) or, without ``stream``, one JSON object:
     ``collected(lines)`` once all have arrived."""
-    lines = (kind or AnswerLines)(new_request_id(), row.result_fields)
+    lines = (kind or AnswerLines)(new_request_id(), result_fields(row))
     async with aclosing(dispatcher.frames(row, flow, record, lines.request_id)) as frames:
         async with aclosing(lines.translate(frames)) as batches:
             if stream:
@@ -212,6 +126,12 @@ async def respond(request: web.Request, dispatcher: Dispatcher, row: ServiceRow,
             async for _ in batches:
                 pass
     return web.json_response(collected(lines), dumps=_dumps)
+
+
+def result_fields(row: ServiceRow) -> tuple[str, ...]:
+    """What the answer's final record adds to ``done`` and the collected answer."""
+    model = row.response_model
+    return model.result_fields if issubclass(model, RagResponse) else ()
 
 
 def parse(dispatcher: Dispatcher, body: dict) -> tuple[QueryRequest, ServiceRow, Record]:
@@ -243,10 +163,11 @@ class AnswerLines:
         self.metadata: dict[str, Any] | None = None
         self.parts: list[str] = []
         self.usage = Usage()
-        # the service's own result fields, from its final record (ServiceRow.result_fields)
+        # the service's own result fields, from its final record (``result_fields``)
         self.result: dict[str, Any] = dict.fromkeys(result_fields)
 
-    async def translate(self, frames: AsyncIterator[list[Frame]]) -> AsyncIterator[list[Frame]]:
+    async def translate(self, frames: AsyncIterable[list[Frame]]
+                        ) -> AsyncGenerator[list[Frame], None]:
         async for batch in frames:
             lines: list[Frame] = []
             try:
@@ -315,7 +236,7 @@ class AnswerLines:
         self.usage.add(Usage.of(record))
 
 
-STEP_KINDS = frozenset(StepKind.__args__)
+STEP_KINDS = frozenset(get_args(StepKind))
 
 
 class AgentLines(AnswerLines):
@@ -332,7 +253,8 @@ class AgentLines(AnswerLines):
 
     def lines(self, record: dict[str, Any], final: bool) -> list[Frame]:
         lines = self._opening(record)
-        kind, content = record.get("chunk_type"), record.get("content") or ""
+        kind: str = record.get("chunk_type") or ""
+        content: str = record.get("content") or ""
         if kind == "error":  # an error frame without ``error``: still the dialog's end
             raise ServiceError(Error(type="agent-error", message=content or "agent failed"))
         self.session_id = record.get("session_id") or self.session_id
@@ -386,3 +308,53 @@ def error_line(exception: BaseException) -> bytes:
 
 def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+# --- the OpenAPI document --------------------------------------------------------------
+
+# The lines, then the collected answers (graph/document, lazy, agent).
+LINES = (MetadataLine, ProgressLine, ContentLine, StepLine, DoneLine, LazyDoneLine, ErrorLine)
+COLLECTED = (CollectedAnswer, LazyCollectedAnswer, CollectedAgentAnswer)
+
+
+def _paths(refs: Refs) -> dict[str, Any]:
+    error = {"content": {"application/json": {"schema": {"$ref": REF.format(
+        model="GatewayError")}}}}
+    operation = {
+        "summary": "ask a question of the documents (mode document), the graph (graph) "
+                   "the graph summarised at query time (lazy) or the agent (agent)",
+        "description": 'With "stream": true, NDJSON lines: one metadata line (sources, '
+                       "the rewritten question, sub-questions, request_id), content lines "
+                       "(answer deltas), then done (with usage; in mode lazy also the "
+                       "subgraph, communities, confidence and missing information) or, on "
+                       "failure, error instead of done. Mode agent adds step lines (its "
+                       "thoughts, actions and observations) before and between the content "
+                       'lines, and done names the session. With "stream": false, one JSON '
+                       "object. A dropped connection cancels the request (and its LLM "
+                       "stream).",
+        "requestBody": {"required": True, "content": {"application/json": {
+            "schema": refs[(QueryRequest, "validation")]}}},
+        "responses": {
+            "200": {"description": "the answer", "content": {
+                "application/json": {"schema": {
+                    "oneOf": [refs[(model, "serialization")] for model in COLLECTED],
+                    "description": "CollectedAgentAnswer for mode agent, "
+                                   "LazyCollectedAnswer for mode lazy, else CollectedAnswer"}},
+                "application/x-ndjson": {"schema": {
+                    "oneOf": [refs[(model, "serialization")] for model in LINES],
+                    "description": "one of these per line"}}}},
+            "400": {"description": "bad request (the message names the field)", **error},
+            "401": {"description": "missing or wrong token", **error},
+            "404": {"description": "unknown flow, or mode lazy while LazyRAG is off "
+                                   "(the message says how to enable it)", **error},
+            "502": {"description": "the service failed before answering", **error},
+            "503": {"description": "no service took the request, or it is overloaded",
+                    **error},
+            "504": {"description": "the service sent nothing for too long", **error},
+        },
+    }
+    return {path: {"post": operation} for path in QUERY_PATHS}
+
+
+DOCUMENT = Document(((QueryRequest, "validation"),
+                     *((model, "serialization") for model in LINES + COLLECTED)), _paths)

@@ -1,0 +1,21 @@
+"""The workbench page's two routes on a plain aiohttp app, as the gateway serves them
+(public: no caller), for tests that need the page without a gateway."""
+from pathlib import Path
+
+from aiohttp import web
+
+from trustgraph.gateway.apis.page import DIST, Page
+from trustgraph.gateway.core.auth import ANYONE
+
+
+def add_page_routes(app: web.Application, dist: Path = DIST) -> None:
+    page = Page(dist)
+
+    async def index(request: web.Request) -> web.Response:
+        return await page.index(request, ANYONE)
+
+    async def asset(request: web.Request) -> web.Response:
+        return await page.asset(request, ANYONE)
+
+    app.router.add_get("/", index)
+    app.router.add_get("/assets/{name}", asset)

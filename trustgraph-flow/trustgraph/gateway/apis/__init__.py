@@ -1,0 +1,13 @@
+"""The gateway's APIs beyond the core's service routes: each is one module with
+``install(core)`` (see ``core/api.py``), and one line here."""
+from collections.abc import Callable
+
+from ..core import Core
+from . import lazy_rag, openapi, page, query
+
+APIS: tuple[Callable[[Core], None], ...] = (
+    query.install,     # /api/v1/query: the answer-stream API
+    lazy_rag.install,  # /api/v1/lazy-rag/...
+    page.install,      # the workbench page at /
+    openapi.install,   # /api/v1/openapi.json, from every part declared
+)

@@ -1,0 +1,102 @@
+"""The core as the API modules see it, and how each adds itself to the gateway.
+
+An API module (``gateway/apis/``) is one function, ``install(core)``: it asks
+services through ``core.client`` (the ``Dispatcher``), adds its routes with
+``core.route`` and its part of the OpenAPI document with ``core.document``, and
+may declare services optional or watch their answers (``core.client.optional``,
+``core.client.observe``). It never touches the bus.
+
+Every route is served the same way (``Core.served``): who is asking is decided
+first (``Auth.identify``), unless the route is public; a failure becomes its HTTP
+status with a JSON body; and the request is tracked, so shutdown can drain it.
+The core's own routes are the websocket, the service path and ``/metrics``.
+"""
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from aiohttp import web
+
+from trustgraph.pubsub import Bus
+
+from .auth import ANYONE, Auth, Caller, presented_token
+from .dispatch import Dispatcher
+from .http_errors import json_errors
+from .metrics import scrape
+from .openapi import Document, services_document
+from .responses import error_response
+from .rest import SERVICE_PATH, ServiceRoute
+from .services import SERVICES
+from .settings import CoreSettings
+from .websocket import Limits, SocketEndpoint
+
+Handler = Callable[[web.Request, Caller], Awaitable[web.StreamResponse]]
+
+
+@dataclass(frozen=True)
+class Route:
+    method: str
+    path: str
+    handler: Handler
+    public: bool = False  # answered without asking who is asking (the page, the document)
+
+
+class Core:
+    def __init__(self, bus: Bus, settings: CoreSettings) -> None:
+        self.settings = settings  # the gateway's: they include every API's own
+        self.client = Dispatcher(bus, settings.tg_flows, settings.tg_request_timeout)
+        self.auth = Auth(settings.tg_gateway_token)
+        self.sockets = SocketEndpoint(self.client, self.auth, Limits(
+            settings.tg_gateway_max_inflight, settings.tg_gateway_max_frame))
+        self.routes: list[Route] = []
+        self.documents = [services_document(SERVICES.values(), self.client.flows)]
+        self._handlers: set[asyncio.Task] = set()
+        self.route("POST", SERVICE_PATH, ServiceRoute(self.client))
+        self.route("GET", "/metrics", scrape, public=settings.tg_metrics_open)
+
+    def route(self, method: str, path: str, handler: Handler, public: bool = False) -> None:
+        self.routes.append(Route(method, path, handler, public))
+
+    def document(self, document: Document) -> None:
+        self.documents.append(document)
+
+    def application(self) -> web.Application:
+        app = web.Application(client_max_size=self.settings.tg_gateway_max_frame,
+                              middlewares=[json_errors])
+        app.router.add_get("/api/v1/socket", self.sockets.handle)
+        for route in self.routes:
+            if route.method == "GET":
+                app.router.add_get(route.path, self.served(route))  # and HEAD
+            else:
+                app.router.add_route(route.method, route.path, self.served(route))
+        return app
+
+    def served(self, route: Route) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+        async def handle(request: web.Request) -> web.StreamResponse:
+            task = asyncio.current_task()
+            assert task is not None  # aiohttp runs each handler in a task of its own
+            self._handlers.add(task)
+            try:
+                caller = ANYONE if route.public else self.auth.identify(
+                    presented_token(request))
+                return await route.handler(request, caller)
+            except web.HTTPException:
+                raise  # aiohttp's own answer (an unknown asset): JSON from the middleware
+            except Exception as exception:
+                return error_response(exception)
+            finally:
+                self._handlers.discard(task)
+        return handle
+
+    async def close(self, grace: float) -> None:
+        """Close the websockets (cancelling their requests), then give the HTTP
+        requests in flight ``grace`` seconds and cancel the rest (and so their bus
+        requests)."""
+        await self.sockets.close_all()
+        if not self._handlers:
+            return
+        _, late = await asyncio.wait(set(self._handlers), timeout=grace)
+        for task in late:
+            task.cancel()
+        if late:
+            await asyncio.wait(late, timeout=grace)
