@@ -40,6 +40,9 @@ class TriplesQueryResponse(Response):
 class _VectorQuery(_Scoped):
     vector: list[float] = Field(min_length=1)
     limit: int = Field(10, ge=1, le=MAX_MATCHES_LIMIT)
+    # The embedding model that made ``vector`` (as the embeddings service names it):
+    # a collection embedded with another model refuses the search. None: not checked.
+    model: str | None = None
 
     @field_validator("vector")
     @classmethod

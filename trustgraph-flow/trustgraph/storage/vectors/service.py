@@ -52,6 +52,7 @@ from ..owner import fits_one_message, removal_stage, scope_of
 from ..settings import StoreSettings
 from ..stores import open_vector_store
 from . import store as stored
+from .stamps import ModelMismatch
 from .store import VectorStore
 
 log = logging.getLogger(__name__)
@@ -84,7 +85,9 @@ def chunk_vectors_stage(store: VectorStore):
             raise Rejected(f"a chunk of document {document.id!r} has no id")
         check_vector(record.vector, f"chunk {record.chunk.id!r}")
         try:
-            await store.upsert_chunks(user, collection, [stored_chunk(record)])
+            await store.upsert_chunks(user, collection, [stored_chunk(record)], record.model)
+        except ModelMismatch as error:
+            raise Rejected(f"chunk {record.chunk.id!r} not stored: {error}") from None
         except Exception as error:
             if is_dimension_error(error):
                 raise Rejected(f"chunk {record.chunk.id!r} not stored in {user}/"
@@ -135,7 +138,10 @@ def entity_vectors_stage(store: VectorStore):
         try:
             await store.upsert_entities(user, collection, [stored.EntityVector(
                 entity=e.entity, vector=e.vector, label=e.label, document=document.id)
-                for e in record.entities])
+                for e in record.entities], record.model)
+        except ModelMismatch as error:
+            raise Rejected(f"entity vectors of document {document.id!r} not stored: "
+                           f"{error}") from None
         except Exception as error:
             if is_dimension_error(error):
                 raise Rejected(f"entity vectors of document {document.id!r} not stored in "
@@ -144,9 +150,12 @@ def entity_vectors_stage(store: VectorStore):
     return store_entities
 
 
-async def _searching(search, user: str, collection: str, vector: list[float], limit: int):
+async def _searching(search, request: DocumentEmbeddingsRequest | GraphEmbeddingsRequest):
+    user, collection = request.user, request.collection
     try:
-        return await search(user, collection, vector, limit)
+        return await search(user, collection, request.vector, request.limit, request.model)
+    except ModelMismatch as error:
+        raise BadRequest(str(error)) from None
     except Exception as error:
         if is_dimension_error(error):
             raise BadRequest(f"the vector does not match the vectors "
@@ -157,8 +166,7 @@ async def _searching(search, user: str, collection: str, vector: list[float], li
 def document_handler(store: VectorStore):
     async def search(request: DocumentEmbeddingsRequest, ctx: Context
                      ) -> DocumentEmbeddingsResponse:
-        found = await _searching(store.search_chunks, request.user, request.collection,
-                                 request.vector, request.limit)
+        found = await _searching(store.search_chunks, request)
         response = DocumentEmbeddingsResponse(chunks=[scored_chunk(m) for m in found])
         fits_one_message(response, len(found), "document-embeddings")
         return response
@@ -179,8 +187,7 @@ def lexical_handler(store: VectorStore):
 def graph_handler(store: VectorStore):
     async def search(request: GraphEmbeddingsRequest, ctx: Context
                      ) -> GraphEmbeddingsResponse:
-        found = await _searching(store.search_entities, request.user, request.collection,
-                                 request.vector, request.limit)
+        found = await _searching(store.search_entities, request)
         return GraphEmbeddingsResponse(entities=[
             ScoredEntity(entity=m.entity, score=m.score, label=m.label) for m in found])
     return search
