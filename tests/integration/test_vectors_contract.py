@@ -19,6 +19,7 @@ from trustgraph.storage.vectors.lexical import Fts5Index
 from trustgraph.storage.vectors.qdrant_edge import EdgeBackend
 from trustgraph.storage.vectors.qdrant_server import QdrantServerBackend
 from trustgraph.storage.vectors.qdrant_sparse import QdrantSparseIndex
+from trustgraph.storage.vectors.reembed import reembed
 from trustgraph.storage.vectors.stamps import ModelMismatch
 from trustgraph.storage.vectors.store import (ChunkVector, EntityVector, Point, Space,
                                               VectorStore)
@@ -366,6 +367,49 @@ async def test_a_scope_embedded_by_one_model_refuses_another_models_vectors(stor
     assert await store.model_of(user, collection) is None
     await store.upsert_chunks(user, collection, [chunk(0)], model="model-b")
     assert await store.model_of(user, collection) == "model-b"
+
+
+async def test_reembedding_moves_a_scope_to_another_model(store, scope):
+    user, collection = scope
+    await store.upsert_chunks(user, collection, [chunk(n) for n in range(5)], model="old")
+    await store.upsert_entities(user, collection, [EntityVector(I("urn:e"), vec("e"), "e")],
+                                model="old")
+    asked: list[list[str]] = []
+
+    async def new_model(texts: list[str]) -> tuple[list[list[float]], str]:
+        asked.append(texts)
+        if len(asked) == 2:  # mid-way, the scope refuses searches of either model
+            for model in ("old", "new"):
+                with pytest.raises(ModelMismatch, match="being re-embedded from 'old'"):
+                    await store.search_chunks(user, collection, vec("q"), 3, model)
+        return [vec(f"new {t}") for t in texts], "new"
+
+    steps = [(p.done["chunks"], p.done["entities"]) async for p in
+             reembed(store, user, collection, new_model, embed_title=True, page=2)]
+    assert steps == [(2, 0), (4, 0), (5, 0), (5, 1)]
+    assert sorted(t for page in asked for t in page) == sorted(
+        [f"title of doc\n\ntext {n}" for n in range(5)] + ["e"])
+    assert await store.model_of(user, collection) == "new"
+    found = await store.search_chunks(user, collection, vec("new title of doc\n\ntext 3"),
+                                      1, "new")
+    assert found[0].chunk_id == "doc#c3" and found[0].score == pytest.approx(1.0)
+    with pytest.raises(ModelMismatch):
+        await store.search_chunks(user, collection, vec("q"), 3, "old")
+
+
+async def test_reembedding_refuses_a_model_of_another_size_before_changing_anything(
+        store, scope):
+    user, collection = scope
+    await store.upsert_chunks(user, collection, [chunk(0)], model="old")
+
+    async def wider(texts: list[str]) -> tuple[list[list[float]], str]:
+        return [[0.5] * (DIM * 2) for _ in texts], "wide"
+
+    with pytest.raises(ModelMismatch, match="another size"):
+        async for _ in reembed(store, user, collection, wider):
+            pass
+    assert await store.model_of(user, collection) == "old"
+    assert len(await store.search_chunks(user, collection, vec("c0"), 1, "old")) == 1
 
 
 async def test_pages_list_every_point_of_a_space_once(store, scope):

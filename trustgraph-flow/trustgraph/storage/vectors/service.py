@@ -15,6 +15,9 @@ as valid, and may be replicated:
   (chunks best matching a question's words: BM25 over the lexical index kept beside
   the chunk vectors, lexical.py) and ``graph-embeddings`` (entities nearest a
   vector), scoped by user and collection;
+* service ``reembed``: every vector of a (user, collection) computed again by the
+  ``embeddings`` service's model, and the collection stamped with it (reembed.py;
+  ``tg-reembed``); progress records, then the totals;
 * service ``chunk-count`` (bus only): how many chunk vectors of a version of a
   document are stored, which the librarian's ``load-status`` reports.
 
@@ -40,10 +43,14 @@ from trustgraph.schema import (
     DocumentEmbeddingsRequest,
     DocumentEmbeddingsResponse,
     DocumentRemoved,
+    EmbeddingsRequest,
+    EmbeddingsResponse,
     EntityVectors,
     GraphEmbeddingsRequest,
     GraphEmbeddingsResponse,
     LexicalSearchRequest,
+    ReembedRequest,
+    ReembedResponse,
     ScoredChunk,
     ScoredEntity,
 )
@@ -52,6 +59,7 @@ from ..owner import fits_one_message, removal_stage, scope_of
 from ..settings import StoreSettings
 from ..stores import open_vector_store
 from . import store as stored
+from .reembed import reembed
 from .stamps import ModelMismatch
 from .store import VectorStore
 
@@ -193,6 +201,41 @@ def graph_handler(store: VectorStore):
     return search
 
 
+def reembed_handler(store: VectorStore):
+    async def handle(request: ReembedRequest, ctx: Context):
+        embeddings = await ctx.clients.get("embeddings")
+
+        async def embed(texts: list[str]) -> tuple[list[list[float]], str]:
+            answer = await embeddings.call(EmbeddingsRequest(texts=texts),
+                                           EmbeddingsResponse)
+            vectors = answer.vectors or []
+            if len(vectors) != len(texts) or not answer.model:
+                raise BadRequest(f"the embeddings service answered {len(vectors)} vectors "
+                                 f"for {len(texts)} texts, made by {answer.model!r}")
+            return vectors, answer.model
+
+        progress = None
+        try:
+            async for progress in reembed(store, request.user, request.collection, embed,
+                                          request.embed_title, request.page):
+                yield _progress(progress, end=False)
+        except ModelMismatch as error:
+            raise BadRequest(str(error)) from None
+        if progress is None:  # nothing stored: nothing to do
+            yield ReembedResponse(model=await store.model_of(request.user,
+                                                             request.collection))
+        else:
+            yield _progress(progress, end=True)
+    return handle
+
+
+def _progress(progress, end: bool) -> ReembedResponse:
+    return ReembedResponse(model=progress.model, previous_model=progress.previous,
+                           chunks=progress.done["chunks"],
+                           entities=progress.done["entities"], total=progress.total,
+                           end_of_stream=end)
+
+
 def count_handler(store: VectorStore):
     async def count(request: ChunkCountRequest, ctx: Context) -> ChunkCountResponse:
         return ChunkCountResponse(stored=await store.stored_chunks(
@@ -212,6 +255,8 @@ def services(runtime: Runtime) -> list[Service | Stage]:
                 document_handler(store), error_type="document-embeddings-error"),
         Service("lexical-search", LexicalSearchRequest, DocumentEmbeddingsResponse,
                 lexical_handler(store), error_type="lexical-search-error"),
+        Service("reembed", ReembedRequest, ReembedResponse, reembed_handler(store),
+                error_type="reembed-error"),
         Service("chunk-count", ChunkCountRequest, ChunkCountResponse, count_handler(store),
                 error_type="chunk-count-error"),
         Service("graph-embeddings", GraphEmbeddingsRequest, GraphEmbeddingsResponse,
@@ -220,4 +265,4 @@ def services(runtime: Runtime) -> list[Service | Stage]:
     ]
 
 
-SPEC = ProcessorSpec(NAME, VectorStoreSettings, services)
+SPEC = ProcessorSpec(NAME, VectorStoreSettings, services, uses=("embeddings",))
