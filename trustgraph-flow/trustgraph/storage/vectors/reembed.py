@@ -45,8 +45,8 @@ async def reembed(store: VectorStore, user: str, collection: str, embed: Embed,
     """Re-embed the scope, yielding the progress after each page written."""
     counts = await store.count(user, collection)
     before = await store.stamps.get(user, collection)
-    progress = Progress(sum(counts.values()), before and (before.reembedding_from
-                                                          or before.model))
+    previous = (before.reembedding_from or before.model) if before else None
+    progress = Progress(sum(counts.values()), previous)
     for kind in (CHUNKS, ENTITIES):
         space, after = Space(kind, user, collection), None
         while True:
