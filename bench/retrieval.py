@@ -186,6 +186,12 @@ def main() -> None:
                         default=list(SETTINGS), help="which to run (default: all)")
     parser.add_argument("--rerank-latency", type=float, default=0.0, metavar="SECONDS",
                         help="the scripted LLM's time to answer (a real model's TTFT)")
+    parser.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
+                        help="stack settings over the bench's (e.g. TG_LLM=local, or "
+                             "OPENAI_BASE_URL=http://127.0.0.1:8080/v1 for a real "
+                             "model: then reranking is measured for what it buys)")
+    parser.add_argument("-n", "--questions-limit", type=int, default=0,
+                        help="ask only the first N questions (all documents are loaded)")
     parser.add_argument("--out", help="also write tg-eval's PREFIX.json and PREFIX.md")
     parser.add_argument("--questions", metavar="FILE",
                         help="only write the corpus's tg-eval question file, and stop")
@@ -206,13 +212,16 @@ def main() -> None:
     with openai_server_thread(Script(first=args.rerank_latency)) as llm:
         llm.reply = ranking_answer
         env["OPENAI_BASE_URL"] = llm.base_url
+        env |= dict(pair.split("=", 1) for pair in args.env)
         with Stack(env=env, startup_timeout=120.0) as stack:
             asyncio.run(load(stack, items))
-            runs = asyncio.run(measure(stack.gateway_url, items, args.settings))
+            asked = items[:args.questions_limit] if args.questions_limit else items
+            runs = asyncio.run(measure(stack.gateway_url, asked, args.settings))
+    scripted = f"scripted (rerank answers in {args.rerank_latency:g} s)"
     text = (f"Python {sys.version.split()[0]} standard-library docstrings: {len(items)} "
             f"documents, one question each (its summary line); TG_EMBED_TITLE="
             f"{'false' if args.no_embed_title else 'true'}; one question at a time; "
-            f"scripted LLM (rerank answers in {args.rerank_latency:g} s)\n\n{table(runs)}")
+            f"LLM: {' '.join(args.env) or scripted}\n\n{table(runs)}")
     print(text)
     if args.out:
         write(Path(args.out), runs, text)
