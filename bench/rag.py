@@ -98,14 +98,15 @@ async def fill_stores(data_dir: Path, chunks: int, triples: int) -> None:
           file=sys.stderr, flush=True)
 
 
-async def ask(ws: aiohttp.ClientWebSocketResponse, service: str, question: str
-              ) -> tuple[float, float, float]:
+async def ask(ws: aiohttp.ClientWebSocketResponse, service: str, question: str,
+              **options: object) -> tuple[float, float, float]:
     """(time to metadata, time to first token, total) of one streamed answer."""
     request_id = f"r{next(_ids)}"
     started = time.perf_counter()
     metadata = first = None
     await ws.send_str(json.dumps({"id": request_id, "service": service, "request": {
-        "query": question, "user": USER, "collection": COLLECTION, "streaming": True}}))
+        "query": question, "user": USER, "collection": COLLECTION, "streaming": True,
+        **options}}))
     async for message in ws:
         frame = json.loads(message.data)
         response = frame.get("response") or {}
@@ -123,7 +124,8 @@ async def ask(ws: aiohttp.ClientWebSocketResponse, service: str, question: str
     raise RuntimeError("socket closed")
 
 
-async def measure(gateway: str, llm_url: str, rounds: int) -> dict[str, list]:
+async def measure(gateway: str, llm_url: str, rounds: int, rerank: bool = False
+                  ) -> dict[str, list]:
     questions = [f"How does the {a} relate to the {b}?"
                  for a, b in itertools.permutations(WORDS[:8], 2)]
     found: dict[str, list] = {"direct": [], "document-rag": [], "graph-rag": []}
@@ -135,7 +137,9 @@ async def measure(gateway: str, llm_url: str, rounds: int) -> dict[str, list]:
         for n in range(rounds):
             found["direct"].append(await clients.direct(session, llm_url))
             for service in ("document-rag", "graph-rag"):
-                found[service].append(await ask(ws, service, questions[n % len(questions)]))
+                options = {"rerank": True} if rerank and service == "document-rag" else {}
+                found[service].append(await ask(ws, service, questions[n % len(questions)],
+                                                **options))
         await ws.close()
     return found
 
@@ -181,6 +185,9 @@ def main() -> None:
     modes.add_argument("--hybrid", action="store_true",
                        help="hybrid search and mixed graph retrieval (TG_RETRIEVAL=hybrid, "
                             "TG_GRAPH_MIX=true): the defaults")
+    parser.add_argument("--rerank", action="store_true", help=(
+        "document-rag reranks through the LLM (the scripted one: its first token after "
+        "200 ms and --tokens tokens, which are no ranking, so the fused order stays)"))
     parser.add_argument("--stores", type=Path, help=(
         "a directory to fill the stores in once and copy them from on later runs "
         "(same --chunks and --triples), to compare builds without refilling"))
@@ -193,10 +200,11 @@ def main() -> None:
                       processors=PROCESSORS, startup_timeout=120.0)
         prepare_stores(stack.data_dir, args)
         with stack:
-            found = asyncio.run(measure(stack.gateway_url, url, args.rounds))
+            found = asyncio.run(measure(stack.gateway_url, url, args.rounds, args.rerank))
     print(f"\n{args.chunks} chunks, {args.triples} triples; "
           f"{'plain (vector, no graph mix)' if args.plain else 'hybrid, mixed graph'} "
-          f"retrieval; one question at a time; LLM "
+          f"retrieval{', document-rag reranking' if args.rerank else ''}; one question at "
+          f"a time; LLM "
           f"first token after 200 ms then every 10 ms ({args.tokens} tokens); "
           f"2-core machine\n")
     print(report(found))
