@@ -5,7 +5,8 @@ The stores are filled before ``tg-start`` opens them, the way the ingestion pipe
 leaves them: 10k chunk vectors (1k documents of 10 chunks, ~600 characters each),
 100k triples (20k labelled entities, 80k edges, each with its chunk and document as
 provenance) and 20k entity vectors. Vectors are random unit vectors: search costs
-the same as with real ones, and the question is still embedded by the real model.
+the same as with real ones, and the question is still embedded by the real model
+(the stores are stamped with its name, as the pipeline stamps them).
 
 A scripted OpenAI-format server (its own process; first token after 200 ms, then one
 every 10 ms) is the LLM. One question at a time over the gateway websocket, in rounds
@@ -33,6 +34,7 @@ from bench.stats import median, ms, percentile
 from bench.stores import graph
 from bench.streaming import llm_server
 from tests.support.stack import Stack
+from trustgraph.embeddings.minilm.model_files import MODEL_NAME
 from trustgraph.storage.settings import StoreSettings
 from trustgraph.storage.stores import open_triples_store, open_vector_store
 from trustgraph.storage.vectors.store import ChunkVector, EntityVector
@@ -76,7 +78,7 @@ async def fill_stores(data_dir: Path, chunks: int, triples: int) -> None:
             ChunkVector(chunk_id=chunk_of(i)[1], document=chunk_of(i)[0],
                         vector=embedded[n].tolist(), text=chunk_text(i, rng),
                         title=f"Document {i // CHUNKS_PER_DOCUMENT}")
-            for n, i in enumerate(batch)])
+            for n, i in enumerate(batch)], model=MODEL_NAME)
     statements, entities = graph(triples, rng)
     for start in range(0, len(entities), 1000):
         batch = entities[start:start + 1000]
@@ -84,7 +86,7 @@ async def fill_stores(data_dir: Path, chunks: int, triples: int) -> None:
         await vectors.upsert_entities(USER, COLLECTION, [
             EntityVector(entity=e, vector=embedded[n].tolist(),
                          label=f"entity {start + n}", document=chunk_of(start + n)[0])
-            for n, e in enumerate(batch)])
+            for n, e in enumerate(batch)], model=MODEL_NAME)
     await vectors.close()
     store = await open_triples_store(settings)
     per_chunk = max(1, len(statements) // chunks)

@@ -16,6 +16,7 @@ has none, and any model may use it until its first stamped write stamps it.
 Requests that do not say which model made their vectors (older clients) are only
 checked for the vectors' size, as before.
 """
+import time
 import uuid
 from dataclasses import dataclass
 
@@ -23,6 +24,11 @@ from .spaces import Point, Space
 
 MODELS = "models"
 _STAMP_ID = str(uuid.uuid5(uuid.NAMESPACE_URL, "trustgraph:embedding-model-stamp"))
+# How long "this scope has no stamp" is believed without asking the backend again:
+# long enough that searching an unstamped scope (one written before stamps) costs no
+# backend round trip per question, short enough that a stamp another replica of the
+# store writes is seen soon.
+UNSTAMPED_SECONDS = 5.0
 
 
 class ModelMismatch(Exception):
@@ -43,15 +49,20 @@ class ModelStamps:
     def __init__(self, backend) -> None:
         self._backend = backend  # a PointBackend (store.py)
         # Stamps change only through this store (its writes and re-embedding), so a
-        # stamp read once stays right; "no stamp" is not remembered, as another
-        # replica of the store may write one.
+        # stamp read once stays right; "no stamp" is believed for a few seconds, as
+        # another replica of the store may write one.
         self._known: dict[tuple[str, str], Stamp] = {}
+        self._unstamped: dict[tuple[str, str], float] = {}  # until when
 
     async def get(self, user: str, collection: str) -> Stamp | None:
-        if (user, collection) in self._known:
-            return self._known[(user, collection)]
+        key = (user, collection)
+        if key in self._known:
+            return self._known[key]
+        if self._unstamped.get(key, 0.0) > time.monotonic():
+            return None
         found = await self._backend.payloads(Space(MODELS, user, collection), [_STAMP_ID])
         if not (payload := found.get(_STAMP_ID)):
+            self._unstamped[key] = time.monotonic() + UNSTAMPED_SECONDS
             return None
         stamp = Stamp(payload["model"], payload.get("reembedding_from"))
         self._known[(user, collection)] = stamp
@@ -61,6 +72,7 @@ class ModelStamps:
         await self._backend.upsert(Space(MODELS, user, collection),
                                    [Point(_STAMP_ID, [1.0], stamp.payload())])
         self._known[(user, collection)] = stamp
+        self._unstamped.pop((user, collection), None)
 
     async def for_write(self, user: str, collection: str, model: str) -> None:
         """Refuse vectors of ``model`` unless the scope is its own (or unstamped, or
@@ -99,4 +111,5 @@ class ModelStamps:
 
     async def drop(self, user: str, collection: str) -> None:
         self._known.pop((user, collection), None)
+        self._unstamped.pop((user, collection), None)
         await self._backend.drop(Space(MODELS, user, collection))
