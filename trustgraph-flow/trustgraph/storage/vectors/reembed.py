@@ -73,8 +73,7 @@ async def _rewrite(store: VectorStore, space: Space, points: list[Point], embed:
         raise ModelMismatch(f"the embeddings service changed model from "
                             f"{progress.model!r} to {model!r} during re-embedding")
     try:
-        await store.backend.upsert(space, [Point(p.id, v, p.payload)
-                                           for p, v in zip(points, vectors, strict=True)])
+        await _write(store, space, points, vectors)
     except Exception as error:
         if "dimension" not in str(error).lower():
             raise
@@ -89,3 +88,15 @@ async def _rewrite(store: VectorStore, space: Space, points: list[Point], embed:
             f"{space.user}/{space.collection} holds vectors of another size: they "
             f"cannot be replaced in place; delete the collection and load its "
             f"documents again") from None
+
+
+async def _write(store: VectorStore, space: Space, points: list[Point],
+                 vectors: list[list[float]]) -> None:
+    """The new vectors under the payloads as they are now: an entity's documents list
+    may have grown, or a point gone, while the page was being embedded (the store's
+    own lock keeps its merges and this write apart)."""
+    async with store.merging:
+        now = await store.backend.payloads(space, [p.id for p in points])
+        await store.backend.upsert(space, [
+            Point(p.id, vector, now[p.id])
+            for p, vector in zip(points, vectors, strict=True) if p.id in now])

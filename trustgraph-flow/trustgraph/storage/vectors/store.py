@@ -100,7 +100,7 @@ class VectorStore:
         # Entity upserts and document removal read, merge and write back the
         # documents lists: one at a time in this process, or one would undo another.
         # (Writers in different processes can still race: see docs/storage.md.)
-        self._merging = asyncio.Lock()
+        self.merging = asyncio.Lock()
         self.stamps = ModelStamps(backend)
 
     async def model_of(self, user: str, collection: str) -> str | None:
@@ -158,7 +158,7 @@ class VectorStore:
         await self.stamps.for_write(user, collection, model)
         space = Space(ENTITIES, user, collection)
         points = {point_id(entity_key(e.entity)): e for e in entities}
-        async with self._merging:
+        async with self.merging:
             known = await self.backend.payloads(space, list(points))
             await self.backend.upsert(space, [Point(id, list(e.vector), {
                 "entity": e.entity.model_dump(exclude_none=True), "label": e.label,
@@ -194,7 +194,7 @@ class VectorStore:
                 for p, score in found]
 
     async def remove_document(self, user: str, collection: str, document: str) -> None:
-        async with self._merging:
+        async with self.merging:
             for kind in (CHUNKS, ENTITIES):
                 await self._remove_document(Space(kind, user, collection), document)
             if self.lexical:
