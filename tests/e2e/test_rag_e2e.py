@@ -284,6 +284,46 @@ async def test_client_and_cli_answer_from_the_graph(stack, client, corpus):
     assert lines[2:] == ["", expected_text(4)]
 
 
+async def cli(*argv: str) -> tuple[int, str, str]:
+    process = await asyncio.create_subprocess_exec(
+        *(str(BIN / argv[0]), *argv[1:]), stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE, stdin=asyncio.subprocess.DEVNULL)
+    out, err = await asyncio.wait_for(process.communicate(), ANSWER_DEADLINE * 2)
+    return process.returncode, out.decode(), err.decode()
+
+
+async def test_tg_eval_measures_both_modes_and_holds_a_bar(stack, corpus, tmp_path):
+    questions = tmp_path / "questions.jsonl"
+    questions.write_text(
+        '{"question": "Who walked on the Moon? [tokens=3]", "expected": ["apollo.txt"]}\n'
+        '{"question": "What did Curiosity drill into? [tokens=3]", "expected": ["Mars"]}\n')
+    base = ("tg-eval", str(questions), "-u", stack.gateway_url, "-U", "alice", "-C", "space",
+            "-q", "--compare", "retrieval=vector", "mode=graph")
+    status, out, err = await cli(*base, "--out", str(tmp_path / "report"),
+                                 "--min-recall-at-1", "0.5")
+    assert (status, err) == (0, "")
+    runs = json.loads((tmp_path / "report.json").read_text())
+    assert [r["setting"] for r in runs] == ["retrieval=vector", "mode=graph"]
+    for run in runs:  # "Mars" is the title of mars.txt: titles count as well as ids
+        assert run["summary"]["recall@5"] == 1.0 and run["summary"]["errors"] == 0
+        assert run["summary"]["to_sources_p50_ms"] > 0 and run["summary"]["out_token"] == 6
+    assert runs[0]["questions"][0]["cited"][0] == "apollo.txt"
+    assert "| retrieval=vector | 2 |" in out and (tmp_path / "report.md").exists()
+    status, _, err = await cli(*base, "--min-recall-at-1", "1.01")
+    assert status == 2 and "below the bar: retrieval=vector: recall@1" in err
+
+
+async def test_tg_reembed_recomputes_a_collection_that_stays_answerable(stack, corpus):
+    status, out, err = await cli("tg-reembed", "-u", stack.gateway_url, "-U", "bob", "-C",
+                                 "space")
+    assert status == 0, err
+    assert out.startswith("bob/space: ") and "now by all-MiniLM-L6-v2" in out
+    frames = await socket_frames(stack, "document-rag", {
+        "query": "Which probes photographed Io? [tokens=2]", "streaming": True, **scope(BOBS)})
+    metadata, _ = check_answer(frames, 2)
+    assert documents_cited(metadata["sources"]) == {"voyager.txt"}
+
+
 # --- failures and disconnects -----------------------------------------------------------
 
 async def test_llm_failure_mid_answer_ends_with_one_error_frame(stack, corpus):

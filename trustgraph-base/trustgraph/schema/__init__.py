@@ -56,6 +56,8 @@ from .queries import (
                      GraphVersionRequest,
                      GraphVersionResponse,
                      LexicalSearchRequest,
+                     ReembedRequest,
+                     ReembedResponse,
                      ScoredChunk,
                      ScoredEntity,
                      SubgraphRequest,
@@ -68,7 +70,7 @@ __all__ += [
     "DocumentEmbeddingsRequest", "DocumentEmbeddingsResponse", "Evidence", "GraphEdge",
     "GraphEdgesRequest", "GraphEdgesResponse", "GraphVersionRequest", "GraphVersionResponse",
     "GraphEmbeddingsRequest", "GraphEmbeddingsResponse", "LexicalSearchRequest",
-    "ScoredChunk", "ScoredEntity",
+    "ReembedRequest", "ReembedResponse", "ScoredChunk", "ScoredEntity",
     "SubgraphRequest", "SubgraphResponse", "TriplesQueryRequest", "TriplesQueryResponse",
 ]
 

@@ -44,6 +44,9 @@ Retrieval = Literal["vector", "lexical", "hybrid"]
 class DocumentRagRequest(_RagRequest):
     doc_limit: int = Field(20, ge=1, le=500)
     retrieval: Retrieval | None = None
+    # Reorder the chunks found with the ``rerank`` prompt through the LLM before
+    # answering (``trustgraph.retrieval.rerank``): opt-in, it costs an LLM call.
+    rerank: bool = False
 
 
 class Source(Record):

@@ -17,7 +17,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import aclosing
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from trustgraph.base import Clients, Context, PromptClient, PromptResult, Service
@@ -36,6 +36,7 @@ class Found:
     sources: list[Source]
     template: str  # prompt template id
     variables: dict[str, Any]  # its variables, the question included
+    usage: Usage = field(default_factory=Usage)  # prompts retrieval ran (reranking)
 
 
 RagRequest = GraphRagRequest | DocumentRagRequest
@@ -69,7 +70,7 @@ def rag_service(name: str, error_type: str, request: type[RagRequest],
                     prompts, found, request.streaming, RagResponse,
                     first={"optimized_query": questions.optimized_query,
                            "subqueries": questions.subqueries},
-                    last=lambda piece: _totals(questions, piece))) as frames:
+                    last=lambda piece: _totals(questions, piece, found.usage))) as frames:
                 async for frame in frames:
                     yield frame
 
@@ -117,7 +118,9 @@ def metadata_frame(response: type[R], sources: list[Source], first: dict[str, An
     return response(message_type="metadata", sources=sources, **first)
 
 
-def _totals(questions: Questions, answer: PromptResult) -> dict[str, Any]:
-    """The request's token totals: the optimisation prompts' and the answer's."""
-    usage = Usage().add(questions.usage).add(answer.usage)
+def _totals(questions: Questions, answer: PromptResult,
+            retrieval: Usage | None = None) -> dict[str, Any]:
+    """The request's token totals: the optimisation prompts', retrieval's (a rerank)
+    and the answer's."""
+    usage = Usage().add(questions.usage).add(retrieval or Usage()).add(answer.usage)
     return {"in_token": usage.in_token, "out_token": usage.out_token, "model": answer.model}

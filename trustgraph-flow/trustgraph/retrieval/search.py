@@ -48,12 +48,22 @@ class Scope(Protocol):
     collection: str
 
 
-async def embed(clients: Clients, texts: list[str], error_type: str) -> list[list[float]]:
+class Embedded(list):
+    """Vectors, one per text, that also say which model made them (``model``; None
+    from an embeddings service that does not say), so that a vector store searched
+    with them can refuse a collection embedded by another model. A plain list
+    otherwise: callers that only read the vectors need not know."""
+
+    model: str | None = None
+
+
+async def embed(clients: Clients, texts: list[str], error_type: str) -> Embedded:
     """Every search text's vector, from one ``embeddings`` request."""
     embeddings = await clients.get("embeddings")
     with step(error_type, "embedding the question"):
-        vectors = (await embeddings.call(EmbeddingsRequest(texts=texts),
-                                         EmbeddingsResponse)).vectors or []
+        response = await embeddings.call(EmbeddingsRequest(texts=texts), EmbeddingsResponse)
+    vectors = Embedded(response.vectors or [])
+    vectors.model = response.model
     if len(vectors) != len(texts):
         raise HandledError(error_type, f"the embeddings service answered {len(vectors)} "
                                        f"vectors for {len(texts)} texts")
@@ -63,13 +73,16 @@ async def embed(clients: Clients, texts: list[str], error_type: str) -> list[lis
 async def search_vectors(clients: Clients, vectors: list[list[float]], service: str,
                          scope: Scope, limit: int, error_type: str) -> list[Response]:
     """One ``service`` answer per vector, in order: the ``limit`` nearest it in the
-    user's collection (``scope.user``, ``scope.collection``)."""
+    user's collection (``scope.user``, ``scope.collection``). Vectors from ``embed``
+    name their model, and the store refuses a collection of another model's."""
     request_model, response_model = STORES[service]
     store = await clients.get(service)
+    model = getattr(vectors, "model", None)
     with step(error_type, f"searching {service}"):
         return await concurrently(*(
             store.call(request_model(vector=vector, limit=limit, user=scope.user,
-                                     collection=scope.collection), response_model)
+                                     collection=scope.collection, model=model),
+                       response_model)
             for vector in vectors))
 
 

@@ -65,7 +65,8 @@ API_FIELDS = {"stream", "mode", "flow", "query"}
 # Options only some modes' services take: given to another mode, a 400 naming them.
 OPTIONS = ("entity_limit", "triple_limit", "max_subgraph_size", "max_path_length",
            "doc_limit", "max_hops", "max_entities", "use_communities", "optimize_query",
-           "subqueries", "progress", "session_id", "group", "pattern", "max_iterations")
+           "subqueries", "progress", "session_id", "group", "pattern", "max_iterations",
+           "rerank")
 
 
 class QueryRequest(Record):
@@ -89,6 +90,7 @@ class QueryRequest(Record):
     max_subgraph_size: int | None = None
     max_path_length: int | None = None
     doc_limit: int | None = None
+    rerank: bool = False  # document: reorder the chunks found through the LLM first
     session_id: str | None = None  # agent: the conversation to continue
     group: list[str] | None = None  # agent: only the tools of these groups
     pattern: Pattern | None = None  # agent: react or ask (default: the service's)

@@ -141,6 +141,18 @@ def referencing(name: str, document: str) -> list[tuple[str, list[float], dict]]
             return points
 
 
+def page(name: str, after: str | None, limit: int
+         ) -> tuple[list[tuple[str, list[float], dict]], str | None]:
+    """Up to ``limit`` points (without vectors) from ``after`` on, and where the next
+    page starts (None: this was the last)."""
+    if not (shard := _shard(name)):
+        return [], None
+    points, offset = shard.scroll(ScrollRequest(offset=after, limit=limit,
+                                                with_payload=True, with_vector=False))
+    return [(str(p.id), [], p.payload) for p in points], \
+        None if offset is None else str(offset)
+
+
 def count(name: str) -> int:
     shard = _shard(name)
     return shard.count(CountRequest(exact=True)) if shard else 0
@@ -216,7 +228,7 @@ def build(path: str) -> None:
     shard.close()
 
 
-REQUESTS = {f.__name__: f for f in (upsert, delete, payloads, search, referencing, count,
+REQUESTS = {f.__name__: f for f in (upsert, delete, payloads, search, referencing, page, count,
                                     count_matching, drop, indexing, begin_build,
                                     finish_build)}
 

@@ -20,17 +20,11 @@ from trustgraph.schema import Term
 
 from .lexical import LexicalChunk, LexicalIndex
 from .matches import ChunkMatch
-from .spaces import Space
+from .spaces import Point, Space
+from .stamps import ModelStamps
 
 CHUNKS, ENTITIES = "chunks", "entities"
 _IDS = uuid.UUID("5c0f3d52-5d0e-4d0b-9a52-7d3c0ae7c1b1")
-
-
-@dataclass
-class Point:
-    id: str
-    vector: list[float]
-    payload: dict[str, Any] = field(default_factory=dict)
 
 
 class PointBackend(Protocol):
@@ -43,6 +37,10 @@ class PointBackend(Protocol):
                      limit: int) -> list[tuple[dict, float]]: ...
     async def referencing(self, space: Space, document: str) -> list[Point]:
         """Points (with vectors) whose ``documents`` list contains ``document``."""
+    async def page(self, space: Space, after: str | None,
+                   limit: int) -> tuple[list[Point], str | None]:
+        """Up to ``limit`` points, without their vectors, from ``after`` (None: the
+        first) on, and the ``after`` of the next page (None: that was the last)."""
     async def delete(self, space: Space, ids: list[str]) -> None: ...
     async def drop(self, space: Space) -> None: ...
     async def count(self, space: Space) -> int: ...
@@ -102,12 +100,21 @@ class VectorStore:
         # Entity upserts and document removal read, merge and write back the
         # documents lists: one at a time in this process, or one would undo another.
         # (Writers in different processes can still race: see docs/storage.md.)
-        self._merging = asyncio.Lock()
+        self.merging = asyncio.Lock()
+        self.stamps = ModelStamps(backend)
+
+    async def model_of(self, user: str, collection: str) -> str | None:
+        """The embedding model whose vectors the scope holds (stamps.py); None for a
+        scope with no stamped vectors."""
+        stamp = await self.stamps.get(user, collection)
+        return stamp.model if stamp else None
 
     async def upsert_chunks(self, user: str, collection: str,
-                            chunks: Sequence[ChunkVector]) -> None:
-        """Add or replace chunk vectors (a chunk id names one chunk per collection)."""
+                            chunks: Sequence[ChunkVector], model: str = "") -> None:
+        """Add or replace chunk vectors (a chunk id names one chunk per collection).
+        ``model``: the embedding model that made them (stamps.py; "": not said)."""
         if chunks:
+            await self.stamps.for_write(user, collection, model)
             await self.backend.upsert(Space(CHUNKS, user, collection), [Point(
                 point_id(c.chunk_id), list(c.vector),
                 {"chunk_id": c.chunk_id, "title": c.title, "text": c.text,
@@ -143,14 +150,15 @@ class VectorStore:
             {"documents": document, "version": version} for document, version in documents])
 
     async def upsert_entities(self, user: str, collection: str,
-                              entities: Sequence[EntityVector]) -> None:
+                              entities: Sequence[EntityVector], model: str = "") -> None:
         """Add or replace entity vectors; the documents already supporting an entity
         are kept (one point per entity, however many documents mention it)."""
         if not entities:
             return
+        await self.stamps.for_write(user, collection, model)
         space = Space(ENTITIES, user, collection)
         points = {point_id(entity_key(e.entity)): e for e in entities}
-        async with self._merging:
+        async with self.merging:
             known = await self.backend.payloads(space, list(points))
             await self.backend.upsert(space, [Point(id, list(e.vector), {
                 "entity": e.entity.model_dump(exclude_none=True), "label": e.label,
@@ -158,7 +166,9 @@ class VectorStore:
                 for id, e in points.items()])
 
     async def search_chunks(self, user: str, collection: str, vector: Sequence[float],
-                            limit: int = 10) -> list[ChunkMatch]:
+                            limit: int = 10, model: str | None = None) -> list[ChunkMatch]:
+        """``model``: the embedding model that made ``vector`` (None: not said)."""
+        await self.stamps.for_search(user, collection, model)
         found = await self.backend.search(Space(CHUNKS, user, collection), list(vector), limit)
         return [ChunkMatch(p["chunk_id"], p["documents"][0], p["title"], p["text"], score,
                            p.get("meta") or {}) for p, score in found]
@@ -175,14 +185,16 @@ class VectorStore:
         return await self.lexical.count(user, collection) if self.lexical else 0
 
     async def search_entities(self, user: str, collection: str, vector: Sequence[float],
-                              limit: int = 10) -> list[EntityMatch]:
+                              limit: int = 10, model: str | None = None
+                              ) -> list[EntityMatch]:
+        await self.stamps.for_search(user, collection, model)
         found = await self.backend.search(Space(ENTITIES, user, collection), list(vector),
                                           limit)
         return [EntityMatch(Term.model_validate(p["entity"]), p["label"], score)
                 for p, score in found]
 
     async def remove_document(self, user: str, collection: str, document: str) -> None:
-        async with self._merging:
+        async with self.merging:
             for kind in (CHUNKS, ENTITIES):
                 await self._remove_document(Space(kind, user, collection), document)
             if self.lexical:
@@ -202,6 +214,7 @@ class VectorStore:
     async def delete_collection(self, user: str, collection: str) -> None:
         for kind in (CHUNKS, ENTITIES):
             await self.backend.drop(Space(kind, user, collection))
+        await self.stamps.drop(user, collection)
         if self.lexical:
             await self.lexical.delete_collection(user, collection)
 
