@@ -14,13 +14,10 @@ import socket
 import sys
 import time
 from pathlib import Path
-from typing import Annotated
 from urllib.parse import urlsplit
 
-from pydantic import field_validator
-from pydantic_settings import NoDecode
-
 from trustgraph.base import Settings, load_settings
+from trustgraph.base.settings import CommaList
 from trustgraph.pubsub.embedded import BrokerUnavailable, EmbeddedBroker
 
 from .registry import (
@@ -47,14 +44,7 @@ class StartSettings(Settings):
     tg_gateway_host: str = "127.0.0.1"  # 0.0.0.0 to accept other machines
     tg_gateway_port: int = 8888
     tg_gateway_token: str = ""
-    tg_processors: Annotated[list[str], NoDecode] = DEFAULT_STACK
-
-    @field_validator("tg_processors", mode="before")
-    @classmethod
-    def _comma_separated(cls, value: object) -> object:
-        if isinstance(value, str):
-            return [v.strip() for v in value.split(",") if v.strip()]
-        return value
+    tg_processors: CommaList = DEFAULT_STACK
 
 
 class StartError(Exception):
