@@ -76,15 +76,16 @@ class Processor:
                 await clients.get(service)
             for part in services:
                 if isinstance(part, Stage):
-                    runner = StageRunner(self.bus, part, flow, runtime, limit,
-                                         self.settings.tg_max_deliveries)
-                    self._stages.append(runner)
-                else:
-                    runner = ServiceRunner(self.bus, part, flow, runtime, self._inflight,
-                                           limit, self.settings.tg_backlog, replies)
-                    self._runners.append(runner)
+                    stage = StageRunner(self.bus, part, flow, runtime, limit,
+                                        self.settings.tg_max_deliveries)
+                    self._stages.append(stage)
+                    await stage.start()
+                    continue
+                runner = ServiceRunner(self.bus, part, flow, runtime, self._inflight,
+                                       limit, self.settings.tg_backlog, replies)
+                self._runners.append(runner)
                 await runner.start()
-                if self.local is not None and isinstance(runner, ServiceRunner):
+                if self.local is not None:
                     self.local.add(runner)
         self._keeping_alive = asyncio.create_task(self._keep_alive(), name="keep-alive")
         names = ", ".join(s.name for s in services)
@@ -109,8 +110,8 @@ class Processor:
         tasks = list(self._inflight.values())
         if self._keeping_alive is not None:
             tasks.append(self._keeping_alive)
-        for runner in self._stages:
-            tasks += runner.tasks  # unacknowledged work is redelivered after a restart
+        for stage in self._stages:
+            tasks += stage.tasks  # unacknowledged work is redelivered after a restart
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
