@@ -15,7 +15,7 @@ import logging
 import os
 import signal
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -31,7 +31,7 @@ from .stage import Stage, StageRunner
 log = logging.getLogger(__name__)
 
 Part = Service | Stage
-ServicesFactory = Callable[[Runtime], list[Part] | Awaitable[list[Part]]]
+ServicesFactory = Callable[[Runtime], Sequence[Part] | Awaitable[Sequence[Part]]]
 
 
 @dataclass(frozen=True)
@@ -54,7 +54,7 @@ class Processor:
         self.local = local
         self.runtime: Runtime | None = None
         self._inflight: dict[str, asyncio.Task] = {}
-        self._services: list[Part] = []
+        self._services: Sequence[Part] = []
         self._stages: list[StageRunner] = []
         self._runners: list[ServiceRunner] = []
         self._keeping_alive: asyncio.Task | None = None
@@ -62,9 +62,8 @@ class Processor:
     async def start(self) -> None:
         runtime = self.runtime = Runtime(self.spec.name, self.instance, self.settings,
                                          self.bus, self.local)
-        services = self.spec.services(runtime)
-        if inspect.isawaitable(services):
-            services = await services
+        made = self.spec.services(runtime)
+        services = await made if inspect.isawaitable(made) else made
         self._services = services
         limit = asyncio.Semaphore(self.settings.tg_concurrency)
         replies = ReplyProducers(self.bus)
