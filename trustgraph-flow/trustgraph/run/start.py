@@ -77,7 +77,7 @@ def plan(entries: list[str]) -> list[str]:
     a process group (``prompt+text-completion``, one child process); a processor whose
     module is not installed is left out with a line saying so, the rest of its group
     still run."""
-    parts, seen = [], set()
+    parts, seen = list[str](), set[str]()
     for entry in dict.fromkeys(entries):
         try:
             names = members(entry)
@@ -137,7 +137,7 @@ class Platform:
         self.broker = None if settings.pulsar_url else BrokerKeeper(
             EmbeddedBroker(self.data_dir, settings.tg_broker_port), run_dir, shutdown,
             on_spawn=self._broker_started)
-        self.pulsar_url = settings.pulsar_url or self.broker.broker.url
+        self.pulsar_url = self.broker.broker.url if self.broker else settings.pulsar_url
         host = local_host(settings.tg_gateway_host)
         self.http_url = f"http://{host}:{settings.tg_gateway_port}/"
         self.ws_url = f"ws://{host}:{settings.tg_gateway_port}/api/v1/socket"
@@ -205,6 +205,7 @@ class Platform:
         return self.run_dir.ready_file(child.name).exists()
 
     def _broker_started(self, broker: EmbeddedBroker, again: bool) -> None:
+        assert broker.process is not None  # just spawned
         if again:
             say(f"broker restarted, pid {broker.process.pid}")
         else:

@@ -51,8 +51,9 @@ class AnthropicProvider:
 
     async def stream(self, system: str, prompt: str) -> AsyncGenerator[str | Usage, None]:
         # No temperature: API version 2026-10-21 (SDK 2.x) rejects sampling parameters.
-        request: dict[str, Any] = {"model": self.model, "max_tokens": self.max_tokens, "stream": True,
-                   "messages": [{"role": "user", "content": prompt}]}
+        request: dict[str, Any] = {
+            "model": self.model, "max_tokens": self.max_tokens, "stream": True,
+            "messages": [{"role": "user", "content": prompt}]}
         if system:  # the API rejects an empty system text
             request["system"] = system
         usage: dict = {}
