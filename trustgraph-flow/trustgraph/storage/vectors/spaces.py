@@ -16,3 +16,9 @@ class Space:
         names contain (they never reach a path or a query as text)."""
         scope = hashlib.sha256(json.dumps([self.user, self.collection]).encode()).hexdigest()
         return f"{self.kind}-{scope[:40]}"
+
+
+def dense(vector: object) -> list[float]:
+    """A stored point's vector: every space has one unnamed dense vector."""
+    assert isinstance(vector, list)
+    return vector
