@@ -11,6 +11,7 @@ from trustgraph.api import (
     AgentEvent,
     AgentFinal,
     AgentObservation,
+    AgentStream,
     AgentThought,
 )
 
@@ -118,12 +119,12 @@ async def invoke(args: argparse.Namespace) -> None:
             group=groups(args.group), pattern=args.pattern,
             max_iterations=args.max_iterations, flow=args.flow_id)
         try:
-            if args.streaming:
+            if args.streaming and isinstance(reply, AgentStream):
                 async for event in reply:
                     printer.show(event)
                 final = reply.final or AgentFinal(reply.usage)
             else:
-                result = await (reply.collect() if args.verbose else reply)
+                result = await (reply.collect() if isinstance(reply, AgentStream) else reply)
                 for event in (*result.steps, AgentAnswer(result, True)):
                     printer.show(event)
                 final = AgentFinal(result.usage, result.session_id)

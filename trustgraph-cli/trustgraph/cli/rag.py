@@ -73,7 +73,7 @@ async def invoke_rag(args: argparse.Namespace, method: RagMethod, options: dict[
     async with connect(args) as client:
         reply = method(client, args.question, user=args.user, collection=args.collection,
                        streaming=args.streaming, flow=args.flow_id, **options)
-        if args.streaming:
+        if isinstance(reply, RagStream):  # asked with streaming
             await print_stream(_answer_text(reply, args.show_sources))
             usage, lazy = reply.usage, reply.lazy
         else:

@@ -84,7 +84,7 @@ async def _think(dialog: Dialog, tools: dict[str, ToolDefinition], steps: list[A
                 if piece.end:
                     dialog.usage.add(piece.usage)
                     break
-                for kind, text in parser.feed(piece.text):
+                for kind, text in parser.feed(piece.text or ""):
                     yield _frame(kind, text)
                 if parser.stopped:
                     break  # closing the stream stops the LLM; its token count is lost
