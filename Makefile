@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 PROJECTS := trustgraph-base/pyproject.toml trustgraph-flow/pyproject.toml trustgraph-cli/pyproject.toml
 
-.PHONY: install run test fuzz bench soak clean workbench browser
+.PHONY: install run test check fuzz bench soak clean workbench browser
 
 install: $(STAMP)
 
@@ -21,8 +21,16 @@ $(STAMP): $(PROJECTS) tests/requirements.txt
 run: $(STAMP)
 	$(BIN)/tg-start
 
-test: $(STAMP) browser
+test: check browser
 	$(BIN)/python -m pytest tests
+
+# The checks that keep the code as it is meant to be, run first by `make test`: ruff
+# (lint, import sorting, bugbear) and mypy over all three distributions, both clean.
+# The import layering is a unit test (tests/unit/test_layering.py).
+DISTRIBUTIONS := trustgraph-base trustgraph-flow trustgraph-cli
+check: $(STAMP)
+	$(BIN)/ruff check $(DISTRIBUTIONS)
+	$(BIN)/mypy $(addsuffix /trustgraph,$(DISTRIBUTIONS))
 
 # The workbench page's browser tests use Debian's Chromium and its driver (never a
 # downloaded browser). Installed here when missing and we may (root with apt-get);

@@ -4,12 +4,12 @@ from pathlib import Path
 
 from aiohttp import web
 
-from trustgraph.gateway.apis.page import DIST, Page
+from trustgraph.gateway.apis.page import WORKBENCH, Page
 from trustgraph.gateway.core.auth import ANYONE
 
 
-def add_page_routes(app: web.Application, dist: Path = DIST) -> None:
-    page = Page(dist)
+def add_page_routes(app: web.Application, workbench: Path = WORKBENCH) -> None:
+    page = Page(workbench)
 
     async def index(request: web.Request) -> web.Response:
         return await page.index(request, ANYONE)

@@ -6,7 +6,8 @@ import pytest
 
 from trustgraph.api import (AgentAction, AgentAnswer, AgentFinal, AgentObservation,
                             AgentThought, Usage)
-from trustgraph.cli import invoke_agent, set_tool
+from trustgraph.cli import invoke_agent
+from trustgraph.cli.tools import TOOLS
 from trustgraph.cli.invoke_agent import DIM, PLAIN, DialogPrinter, groups
 
 # --- tg-invoke-agent's printing -------------------------------------------------------
@@ -85,15 +86,15 @@ def test_invoke_agent_defaults():
     (["--kind", "prompt", "--template", "t", "--description", ""], "description:"),
 ])
 def test_set_tool_refuses_an_invalid_tool(argv, complaint, capsys):
-    err = refused(set_tool.parse, ["--id", "t", "--description", "d", *argv], capsys)
+    err = refused(TOOLS.parse_set, ["--id", "t", "--description", "d", *argv], capsys)
     assert complaint in err, err
 
 
 def test_set_tool_builds_the_stored_value():
-    args = set_tool.parse(["--id", "ask", "--description", "Ask.", "--kind", "prompt",
+    args = TOOLS.parse_set(["--id", "ask", "--description", "Ask.", "--kind", "prompt",
                            "--template", "question", "--group", "g",
                            "--argument", "topic", "--argument", "n:number:how many: at most"])
-    assert args.tool.config_value() == {
+    assert args.item.config_value() == {
         "name": "ask", "description": "Ask.", "kind": "prompt", "group": ["g"],
         "arguments": [{"name": "topic", "type": "string", "description": ""},
                       {"name": "n", "type": "number", "description": "how many: at most"}],

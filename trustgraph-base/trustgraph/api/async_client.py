@@ -4,7 +4,7 @@ The transport (``GatewaySocket``) does requests in general; each service below i
 few lines saying what its request holds (built with ``wire``'s helpers) and where its
 answer's text is.
 """
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterable
+from collections.abc import AsyncGenerator, Callable, Coroutine, Iterable
 from contextlib import aclosing
 from typing import Any, Literal, overload
 
@@ -57,7 +57,7 @@ class AsyncTrustGraph:
         await self._http.close()
 
     def request(self, service: str, request: dict[str, Any], flow: str | None = "default"
-                ) -> AsyncIterator[dict[str, Any]]:
+                ) -> AsyncGenerator[dict[str, Any], None]:
         """Any service: yields its response objects, ending after the complete one.
         ``flow=None`` for services outside flows (librarian, config). Iterate it in
         ``async for``; a caller that keeps the iterator and stops early should

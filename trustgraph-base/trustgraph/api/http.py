@@ -7,7 +7,7 @@ failure is a ``TrustGraphError``: the gateway's ``{"error": {"type", "message"}}
 body as it is, or ``connection`` when the gateway cannot be reached.
 """
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -45,7 +45,7 @@ class GatewayHttp:
         async with self._posted(path, body, "application/json") as response:
             return await _json(response)
 
-    async def lines(self, path: str, body: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+    async def lines(self, path: str, body: dict[str, Any]) -> AsyncGenerator[dict[str, Any], None]:
         """POST ``body``; each NDJSON line answered, as it arrives. Closing this early
         drops the connection, which cancels the request on the gateway."""
         async with self._posted(path, body, "application/x-ndjson") as response:

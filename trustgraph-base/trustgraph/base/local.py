@@ -18,7 +18,7 @@ the handler at once, closing its LLM stream.
 import asyncio
 import logging
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 
 from ..schema import Error, Record, Response, encode
 from .requester import Calls, Frame, Pending, ServiceError, silence
@@ -86,7 +86,7 @@ class LocalRequester(Calls):
         self._runner = runner
 
     async def frames(self, request: Record, request_id: str | None = None
-                     ) -> AsyncIterator[list[Frame]]:
+                     ) -> AsyncGenerator[list[Frame], None]:
         """Yield the response frames in batches of what has arrived, ending after
         the final one. Leaving early cancels the handler and waits until it has
         closed (its LLM stream with it)."""

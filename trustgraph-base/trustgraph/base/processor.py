@@ -15,7 +15,7 @@ import logging
 import os
 import signal
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -31,7 +31,7 @@ from .stage import Stage, StageRunner
 log = logging.getLogger(__name__)
 
 Part = Service | Stage
-ServicesFactory = Callable[[Runtime], list[Part] | Awaitable[list[Part]]]
+ServicesFactory = Callable[[Runtime], Sequence[Part] | Awaitable[Sequence[Part]]]
 
 
 @dataclass(frozen=True)
@@ -54,7 +54,7 @@ class Processor:
         self.local = local
         self.runtime: Runtime | None = None
         self._inflight: dict[str, asyncio.Task] = {}
-        self._services: list[Part] = []
+        self._services: Sequence[Part] = []
         self._stages: list[StageRunner] = []
         self._runners: list[ServiceRunner] = []
         self._keeping_alive: asyncio.Task | None = None
@@ -62,9 +62,8 @@ class Processor:
     async def start(self) -> None:
         runtime = self.runtime = Runtime(self.spec.name, self.instance, self.settings,
                                          self.bus, self.local)
-        services = self.spec.services(runtime)
-        if inspect.isawaitable(services):
-            services = await services
+        made = self.spec.services(runtime)
+        services = await made if inspect.isawaitable(made) else made
         self._services = services
         limit = asyncio.Semaphore(self.settings.tg_concurrency)
         replies = ReplyProducers(self.bus)
@@ -76,15 +75,16 @@ class Processor:
                 await clients.get(service)
             for part in services:
                 if isinstance(part, Stage):
-                    runner = StageRunner(self.bus, part, flow, runtime, limit,
-                                         self.settings.tg_max_deliveries)
-                    self._stages.append(runner)
-                else:
-                    runner = ServiceRunner(self.bus, part, flow, runtime, self._inflight,
-                                           limit, self.settings.tg_backlog, replies)
-                    self._runners.append(runner)
+                    stage = StageRunner(self.bus, part, flow, runtime, limit,
+                                        self.settings.tg_max_deliveries)
+                    self._stages.append(stage)
+                    await stage.start()
+                    continue
+                runner = ServiceRunner(self.bus, part, flow, runtime, self._inflight,
+                                       limit, self.settings.tg_backlog, replies)
+                self._runners.append(runner)
                 await runner.start()
-                if self.local is not None and isinstance(runner, ServiceRunner):
+                if self.local is not None:
                     self.local.add(runner)
         self._keeping_alive = asyncio.create_task(self._keep_alive(), name="keep-alive")
         names = ", ".join(s.name for s in services)
@@ -109,8 +109,8 @@ class Processor:
         tasks = list(self._inflight.values())
         if self._keeping_alive is not None:
             tasks.append(self._keeping_alive)
-        for runner in self._stages:
-            tasks += runner.tasks  # unacknowledged work is redelivered after a restart
+        for stage in self._stages:
+            tasks += stage.tasks  # unacknowledged work is redelivered after a restart
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)

@@ -8,7 +8,7 @@ stream collected:
             else: totals = piece
 """
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
@@ -40,7 +40,7 @@ class PromptClient:
         self.requester = requester
 
     async def stream(self, id: str, variables: dict[str, Any], streaming: bool = True,
-                     model: str | None = None) -> AsyncIterator[PromptResult]:
+                     model: str | None = None) -> AsyncGenerator[PromptResult, None]:
         """Run template ``id``, yielding its text as it arrives (the pieces already
         waiting joined into one), then one ``end`` piece with no text, the token
         totals, and the parsed ``object`` of a json/jsonl template.
@@ -55,7 +55,7 @@ class PromptClient:
                                 model=model)
         async with aclosing(self.requester.frames(request)) as frames:
             async for batch in frames:
-                texts, last = [], None
+                texts: list[str] = []  # a batch is never empty: ``last`` is set
                 for data, _ in batch:
                     last = decode(PromptResponse, data)
                     if last.error is not None:
@@ -79,7 +79,7 @@ class PromptClient:
                                         model=model)) as pieces:
             async for piece in pieces:
                 if not piece.end:
-                    parts.append(piece.text)
+                    parts.append(piece.text or "")
                 elif piece.object is not None:
                     return piece
                 else:

@@ -10,10 +10,12 @@ import logging
 import time
 import uuid
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from contextlib import aclosing
+from typing import TypeVar
 
 from ..pubsub import Bus, Message
+from ..pubsub.bus import Producer
 from ..schema import (
     CANCEL_TOPIC,
     Cancel,
@@ -28,6 +30,8 @@ from ..schema import (
 from .service import KEEP_ALIVE_INTERVAL
 
 log = logging.getLogger(__name__)
+
+R = TypeVar("R", bound=Response)
 
 # Responses waiting for a caller that has stopped reading; past this the request
 # fails rather than holding memory for a reader that is not there.
@@ -158,11 +162,11 @@ class Calls:
     and one way of decoding records and raising their errors."""
 
     def frames(self, request: Record, request_id: str | None = None
-               ) -> AsyncIterator[list[Frame]]:
+               ) -> AsyncGenerator[list[Frame], None]:
         raise NotImplementedError
 
-    async def stream(self, request: Record, model: type[Response],
-                     request_id: str | None = None) -> AsyncIterator[Response]:
+    async def stream(self, request: Record, model: type[R],
+                     request_id: str | None = None) -> AsyncGenerator[R, None]:
         """Yield decoded response records; a record carrying ``error`` raises
         ``ServiceError`` after nothing else could follow it."""
         async with aclosing(self.frames(request, request_id)) as batches:
@@ -173,11 +177,12 @@ class Calls:
                         raise ServiceError(record.error)
                     yield record
 
-    async def call(self, request: Record, model: type[Response]) -> Response:
+    async def call(self, request: Record, model: type[R]) -> R:
         """One request, its final record (non-streaming use)."""
         last = None
         async for last in self.stream(request, model):  # noqa: B007 (only the last is kept)
             pass
+        assert last is not None  # a stream ends with its final record, or raises
         return last
 
 
@@ -203,8 +208,8 @@ class Requester(Calls):
         self._subscription = requester_id
         self._pending: dict[str, Pending] = {}
         self._cancels: set[asyncio.Task] = set()
-        self._producer = None
-        self._cancel_producer = None
+        self._producer: Producer | None = None  # both set by start
+        self._cancel_producer: Producer | None = None
 
     async def start(self) -> None:
         await self._bus.consume(self._reply_to, self._subscription, self._route,
@@ -226,7 +231,7 @@ class Requester(Calls):
                     int(seq) if seq is not None else None)
 
     async def frames(self, request: Record, request_id: str | None = None
-                     ) -> AsyncIterator[list[Frame]]:
+                     ) -> AsyncGenerator[list[Frame], None]:
         """Send ``request`` and yield its response frames in order, as batches of
         whatever has already arrived, ending after the final frame.
 
@@ -237,10 +242,12 @@ class Requester(Calls):
         # Encoded before registering: a record that cannot be encoded (e.g. a lone
         # surrogate in its text) must leave nothing behind in ``_pending``.
         data, properties = encode(request), {"id": request_id, "reply-to": self._reply_to}
+        producer = self._producer
+        assert producer is not None, "start() first"
         pending = self._pending[request_id] = Pending()
         finished = False
         try:
-            await self._producer.send(data, properties)
+            await producer.send(data, properties)
             give_up = time.monotonic() + self.accept_timeout
             while not pending.accepted:  # re-sent until a replica says it has it
                 try:
@@ -251,7 +258,7 @@ class Requester(Calls):
                         raise self._no_service() from None
                     # The request may have been dropped on its way (non-persistent);
                     # services ignore an id they already have.
-                    await self._producer.send(data, properties)
+                    await producer.send(data, properties)
                     continue
                 if batch:
                     finished = batch[-1][1]
@@ -305,6 +312,7 @@ class Requester(Calls):
 
     async def _send_cancel(self, request_id: str) -> None:
         try:
+            assert self._cancel_producer is not None
             await self._cancel_producer.send(encode(Cancel(id=request_id)),
                                              properties={"id": request_id})
         except Exception as error:

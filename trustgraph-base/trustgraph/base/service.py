@@ -10,7 +10,7 @@ import inspect
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from contextlib import aclosing
 from dataclasses import dataclass
 from functools import partial
@@ -254,14 +254,14 @@ class ServiceRunner:
 
 
 async def _records(result: Awaitable[Response] | AsyncIterator[Response]
-                   ) -> AsyncIterator[Response]:
-    if inspect.isasyncgen(result) or hasattr(result, "__anext__"):
+                   ) -> AsyncGenerator[Response, None]:
+    if isinstance(result, AsyncGenerator):
         try:
             async for record in result:
                 yield record
         finally:
             await result.aclose()
-    else:
+    elif inspect.isawaitable(result):
         yield await result
 
 

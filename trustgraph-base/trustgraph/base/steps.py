@@ -8,12 +8,14 @@ first failure cancels the others (and so their requests) and is raised as itself
 import asyncio
 from collections.abc import Coroutine, Iterator
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import Any, TypeVar, overload
 
 from .requester import RequestTimeout, ServiceError
 from .service import HandledError
 
 T = TypeVar("T")
+A = TypeVar("A")
+B = TypeVar("B")
 
 
 @contextmanager
@@ -28,7 +30,12 @@ def step(error_type: str, what: str) -> Iterator[None]:
         raise HandledError(error_type, f"{what} failed: {failure}") from None
 
 
-async def concurrently(*calls: Coroutine[Any, Any, T]) -> list[T]:
+@overload
+async def concurrently(first: Coroutine[Any, Any, A], second: Coroutine[Any, Any, B], /
+                       ) -> tuple[A, B]: ...
+@overload
+async def concurrently(*calls: Coroutine[Any, Any, T]) -> tuple[T, ...]: ...
+async def concurrently(*calls: Coroutine[Any, Any, Any]) -> tuple[Any, ...]:
     """The results of ``calls`` run at once, in order; the first failure is raised
     (not wrapped in an ExceptionGroup) after the other calls are cancelled."""
     try:
@@ -36,4 +43,4 @@ async def concurrently(*calls: Coroutine[Any, Any, T]) -> list[T]:
             tasks = [group.create_task(call) for call in calls]
     except BaseExceptionGroup as failures:
         raise failures.exceptions[0] from None
-    return [task.result() for task in tasks]
+    return tuple(task.result() for task in tasks)

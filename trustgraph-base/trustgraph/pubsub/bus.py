@@ -11,6 +11,7 @@ import logging
 import threading
 from collections.abc import Awaitable, Callable
 from functools import partial
+from typing import TypeAlias
 
 import _pulsar
 import pulsar
@@ -19,7 +20,8 @@ import pulsar.asyncio as pulsar_async
 log = logging.getLogger(__name__)
 
 DEFAULT_PULSAR_URL = "pulsar://127.0.0.1:6650"
-Message = pulsar.Message
+Message: TypeAlias = pulsar.Message
+Consumer: TypeAlias = pulsar_async.Consumer
 Handler = Callable[[Message], Awaitable[None]]
 
 _subscription_names = itertools.count()

@@ -93,7 +93,7 @@ class EmbeddedBroker:
             self.process.wait()
 
     def kill(self) -> None:
-        if self.alive():
+        if self.process is not None and self.alive():
             self.process.kill()
             self.process.wait()
 

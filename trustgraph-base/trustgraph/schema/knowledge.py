@@ -38,7 +38,9 @@ class Term(Record):
     @property
     def value(self) -> str:
         """The IRI of an IRI term, the text of a literal."""
-        return self.i if self.t == "i" else self.v
+        value = self.i if self.t == "i" else self.v
+        assert value is not None  # _has_its_value
+        return value
 
 
 class Triple(Record):

@@ -6,7 +6,6 @@ Every request is scoped by ``user`` and ``collection`` (defaults ``trustgraph`` 
 ``default``); nothing outside that scope is ever returned. Each service answers
 once: one record, ``end_of_stream`` true, or an ``error``.
 """
-from typing import Self
 
 from pydantic import Field, PrivateAttr, field_validator
 
@@ -206,7 +205,7 @@ class GraphEdgesResponse(Response):
 
     @classmethod
     def page(cls, edges: bytes, labels: bytes, next: int | None, version: int,
-             end_of_stream: bool) -> Self:
+             end_of_stream: bool) -> "GraphEdgesResponse":
         """A page whose ``edges`` and ``labels`` are JSON already (the triples store
         has SQLite write them): the record's bytes are put together around them, and
         its ``edges`` and ``labels`` fields stay unset, as only the bus reads them."""

@@ -42,6 +42,17 @@ def scope_options(arguments: argparse.ArgumentParser) -> argparse.ArgumentParser
     return arguments
 
 
+def question_options(arguments: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """``-q/--question``, and ``--streaming`` (the default) or ``--no-streaming``."""
+    arguments.add_argument("-q", "--question", required=True, help="the question to answer")
+    streaming = arguments.add_mutually_exclusive_group()
+    streaming.add_argument("--streaming", dest="streaming", action="store_true", default=True,
+                           help="print the answer as it streams (the default)")
+    streaming.add_argument("--no-streaming", dest="streaming", action="store_false",
+                           help="wait for the whole answer instead of streaming it")
+    return arguments
+
+
 def positive(text: str) -> int:
     """An ``argparse`` type: a whole number of at least 1 (a limit, a count)."""
     try:

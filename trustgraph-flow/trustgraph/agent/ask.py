@@ -9,7 +9,7 @@ retrieval functions of DocumentRAG or GraphRAG themselves. One thought frame the
 says the route and the question, carrying the sources. Phase 2 streams the answer
 of the route's template (``agent-<route>``), built by ``final_prompt``.
 """
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -49,7 +49,7 @@ class Prepared:
 
 
 def ask(limits: AskLimits):
-    async def pattern(dialog: Dialog) -> AsyncIterator[AgentResponse]:
+    async def pattern(dialog: Dialog) -> AsyncGenerator[AgentResponse, None]:
         prepared = await prepare(dialog, limits)
         yield frames.route_thought(prepared.route, prepared.question, prepared.sources)
         template, variables = final_prompt(prepared, dialog.turns)

@@ -9,7 +9,7 @@ its answer was complete: a cancelled dialog never gets there), then sends it wit
 ``streaming`` the same frames are collected into one answer frame, so the two ways
 cannot drift.
 """
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
@@ -31,11 +31,11 @@ class Dialog:
     usage: Usage  # every LLM call of the dialog adds to it
 
 
-Pattern = Callable[[Dialog], AsyncIterator[AgentResponse]]
+Pattern = Callable[[Dialog], AsyncGenerator[AgentResponse, None]]
 
 
 async def run_dialog(dialog: Dialog, pattern: Pattern, sessions: SessionStore
-                     ) -> AsyncIterator[AgentResponse]:
+                     ) -> AsyncGenerator[AgentResponse, None]:
     frames = _ended(dialog, pattern, sessions)
     if not dialog.request.streaming:
         frames = _collected(frames)
@@ -48,7 +48,7 @@ async def run_dialog(dialog: Dialog, pattern: Pattern, sessions: SessionStore
 
 
 async def _ended(dialog: Dialog, pattern: Pattern, sessions: SessionStore
-                 ) -> AsyncIterator[AgentResponse]:
+                 ) -> AsyncGenerator[AgentResponse, None]:
     answer: list[str] = []
     async with aclosing(pattern(dialog)) as frames:
         async for frame in frames:
@@ -63,7 +63,8 @@ async def _ended(dialog: Dialog, pattern: Pattern, sessions: SessionStore
     raise RuntimeError("the dialog ended without an answer")
 
 
-async def _collected(frames: AsyncIterator[AgentResponse]) -> AsyncIterator[AgentResponse]:
+async def _collected(frames: AsyncGenerator[AgentResponse, None]
+                     ) -> AsyncGenerator[AgentResponse, None]:
     """One frame: the whole answer, with the route and sources the dialog gave."""
     answer: list[str] = []
     found: dict[str, Any] = {}

@@ -6,7 +6,7 @@ is one frame naming the tool and its arguments; an observation is one frame; the
 answer streams as ``answer`` frames, the last with ``end_of_message`` (the dialog
 then adds ``end_of_dialog``, the token totals and the session id to that one).
 """
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from typing import Any
 
@@ -52,7 +52,7 @@ def dialog_end(last_answer: AgentResponse, session_id: str, usage: Usage) -> Age
 
 
 async def answer_frames(prompts: PromptClient, template: str, variables: dict[str, Any],
-                        usage: Usage) -> AsyncIterator[AgentResponse]:
+                        usage: Usage) -> AsyncGenerator[AgentResponse, None]:
     """Template ``template``'s text streamed as answer frames; its tokens added to
     ``usage``. Closing this closes the prompt request and its LLM stream."""
     async with aclosing(prompts.stream(template, variables)) as pieces:

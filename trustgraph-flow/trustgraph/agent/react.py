@@ -11,7 +11,7 @@ arguments) is told to the model as that step's observation; after ``MAX_MALFORME
 such steps the dialog fails with a clear error. So does a dialog that reaches
 ``max_iterations`` without an answer.
 """
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
@@ -43,7 +43,7 @@ class ReactLimits:
 
 def react(tools: dict[str, ToolDefinition], limits: ReactLimits):
     """The pattern, over the tools offered to this dialog."""
-    async def pattern(dialog: Dialog) -> AsyncIterator[AgentResponse]:
+    async def pattern(dialog: Dialog) -> AsyncGenerator[AgentResponse, None]:
         steps = list(dialog.request.history or [])
         malformed = 0
         iterations = dialog.request.max_iterations or limits.max_iterations
@@ -74,7 +74,7 @@ def react(tools: dict[str, ToolDefinition], limits: ReactLimits):
 
 
 async def _think(dialog: Dialog, tools: dict[str, ToolDefinition], steps: list[AgentStep],
-                 parser: ReactParser) -> AsyncIterator[AgentResponse]:
+                 parser: ReactParser) -> AsyncGenerator[AgentResponse, None]:
     variables = {"question": dialog.request.question, "tools": described(tools),
                  "history": [step.model_dump() for step in steps],
                  "context": conversation(dialog.turns)}
@@ -84,7 +84,7 @@ async def _think(dialog: Dialog, tools: dict[str, ToolDefinition], steps: list[A
                 if piece.end:
                     dialog.usage.add(piece.usage)
                     break
-                for kind, text in parser.feed(piece.text):
+                for kind, text in parser.feed(piece.text or ""):
                     yield _frame(kind, text)
                 if parser.stopped:
                     break  # closing the stream stops the LLM; its token count is lost

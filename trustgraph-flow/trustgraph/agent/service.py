@@ -7,7 +7,7 @@ restart; sessions live in ``<TG_DATA_DIR>/agent/sessions.db``.
 """
 import logging
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from pathlib import Path
 from typing import Literal
@@ -56,7 +56,7 @@ def agent_handler(settings: AgentSettings, toolbox: Toolbox, sessions: SessionSt
     react_limits = ReactLimits(settings.agent_max_iterations, settings.tg_request_timeout)
     ask_pattern = ask(AskLimits(settings.agent_retrieval, settings.agent_doc_limit))
 
-    async def handle(request: AgentRequest, ctx: Context) -> AsyncIterator[AgentResponse]:
+    async def handle(request: AgentRequest, ctx: Context) -> AsyncGenerator[AgentResponse, None]:
         session_id = request.session_id or uuid.uuid4().hex
         turns = [] if request.session_id is None else await sessions.turns(
             request.user, session_id, settings.agent_history_turns)

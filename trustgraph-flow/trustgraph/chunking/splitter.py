@@ -98,7 +98,8 @@ def _pack(pieces: list[tuple[int, int]], counts: Counts,
     """Consecutive pieces joined while the total stays within ``capacity``; pieces
     with no tokens (white space) join whichever chunk they follow."""
     spans: list[tuple[int, int]] = []
-    start, end, tokens = None, None, 0
+    start: int | None = None
+    end = tokens = 0
     for a, b in pieces:
         n = counts.between(a, b)
         if start is not None and tokens + n > capacity:

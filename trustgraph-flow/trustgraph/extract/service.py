@@ -56,6 +56,7 @@ def extract_stage(settings: ExtractSettings) -> Stage:
         if choice.get(ctx.flow, choice[""]) == "llm":
             graph = await llm_graph(chunk, PromptClient(await ctx.clients.get("prompt")))
         else:
+            assert keyphrases is not None  # made whenever a flow chose it
             graph = await keyphrases.extract(chunk)
         if records := graph.records():
             triples, entities = records

@@ -13,7 +13,7 @@ the next request without a restart.
 """
 import json
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from typing import Any
 
@@ -68,7 +68,7 @@ def request_variables(request: PromptRequest) -> dict[str, Any]:
 
 
 def prompt_handler(templates: Templates):
-    async def handle(request: PromptRequest, ctx: Context) -> AsyncIterator[PromptResponse]:
+    async def handle(request: PromptRequest, ctx: Context) -> AsyncGenerator[PromptResponse, None]:
         template = templates.get(request.id)
         system, prompt = template.render(request_variables(request))
         llm = await ctx.clients.get("text-completion")
@@ -92,7 +92,7 @@ def prompt_handler(templates: Templates):
 
 
 async def _text(llm: Requester, request: TextCompletionRequest
-                ) -> AsyncIterator[PromptResponse]:
+                ) -> AsyncGenerator[PromptResponse, None]:
     async with aclosing(llm.frames(request)) as frames:
         async for batch in frames:
             deltas: list[str] = []

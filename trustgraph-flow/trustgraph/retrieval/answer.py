@@ -15,7 +15,7 @@ An error at any step is raised; the runtime sends it as the one final record.
 """
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -48,7 +48,7 @@ def rag_service(name: str, error_type: str, request: type[RagRequest],
     """Service ``name``: ``retrieve(request, search texts, clients)`` finds the
     evidence; this does the rest. Failures are ``error_type`` errors."""
 
-    async def handle(request: RagRequest, ctx: Context) -> AsyncIterator[RagResponse]:
+    async def handle(request: RagRequest, ctx: Context) -> AsyncGenerator[RagResponse, None]:
         started = time.perf_counter()
         prompts = PromptClient(await ctx.clients.get("prompt"))
         progress = request.streaming and request.progress
@@ -88,7 +88,7 @@ async def answer_frames(prompts: PromptClient, found: Found, streaming: bool,
                         response: type[R], first: dict[str, Any],
                         last: Callable[[PromptResult], dict[str, Any]],
                         model: str | None = None,
-                        metadata_sent: bool = False) -> AsyncIterator[R]:
+                        metadata_sent: bool = False) -> AsyncGenerator[R, None]:
     """The answer's frames, as ``response`` records: ``first`` goes on the metadata
     record (and on the one record of a non-streaming answer), ``last(end piece)`` on
     the final record; ``model`` overrides the LLM's own; ``metadata_sent``: the

@@ -10,7 +10,7 @@
 """
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Protocol, TypeVar
+from typing import Any, Literal, Protocol, TypeVar, overload
 
 from pydantic import BaseModel, Field
 
@@ -70,8 +70,16 @@ async def embed(clients: Clients, texts: list[str], error_type: str) -> Embedded
     return vectors
 
 
+@overload
+async def search_vectors(clients: Clients, vectors: list[list[float]],
+                         service: Literal["graph-embeddings"], scope: Scope, limit: int,
+                         error_type: str) -> list[GraphEmbeddingsResponse]: ...
+@overload
+async def search_vectors(clients: Clients, vectors: list[list[float]],
+                         service: Literal["document-embeddings"], scope: Scope, limit: int,
+                         error_type: str) -> list[DocumentEmbeddingsResponse]: ...
 async def search_vectors(clients: Clients, vectors: list[list[float]], service: str,
-                         scope: Scope, limit: int, error_type: str) -> list[Response]:
+                         scope: Scope, limit: int, error_type: str) -> list[Any]:
     """One ``service`` answer per vector, in order: the ``limit`` nearest it in the
     user's collection (``scope.user``, ``scope.collection``). Vectors from ``embed``
     name their model, and the store refuses a collection of another model's."""
@@ -79,11 +87,11 @@ async def search_vectors(clients: Clients, vectors: list[list[float]], service: 
     store = await clients.get(service)
     model = getattr(vectors, "model", None)
     with step(error_type, f"searching {service}"):
-        return await concurrently(*(
+        return list(await concurrently(*(
             store.call(request_model(vector=vector, limit=limit, user=scope.user,
                                      collection=scope.collection, model=model),
                        response_model)
-            for vector in vectors))
+            for vector in vectors)))
 
 
 def merge_rankings(rankings: Sequence[Sequence[T]], key: Callable[[T], Hashable],

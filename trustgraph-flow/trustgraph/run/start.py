@@ -14,13 +14,10 @@ import socket
 import sys
 import time
 from pathlib import Path
-from typing import Annotated
 from urllib.parse import urlsplit
 
-from pydantic import field_validator
-from pydantic_settings import NoDecode
-
 from trustgraph.base import Settings, load_settings
+from trustgraph.base.settings import CommaList
 from trustgraph.pubsub.embedded import BrokerUnavailable, EmbeddedBroker
 
 from .registry import (
@@ -47,14 +44,7 @@ class StartSettings(Settings):
     tg_gateway_host: str = "127.0.0.1"  # 0.0.0.0 to accept other machines
     tg_gateway_port: int = 8888
     tg_gateway_token: str = ""
-    tg_processors: Annotated[list[str], NoDecode] = DEFAULT_STACK
-
-    @field_validator("tg_processors", mode="before")
-    @classmethod
-    def _comma_separated(cls, value: object) -> object:
-        if isinstance(value, str):
-            return [v.strip() for v in value.split(",") if v.strip()]
-        return value
+    tg_processors: CommaList = DEFAULT_STACK
 
 
 class StartError(Exception):
@@ -87,7 +77,7 @@ def plan(entries: list[str]) -> list[str]:
     a process group (``prompt+text-completion``, one child process); a processor whose
     module is not installed is left out with a line saying so, the rest of its group
     still run."""
-    parts, seen = [], set()
+    parts, seen = list[str](), set[str]()
     for entry in dict.fromkeys(entries):
         try:
             names = members(entry)
@@ -147,7 +137,7 @@ class Platform:
         self.broker = None if settings.pulsar_url else BrokerKeeper(
             EmbeddedBroker(self.data_dir, settings.tg_broker_port), run_dir, shutdown,
             on_spawn=self._broker_started)
-        self.pulsar_url = settings.pulsar_url or self.broker.broker.url
+        self.pulsar_url = self.broker.broker.url if self.broker else settings.pulsar_url
         host = local_host(settings.tg_gateway_host)
         self.http_url = f"http://{host}:{settings.tg_gateway_port}/"
         self.ws_url = f"ws://{host}:{settings.tg_gateway_port}/api/v1/socket"
@@ -215,6 +205,7 @@ class Platform:
         return self.run_dir.ready_file(child.name).exists()
 
     def _broker_started(self, broker: EmbeddedBroker, again: bool) -> None:
+        assert broker.process is not None  # just spawned
         if again:
             say(f"broker restarted, pid {broker.process.pid}")
         else:

@@ -1,5 +1,6 @@
-"""The workbench page at ``/``: the built files of ``workbench/dist`` (committed, so
-serving needs no Node; ``make workbench`` rebuilds them), read once at start.
+"""The workbench page at ``/``: ``workbench/src/index.html`` with the hashed names of
+the built assets filled in, and the assets themselves, ``workbench/dist`` (committed,
+so serving needs no Node; ``make workbench`` rebuilds them); read once at start.
 
 The page and its assets need no token: they hold no data, and the page asks the
 user for the token the API calls need (docs/workbench.md). Assets have content
@@ -10,6 +11,7 @@ could not run a script, and no asset comes from anywhere else.
 """
 import gzip
 import hashlib
+import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +20,8 @@ from aiohttp import web
 
 from ..core import Caller, Core
 
-DIST = Path(__file__).parents[1] / "workbench" / "dist"
+WORKBENCH = Path(__file__).parents[1] / "workbench"
+DIST = WORKBENCH / "dist"
 TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8",
          ".css": "text/css; charset=utf-8", ".txt": "text/plain; charset=utf-8",
          ".json": "application/json"}
@@ -43,11 +46,14 @@ class Asset:
     etag: str
 
     @classmethod
-    def read(cls, path: Path) -> "Asset":
-        body = path.read_bytes()
+    def of(cls, body: bytes, suffix: str) -> "Asset":
         return cls(body, gzip.compress(body, mtime=0),
-                   TYPES.get(path.suffix, "application/octet-stream"),
+                   TYPES.get(suffix, "application/octet-stream"),
                    '"' + hashlib.sha256(body).hexdigest()[:20] + '"')
+
+    @classmethod
+    def read(cls, path: Path) -> "Asset":
+        return cls.of(path.read_bytes(), path.suffix)
 
     def response(self, request: web.Request, cache: str) -> web.Response:
         headers = {"Cache-Control": cache, "ETag": self.etag, "Vary": "Accept-Encoding",
@@ -62,15 +68,15 @@ class Asset:
 
 def install(core: Core) -> None:
     """``GET /`` (the page) and ``GET /assets/{name}`` (its files): no token needed."""
-    page = Page(DIST)
+    page = Page(WORKBENCH)
     core.route("GET", "/", page.index, public=True)
     core.route("GET", "/assets/{name}", page.asset, public=True)
 
 
 class Page:
-    def __init__(self, dist: Path) -> None:
-        index = dist / "index.html"
-        self._index = Asset.read(index) if index.exists() else None
+    def __init__(self, workbench: Path) -> None:
+        dist = workbench / "dist"
+        self._index = _index(workbench / "src" / "index.html", dist / "build-info.json")
         self._assets = {path.name: Asset.read(path)
                         for path in sorted((dist / "assets").glob("*")) if path.is_file()}
 
@@ -86,3 +92,14 @@ class Page:
         if found is None:
             raise web.HTTPNotFound(text=f"no asset {name!r}\n")
         return found.response(request, IMMUTABLE)
+
+
+def _index(page: Path, build_info: Path) -> Asset | None:
+    """The page, its ``{{app.js}}``-style placeholders filled in with the built files'
+    hashed names (``entries`` of the build's record); None when it is not built."""
+    if not build_info.exists():
+        return None
+    html = page.read_text()
+    for name, path in json.loads(build_info.read_text())["entries"].items():
+        html = html.replace("{{" + name + "}}", path)
+    return Asset.of(html.encode(), ".html")

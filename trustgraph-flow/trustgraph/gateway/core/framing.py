@@ -67,7 +67,7 @@ def coalesce(batch: list[Frame], delta_field: str | None,
         if run and key != run_of:
             merged.append(_merge(run, delta_field))
             run = []
-        if key is None:
+        if key is None or record is None:
             merged.append((data, final))
         else:
             run.append((data, record))

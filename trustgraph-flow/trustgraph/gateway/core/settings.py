@@ -1,11 +1,7 @@
 """The gateway core's settings: where it listens, the token, the flows it routes and
 its limits. The gateway's settings (``app.GatewaySettings``) add the APIs' own."""
-from typing import Annotated
-
-from pydantic import field_validator
-from pydantic_settings import NoDecode
-
 from trustgraph.base import Settings
+from trustgraph.base.settings import CommaList
 from trustgraph.pubsub import DEFAULT_PULSAR_URL
 
 from .dispatch import MAX_RECORD_BYTES
@@ -16,17 +12,10 @@ class CoreSettings(Settings):
     tg_gateway_host: str = "127.0.0.1"
     tg_gateway_port: int = 8888
     tg_gateway_token: str = ""  # empty: open, no auth
-    tg_flows: Annotated[list[str], NoDecode] = ["default"]
+    tg_flows: CommaList = ["default"]
     tg_request_timeout: float = 120.0  # seconds of silence between response records
     tg_gateway_max_inflight: int = 256  # concurrent requests per websocket
     # bytes per client frame or body: by default what one broker message carries,
     # so the limit a client is told is the one that holds
     tg_gateway_max_frame: int = MAX_RECORD_BYTES
     tg_metrics_open: bool = False  # /metrics without the token even when one is set
-
-    @field_validator("tg_flows", mode="before")
-    @classmethod
-    def _comma_separated(cls, value: object) -> object:
-        if isinstance(value, str):
-            return [v.strip() for v in value.split(",") if v.strip()]
-        return value

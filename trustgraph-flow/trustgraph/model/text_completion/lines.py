@@ -7,12 +7,12 @@ one list lets the provider yield them as one delta: one record, one broker
 message, one websocket frame downstream instead of one per token. Nothing waits
 for more data than is already there, so the first token is never delayed.
 """
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 
 import aiohttp
 
 
-async def waiting_lines(body: aiohttp.StreamReader) -> AsyncIterator[list[bytes]]:
+async def waiting_lines(body: aiohttp.StreamReader) -> AsyncGenerator[list[bytes], None]:
     """Every complete line of ``body`` (without its ``\\n``), grouped by what one
     read found waiting; a last line with no newline comes at the end of the body."""
     rest = b""

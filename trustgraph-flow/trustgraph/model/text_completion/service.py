@@ -3,7 +3,7 @@
 import copy
 import importlib
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from types import ModuleType
 
 from trustgraph.base import Context, ProcessorSpec, Runtime, Service
@@ -40,21 +40,22 @@ def with_model(provider: Provider, model: str | None) -> Provider:
     keep their model in ``model`` and read it per request, so a shallow copy (sharing
     the HTTP client, settings and retry wrapper's policy) is the same provider with
     another model; one with no model (not configured) is used as it is."""
-    inner = getattr(provider, "provider", provider)  # under Retrying
-    if not model or not hasattr(inner, "model"):
+    if not model:
         return provider
-    changed = copy.copy(inner)
+    if isinstance(provider, Retrying):
+        wrapped = copy.copy(provider)
+        wrapped.provider = with_model(provider.provider, model)
+        return wrapped
+    if not hasattr(provider, "model"):
+        return provider
+    changed = copy.copy(provider)
     changed.model = model
-    if inner is provider:
-        return changed
-    wrapped = copy.copy(provider)
-    wrapped.provider = changed
-    return wrapped
+    return changed
 
 
 def completion_handler(provider: Provider):
     async def complete(request: TextCompletionRequest, ctx: Context
-                       ) -> AsyncIterator[TextCompletionResponse]:
+                       ) -> AsyncGenerator[TextCompletionResponse, None]:
         parts: list[str] = []
         usage = Usage(None, None, "")
         chosen = with_model(provider, request.model)

@@ -69,7 +69,7 @@ def rank_triples(evidence: Sequence[Evidence], seeds: Sequence[ScoredEntity],
     if not evidence:
         return []
     graph = Graph.of(evidence)
-    starts = {}  # seed node → its similarity (the best, if a seed repeats)
+    starts: dict[int, float] = {}  # seed node → its similarity (the best, if a seed repeats)
     for s in seeds:
         node = graph.nodes.get(_node(s.entity))
         if node is not None:

@@ -69,7 +69,7 @@ def triple_retriever(fusion: Fusion | None):
         # Embedded once: the entity search and the chunk search share the vectors.
         vectors = await embed(clients, searches, ERROR)
         if fusion is None:
-            seeds, chunks = await seed_entities(request, vectors, clients), []
+            seeds, chunks = await seed_entities(request, vectors, clients), list[FoundChunk]()
         else:
             seeds, chunks = await concurrently(
                 seed_entities(request, vectors, clients),
@@ -152,7 +152,7 @@ def statement(evidence: Evidence, labels: dict[str, str]) -> tuple[str, str, str
 
 def name(term: Term, labels: dict[str, str]) -> str:
     """How a term reads to the LLM: its label if it has one, else its IRI or text."""
-    return labels.get(term.i, term.i) if term.is_iri else term.v
+    return labels.get(term.value, term.value) if term.is_iri else term.value
 
 
 def services(runtime: Runtime):

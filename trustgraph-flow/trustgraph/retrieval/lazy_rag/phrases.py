@@ -36,7 +36,9 @@ def yake_stopwords() -> frozenset[str]:
     """YAKE's English list, the one the keyphrase extractor indexes with, read from
     YAKE's package data: importing YAKE (and networkx with it) would cost the serving
     process ~1 s of start-up for a word list."""
-    package = Path(importlib.util.find_spec("yake").submodule_search_locations[0])
+    spec = importlib.util.find_spec("yake")
+    assert spec is not None and spec.submodule_search_locations, "yake is a dependency"
+    package = Path(spec.submodule_search_locations[0])
     words = (package / "core" / "StopwordsList" / "stopwords_en.txt").read_text("utf-8")
     return frozenset(words.lower().split("\n"))
 
@@ -78,7 +80,7 @@ class KeyTerm:
 def key_terms(question: str, matched_iris: set[str]) -> list[KeyTerm]:
     """The windows naming entities in ``matched_iris`` (longest first, never
     overlapping), then each run of content words none of them covers, in order."""
-    tokens, taken = words(question), set()
+    tokens, taken = words(question), set[int]()
     terms: list[tuple[int, KeyTerm]] = []
     for window in windows(question):
         span = set(range(window.start, window.end))

@@ -19,7 +19,7 @@ configured one).
 """
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from pathlib import Path
 
@@ -63,7 +63,7 @@ def _ms(started: float) -> float:
 
 def query_handler(settings: LazyRagSettings, cache: CommunityCache):
     async def handle(request: LazyRagRequest, ctx: Context
-                     ) -> AsyncIterator[LazyRagResponse]:
+                     ) -> AsyncGenerator[LazyRagResponse, None]:
         started = time.perf_counter()
         retrieval = await find(request, Limits.of(request, settings), cache, ctx.clients)
         try:

@@ -137,7 +137,7 @@ def subgraph_handler(store: TriplesStore):
         for triple in triples:
             document, chunk = found.get(triple, ("", ""))  # "": removed meanwhile
             evidence.append(Evidence(triple=triple, document_id=document, chunk_id=chunk))
-        return one_message(evidence, {e.i: label for e, label in labels.items()},
+        return one_message(evidence, {e.value: label for e, label in labels.items()},
                            iris(seeds), ctx)
     return subgraph
 
@@ -151,7 +151,7 @@ def mixed_seeds(request: SubgraphRequest,
     if not request.seed_chunks:
         return request.seeds
     per_chunk = [sorted({e for t in chunk_triples.get(chunk, []) for e in (t.s, t.o)
-                         if e.is_iri}, key=lambda e: e.i)
+                         if e.is_iri}, key=lambda e: e.value)
                  for chunk in request.seed_chunks]
     from_chunks = [entities[n] for n in range(max(map(len, per_chunk), default=0))
                    for entities in per_chunk if n < len(entities)]
@@ -206,7 +206,7 @@ def one_message(evidence: list[Evidence], labels: dict[str, str], seeds: list[st
             break
         used += cost
         kept.update(new)
-    fits_one_message(response, len(response.triples), "subgraph")  # a guard, never hit
+    fits_one_message(response, len(response.triples or ()), "subgraph")  # a guard, never hit
     return response
 
 
@@ -221,12 +221,13 @@ def labelled_entities(triples: list[Triple]) -> list[EntityContext]:
     labels: dict[Term, str] = {}
     described: dict[Term, dict[str, str]] = {}  # entity → {predicate: first text}
     for triple in triples:
-        if triple.o.is_iri or not triple.o.v.strip():
+        text = triple.o.value
+        if triple.o.is_iri or not text.strip():
             continue
         if triple.p.i == RDFS_LABEL:
-            labels.setdefault(triple.s, triple.o.v)
+            labels.setdefault(triple.s, text)
         elif triple.p.i in DEFINITIONS:
-            described.setdefault(triple.s, {}).setdefault(triple.p.i, triple.o.v)
+            described.setdefault(triple.s, {}).setdefault(triple.p.value, text)
     return [EntityContext(entity=entity, label=label,
                           definition=_best_definition(described.get(entity, {})))
             for entity, label in labels.items()]

@@ -256,13 +256,13 @@ class SqliteTriplesStore:
             return []  # never stored
         # The statement is assembled from the fixed fragments below only; every
         # value is a bound parameter.
-        where, params = [f"scope = {SCOPE}"], [user, collection]
+        where, params = [f"scope = {SCOPE}"], list[str | int]([user, collection])
         if s:
             where.append("s = ?")
-            params.append(s.i)
+            params.append(s.value)
         if p:
             where.append("p = ?")
-            params.append(p.i)
+            params.append(p.value)
         if o:
             where.append("o = ? AND o_iri = ?")
             params += [o.value, int(o.is_iri)]

@@ -136,7 +136,7 @@ async def expand(store: TriplesStore, user: str, collection: str, seeds: Iterabl
 
 def iris(entities: Iterable[Term]) -> list[str]:
     """The distinct IRIs among ``entities``, in order."""
-    return list(dict.fromkeys(t.i for t in entities if t.is_iri))
+    return list(dict.fromkeys(t.value for t in entities if t.is_iri))
 
 
 def check_addable(triple: Triple) -> None:

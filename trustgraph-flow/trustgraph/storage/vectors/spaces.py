@@ -25,3 +25,9 @@ class Point:
     id: str
     vector: list[float]
     payload: dict[str, Any] = field(default_factory=dict)
+
+
+def dense(vector: object) -> list[float]:
+    """A stored point's vector: every space has one unnamed dense vector."""
+    assert isinstance(vector, list)
+    return vector

@@ -14,7 +14,7 @@ stream's HTTP response, and closes it itself when the stream stops.
 """
 import contextlib
 import contextvars
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 
 import httpx
 from google import genai
@@ -71,12 +71,11 @@ class GeminiProvider:
         self.http = options.httpx_async_client
         self.model = model
         self.name = name
-        self.config = dict(temperature=temperature, max_output_tokens=max_tokens,
-                           automatic_continuation=False,
-                           automatic_function_calling=types.AutomaticFunctionCallingConfig(
-                               disable=True))
+        self.config = types.GenerateContentConfig(
+            temperature=temperature, max_output_tokens=max_tokens, automatic_continuation=False,
+            automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True))
 
-    async def stream(self, system: str, prompt: str) -> AsyncIterator[str | Usage]:
+    async def stream(self, system: str, prompt: str) -> AsyncGenerator[str | Usage, None]:
         usage, model, finish = None, self.model, None
         try:
             async with contextlib.aclosing(self._chunks(system, prompt)) as chunks:
@@ -109,15 +108,17 @@ class GeminiProvider:
         yield _usage(usage, model)
 
     async def _chunks(self, system: str, prompt: str
-                      ) -> AsyncIterator[types.GenerateContentResponse]:
+                      ) -> AsyncGenerator[types.GenerateContentResponse, None]:
         """The SDK's chunks; the HTTP response is closed however they end."""
-        config = types.GenerateContentConfig(system_instruction=system or None, **self.config)
+        config = self.config.model_copy(update={"system_instruction": system or None})
         opened: list[httpx.Response] = []
         try:
             noting = _opened.set(opened)
             try:
                 chunks = await self.client.aio.models.generate_content_stream(
                     model=self.model, contents=prompt, config=config)
+                # The SDK's stream is an async generator (typed only as an iterator).
+                assert isinstance(chunks, AsyncGenerator)
                 first = await anext(chunks, None)  # sends the request; _note keeps its response
             finally:
                 _opened.reset(noting)
@@ -131,7 +132,8 @@ class GeminiProvider:
                 await response.aclose()
 
     async def aclose(self) -> None:
-        await self.http.aclose()
+        if self.http is not None:
+            await self.http.aclose()
 
 
 def _usage(usage: types.GenerateContentResponseUsageMetadata | None, model: str) -> Usage:

@@ -7,7 +7,7 @@ that the platform installs, so this speaks the API with aiohttp (it is one POST)
 Per line: one ``json.loads`` of the raw bytes, no other parsing (DESIGN §1).
 """
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 
 import aiohttp
 
@@ -41,7 +41,7 @@ class OllamaProvider:
         self.options = {"temperature": temperature, "num_predict": max_tokens}
         self.session: aiohttp.ClientSession | None = None  # made on the first request's loop
 
-    async def stream(self, system: str, prompt: str) -> AsyncIterator[str | Usage]:
+    async def stream(self, system: str, prompt: str) -> AsyncGenerator[str | Usage, None]:
         messages = [{"role": "user", "content": prompt}]
         if system:
             messages.insert(0, {"role": "system", "content": system})

@@ -9,7 +9,7 @@ whole platform added to a first token, and parsing every chunk into its typed
 models costs more again under load (DESIGN §1). Retries are retry.py's.
 """
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 
 import aiohttp
 import openai
@@ -63,7 +63,7 @@ class OpenAiProvider:
         # are given none.
         self.stream_options = {"include_usage": True} if include_usage else None
 
-    async def stream(self, system: str, prompt: str) -> AsyncIterator[str | Usage]:
+    async def stream(self, system: str, prompt: str) -> AsyncGenerator[str | Usage, None]:
         messages = [{"role": "user", "content": prompt}]
         if system:
             messages.insert(0, {"role": "system", "content": system})

@@ -1,22 +1,28 @@
-"""tg-set-tool: create or replace an agent tool in config. The agent offers it from
-its next request on, without a restart."""
+"""The agent's tools in config: tg-show-tools, tg-set-tool, tg-delete-tool. The agent
+offers an edited tool from its next request on, without a restart."""
 import argparse
-import sys
-
-from pydantic import ValidationError
+from typing import Any
 
 from trustgraph.schema.tool import TOOL_CONFIG_TYPE, TOOL_KINDS, ToolDefinition
 
-from .common import connect, parser, run
-from .config_items import problem
-
-PROG = "tg-set-tool"
+from .config_items import INDENT, ConfigItems, block
 
 
-def parse(argv: list[str] | None) -> argparse.Namespace:
-    arguments = parser(PROG, "Create or replace an agent tool (checked before it is "
-                             "stored).", flow=False)
-    arguments.add_argument("--id", required=True, help="tool id (the config key)")
+def describe(tool: ToolDefinition) -> list[str]:
+    lines = [f"  name: {tool.name}", f"  kind: {tool.kind}"]
+    lines += [f"  {label}: {text}" for label, text in (
+        ("groups", ", ".join(tool.group)), ("template", tool.template), ("url", tool.url),
+        ("mcp tool", tool.mcp_tool)) if text]
+    lines.append(block("description", tool.description))
+    if tool.arguments:
+        lines.append("  arguments:")
+        lines += [f"{INDENT}{arg.name} ({arg.type})" + (f": {arg.description}"
+                                                         if arg.description else "")
+                  for arg in tool.arguments]
+    return lines
+
+
+def options(arguments: argparse.ArgumentParser) -> None:
     arguments.add_argument("--name", help="the name the LLM calls it by (default: the id)")
     arguments.add_argument("--description", required=True,
                            help="what the tool is for, as the LLM is told")
@@ -33,24 +39,13 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
                            help="kind mcp-tool: the MCP server's URL (streamable HTTP)")
     arguments.add_argument("--mcp-tool", help="kind mcp-tool: the server's name for the "
                                               "tool (default: --name)")
-    args = arguments.parse_args(argv)
-    try:
-        args.tool = tool(args)
-    except ValueError as error:
-        arguments.error(str(error))
-    return args
 
 
-def tool(args: argparse.Namespace) -> ToolDefinition:
-    """The tool the options describe; ``ValueError`` says what is wrong."""
-    try:
-        return ToolDefinition.model_validate({
-            "name": args.name or args.id, "description": args.description,
+def value(args: argparse.Namespace) -> dict[str, Any]:
+    return {"name": args.name or args.id, "description": args.description,
             "kind": args.kind, "group": args.group,
             "arguments": [argument(text) for text in args.argument],
-            "template": args.template, "url": args.mcp_url, "mcp_tool": args.mcp_tool})
-    except ValidationError as error:
-        raise ValueError(f"invalid tool: {problem(error)}") from None
+            "template": args.template, "url": args.mcp_url, "mcp_tool": args.mcp_tool}
 
 
 def argument(text: str) -> dict[str, str]:
@@ -64,15 +59,8 @@ def argument(text: str) -> dict[str, str]:
             "description": description.strip()}
 
 
-async def store(args: argparse.Namespace) -> None:
-    async with connect(args) as client:
-        await client.put_config({TOOL_CONFIG_TYPE: {args.id: args.tool.config_value()}})
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = parse(argv)
-    return run(PROG, store(args))
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+TOOLS = ConfigItems(
+    TOOL_CONFIG_TYPE, "tool", "tools", "agent tool", ToolDefinition,
+    shown="id, name, kind, groups, description and arguments",
+    effect="the agent offers it from its next request on",
+    describe=describe, options=options, value=value)
