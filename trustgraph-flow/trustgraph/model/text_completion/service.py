@@ -24,7 +24,7 @@ def provider_module(name: str) -> ModuleType:
 
 def chosen_provider(argv: list[str]) -> str:
     """The provider named by ``--tg-llm`` or ``TG_LLM``; else openai when its
-    variables are set; else none."""
+    variables are set; else the local demo model when installed; else none."""
     for i, arg in enumerate(argv):
         if arg.startswith("--tg-llm="):
             return arg.split("=", 1)[1]
@@ -32,7 +32,10 @@ def chosen_provider(argv: list[str]) -> str:
             return argv[i + 1]
     if os.environ.get("TG_LLM"):
         return os.environ["TG_LLM"]
-    return "openai" if os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL") else ""
+    if os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL"):
+        return "openai"
+    from .local.provider import available
+    return "local" if available() else ""
 
 
 def with_model(provider: Provider, model: str | None) -> Provider:
