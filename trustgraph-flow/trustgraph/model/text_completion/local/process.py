@@ -59,6 +59,16 @@ class ModelProcess:
     def alive(self) -> bool:
         return self._process is not None and self._process.returncode is None
 
+    async def exited(self, within: float) -> bool:
+        """Whether the server has exited, or does within ``within`` seconds."""
+        if self._process is None:
+            return False
+        try:
+            await asyncio.wait_for(asyncio.shield(self._process.wait()), within)
+        except TimeoutError:
+            return False
+        return True
+
     async def running(self) -> Running:
         """The server, started (or restarted) when it is not running."""
         async with self._lock:

