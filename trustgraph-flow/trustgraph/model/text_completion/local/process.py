@@ -39,12 +39,13 @@ class ServerConfig:
 @dataclass(frozen=True)
 class Running:
     url: str  # http://127.0.0.1:<port>
-    api_key: str  # a fresh one per start: nobody else on the machine can use the port
+    api_key: str
 
 
 class ModelProcess:
-    def __init__(self, config: ServerConfig) -> None:
+    def __init__(self, config: ServerConfig, api_key: str = "") -> None:
         self.config = config
+        self.api_key = api_key  # empty: a fresh one per start
         self._process: asyncio.subprocess.Process | None = None
         self._running: Running | None = None
         self._lock = asyncio.Lock()
@@ -90,7 +91,7 @@ class ModelProcess:
 
     async def _start(self) -> Running:
         started = time.monotonic()
-        api_key = secrets.token_urlsafe(24)
+        api_key = self.api_key or secrets.token_urlsafe(24)
         self._stderr.clear()
         self._process = await asyncio.create_subprocess_exec(
             sys.executable, "-m", SERVER_MODULE, json.dumps(self.config.__dict__),
@@ -104,9 +105,9 @@ class ModelProcess:
             raise LlmError(f"the local model {self.config.model} did not start: "
                            f"{self.exit_reason()}")
         url = json.loads(line)["url"]
-        log.info("local model %s loaded in %.1f s (pid %d, %d thread(s), %d sequences "
-                 "of %d tokens)", self.config.name, time.monotonic() - started,
-                 self._process.pid, self.config.threads, self.config.parallel,
+        log.info("local model %s loaded in %.1f s: %s (pid %d, %d thread(s), %d "
+                 "sequences of %d tokens)", self.config.name, time.monotonic() - started,
+                 url, self._process.pid, self.config.threads, self.config.parallel,
                  self.config.context)
         return Running(url, api_key)
 

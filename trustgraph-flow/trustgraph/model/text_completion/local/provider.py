@@ -50,6 +50,9 @@ class Settings(LlmSettings):
     tg_local_context: int = 4096  # tokens of one sequence: prompt and answer
     tg_local_parallel: int = 2  # sequences generated at once; more requests wait
     tg_llm_max_tokens: int = 512  # a small model left alone can ramble to the context's end
+    # The key llama.cpp's server asks for (its address is in the log). Empty: a fresh
+    # random one per start, so nothing else on the machine can use the model.
+    tg_local_api_key: str = ""
 
 
 def bundled_model() -> Path | None:
@@ -115,7 +118,7 @@ def make(settings: Settings) -> "LocalProvider":
                           threads=settings.tg_local_threads or default_threads(),
                           context=settings.tg_local_context,
                           parallel=settings.tg_local_parallel)
-    return LocalProvider(ModelProcess(config), settings)
+    return LocalProvider(ModelProcess(config, settings.tg_local_api_key), settings)
 
 
 class LocalProvider:
