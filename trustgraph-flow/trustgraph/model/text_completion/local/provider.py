@@ -49,7 +49,10 @@ class Settings(LlmSettings):
     tg_local_threads: int = 0  # 0: one on a machine of two cores or fewer, else cores - 1
     tg_local_context: int = 4096  # tokens of one sequence: prompt and answer
     tg_local_parallel: int = 2  # sequences generated at once; more requests wait
-    tg_llm_max_tokens: int = 512  # a small model left alone can ramble to the context's end
+    # The demo model often answers, then invents the next "Question:" and answers
+    # that, and on (a RAG answer ran to 512 tokens, 77 s on a loaded machine); llama.cpp's
+    # DRY sampler did not cure it (4 RAG questions: 52-200 tokens either way).
+    tg_llm_max_tokens: int = 256
     # The key llama.cpp's server asks for (its address is in the log). Empty: a fresh
     # random one per start, so nothing else on the machine can use the model.
     tg_local_api_key: str = ""
