@@ -186,3 +186,19 @@ async def test_stopping_cuts_a_long_http_stream(broker, openai_server, session):
     finally:
         await gateway.stop()
         await llm.stop()
+
+
+async def test_llm_endpoint_says_which_llm_answers_and_when_it_is_the_demo(
+        broker, session, monkeypatch):
+    for name in ("TG_LLM", "OPENAI_API_KEY", "OPENAI_BASE_URL", "TG_LOCAL_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+    gateway = Gateway(GatewaySettings(pulsar_url=broker.url, tg_gateway_port=free_port()))
+    url = await gateway.start()
+    try:
+        async with session.get(url + "api/v1/llm") as response:
+            llm = await response.json()
+    finally:
+        await gateway.stop()
+    assert (llm["provider"], llm["model"], llm["demo"]) == (
+        "local", "SmolLM2-135M-Instruct.Q4_1", True)
+    assert "tiny offline demo model" in llm["notice"] and "TG_LLM=openai" in llm["notice"]

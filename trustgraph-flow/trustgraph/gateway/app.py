@@ -19,6 +19,7 @@ from pydantic import field_validator
 from pydantic_settings import NoDecode
 
 from trustgraph.base import Settings, freeze_startup_heap, load_settings
+from trustgraph.model.text_completion.choice import current as current_llm
 from trustgraph.pubsub import DEFAULT_PULSAR_URL, Bus
 from trustgraph.schema import CANCEL_TOPIC
 
@@ -146,6 +147,13 @@ def _application(sockets: SocketEndpoint, rest: RestEndpoint, lazy: LazyRagEndpo
     async def openapi_json(request: web.Request) -> web.Response:
         return web.json_response(spec)
 
+    # Which LLM answers (the workbench's demo-model notice), from this process's
+    # settings, as text-completion reads them. Computed once: they do not change.
+    llm = current_llm().as_json()
+
+    async def llm_json(request: web.Request) -> web.Response:
+        return web.json_response(llm)
+
     async def metrics(request: web.Request) -> web.Response:
         try:
             if metrics_auth is not None:
@@ -163,6 +171,7 @@ def _application(sockets: SocketEndpoint, rest: RestEndpoint, lazy: LazyRagEndpo
     app.router.add_post(f"{LAZY_RAG_PATH}/expand", rest.served(lazy.expand))
     app.router.add_get(f"{LAZY_RAG_PATH}/status", rest.served(lazy.status))
     app.router.add_get("/api/v1/openapi.json", openapi_json)
+    app.router.add_get("/api/v1/llm", rest.served(llm_json))
     app.router.add_get("/metrics", metrics)
     add_page_routes(app)
     return app

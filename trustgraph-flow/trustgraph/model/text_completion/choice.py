@@ -46,8 +46,11 @@ def current(provider: str | None = None) -> LlmChoice:
         return LlmChoice("", "", False, NOT_CONFIGURED)
     if provider != "local":
         from .service import provider_module
-        settings = provider_module(provider).Settings()
-        return LlmChoice(provider, settings.tg_llm_model, False, "")
+        try:
+            model = provider_module(provider).Settings().tg_llm_model
+        except (SystemExit, ImportError, ValueError):  # text-completion will say why
+            model = ""
+        return LlmChoice(provider, model, False, "")
     from .local.provider import Settings, is_demo, model_name
     settings = Settings()
     demo = is_demo(settings)

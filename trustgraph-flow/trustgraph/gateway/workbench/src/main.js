@@ -5,6 +5,7 @@ import { $ } from "./dom.js";
 import { Gateway, socketUrl } from "./gateway.js";
 import { GraphPanel } from "./graph-panel.js";
 import { LibraryPanel } from "./library.js";
+import { showLlmNotice } from "./llm.js";
 import { LoadPanel } from "./load.js";
 import { probeModes } from "./modes.js";
 import { bindSettings } from "./settings.js";
@@ -61,6 +62,7 @@ gateway.addEventListener("state", ({ detail: { state, detail } }) => {
       probed = true;
       performance.mark("tg:connected");
       probeModes(gateway, gateway.token).then((modes) => ask.setModes(modes));
+      showLlmNotice($("#llm-notice"), gateway.token);
     }
   } else if (state === "refused") {
     banner.textContent = gateway.token
