@@ -97,8 +97,10 @@ class ModelProcess:
             sys.executable, "-m", SERVER_MODULE, json.dumps(self.config.__dict__),
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE, env=os.environ | {API_KEY_VARIABLE: api_key})
-        self._relay = asyncio.create_task(self._relay_stderr(self._process.stderr))
-        line = await self._process.stdout.readline()
+        stdout, stderr = self._process.stdout, self._process.stderr
+        assert stdout is not None and stderr is not None  # both piped above
+        self._relay = asyncio.create_task(self._relay_stderr(stderr))
+        line = await stdout.readline()
         if not line:
             await self._process.wait()
             await self._relay
@@ -130,7 +132,8 @@ class ModelProcess:
         process, self._process, self._running = self._process, None, None
         if process is None or process.returncode is not None:
             return
-        process.stdin.close()
+        if process.stdin is not None:
+            process.stdin.close()
         try:
             await asyncio.wait_for(process.wait(), 5.0)
         except TimeoutError:

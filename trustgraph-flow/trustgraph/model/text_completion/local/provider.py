@@ -141,7 +141,7 @@ class LocalProvider:
         async with self._slot():
             adapter = await self._openai()
             try:
-                async with aclosing(adapter.stream(system, prompt)) as pieces:
+                async with aclosing(adapter.stream(system, prompt)) as pieces:  # type: ignore[type-var]
                     async for piece in pieces:
                         yield piece
             except LlmError as error:
