@@ -48,6 +48,8 @@ for (const [i, tab] of tabs.entries()) {
 }
 showTab(tabs.some((t) => `#${t.dataset.tab}` === location.hash) ? location.hash.slice(1) : "ask");
 
+showLlmNotice($("#llm-notice"), gateway.token);
+
 // --- the connection and the token ---------------------------------------------------
 
 const banner = $("#connection");
@@ -62,7 +64,7 @@ gateway.addEventListener("state", ({ detail: { state, detail } }) => {
       probed = true;
       performance.mark("tg:connected");
       probeModes(gateway, gateway.token).then((modes) => ask.setModes(modes));
-      showLlmNotice($("#llm-notice"), gateway.token);
+      showLlmNotice($("#llm-notice"), gateway.token); // again: a token may be needed
     }
   } else if (state === "refused") {
     banner.textContent = gateway.token
