@@ -14,4 +14,5 @@ export async function showLlmNotice(element, token) {
   }
   element.textContent = llm.notice || "";
   element.hidden = !llm.notice;
+  element.dataset.provider = llm.provider || "none"; // what the page was told
 }
