@@ -11,8 +11,7 @@ HOW_TO_CONFIGURE = (
     "For real answers point the platform at an LLM: TG_LLM=openai with OPENAI_API_KEY "
     "(or OPENAI_BASE_URL for vLLM, Ollama, LM Studio, ...), another TG_LLM provider, "
     "or a bigger GGUF with TG_LOCAL_MODEL=/path/to/model.gguf (README, \"LLM\").")
-DEMO = ("a tiny offline demo model: answers stream for real but are often wrong. "
-        + HOW_TO_CONFIGURE)
+DEMO = "a tiny offline demo model: answers stream for real but are often wrong"
 
 
 @dataclass(frozen=True)
@@ -32,7 +31,7 @@ class LlmChoice:
                     "configure one", HOW_TO_CONFIGURE]
         named = f"{self.provider}: {self.model}" if self.model else self.provider
         if self.demo:
-            return [f"{named}, {DEMO.split('. ')[0]}", HOW_TO_CONFIGURE]
+            return [f"{named}, {DEMO}", HOW_TO_CONFIGURE]
         return [named]
 
 
@@ -55,4 +54,4 @@ def current(provider: str | None = None) -> LlmChoice:
     settings = Settings()
     demo = is_demo(settings)
     return LlmChoice(provider, model_name(settings), demo,
-                     f"{model_name(settings)} is {DEMO}" if demo else "")
+                     f"{model_name(settings)} is {DEMO}. {HOW_TO_CONFIGURE}" if demo else "")
