@@ -11,8 +11,9 @@ a template and streams text-completion's deltas.
 
 Then the local model (``--local-streams``; 0 skips it): the bundled SmolLM2-135M on
 llama.cpp, alone at 1 and 2 threads (time to first token of a RAG-sized prompt,
-tokens/s after it), and in the default stack (one thread): what text-completion and
-document-rag through the gateway add beyond the model's own first token. The
+tokens/s after it, and how soon a stream closed mid-answer frees its sequence),
+and in the default stack (one thread): what text-completion and document-rag
+through the gateway add beyond the model's own first token. The
 model's own is read off llama.cpp's counters for each request (its prompt time plus
 one token's decode), so a prompt the stack makes longer is not counted as overhead.
 """
@@ -120,10 +121,25 @@ async def model_alone(threads: int, count: int) -> dict:
             if n and first is not None and tokens > 1:
                 ttfts.append(first - started)
                 rates.append((tokens - 1) / (time.perf_counter() - first))
+        freed = [await cancel_frees(provider) for _ in range(count)]
     finally:
         await provider.aclose()
     return {"threads": threads, "streams": len(ttfts), "ttft_p50": median(ttfts),
-            "ttft_p95": percentile(ttfts, 95), "tokens_per_s": median(rates)}
+            "ttft_p95": percentile(ttfts, 95), "tokens_per_s": median(rates),
+            "freed_p50": median(freed), "freed_max": max(freed)}
+
+
+async def cancel_frees(provider: local.LocalProvider) -> float:
+    """Seconds from closing a stream mid-answer (its third delta) until llama.cpp
+    reports no sequence generating."""
+    stream = provider.stream("", f"Note {uuid.uuid4().hex}. Write a long story.")
+    for _ in range(3):
+        await anext(stream)
+    closed = time.perf_counter()
+    await stream.aclose()
+    while (await provider.counters())["requests_processing"]:
+        await asyncio.sleep(0.001)
+    return time.perf_counter() - closed
 
 
 async def counters(session: aiohttp.ClientSession, url: str) -> dict[str, float]:
@@ -177,11 +193,12 @@ async def stack_added(stack: Stack, count: int) -> list[dict]:
 
 
 def local_report(alone: list[dict], added: list[dict]) -> str:
-    lines = ["| local model alone | streams | TTFT p50 ms | TTFT p95 ms | tokens/s p50 |",
-             "|---|---|---|---|---|"]
+    lines = ["| local model alone | streams | TTFT p50 ms | TTFT p95 ms | tokens/s p50 | "
+             "closed → sequence free p50 ms | max ms |", "|---|---|---|---|---|---|---|"]
     for r in alone:
         lines.append(f"| {r['threads']} thread(s) | {r['streams']} | {ms(r['ttft_p50'])} | "
-                     f"{ms(r['ttft_p95'])} | {r['tokens_per_s']:.1f} |")
+                     f"{ms(r['ttft_p95'])} | {r['tokens_per_s']:.1f} | "
+                     f"{ms(r['freed_p50'])} | {ms(r['freed_max'])} |")
     lines += ["", "| through the gateway (1 thread) | streams | model's own TTFT p50 ms | "
               "added p50 ms | added p95 ms |", "|---|---|---|---|---|"]
     for r in added:
