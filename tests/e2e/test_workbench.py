@@ -158,6 +158,15 @@ def check_streamed(turn: dict, tokens: int) -> None:
     assert "null" not in turn["text"] and "undefined" not in turn["text"]
 
 
+def test_no_demo_model_notice_when_a_real_llm_is_configured(page):
+    # This stack's LLM is configured (OPENAI_BASE_URL): the notice the bundled demo
+    # model gets (tests/unit/test_llm_choice.py, test_gateway_rest.py) stays hidden.
+    told = page.wait(lambda: page.js("return document.querySelector('#llm-notice')"
+                                     ".dataset.provider"), "the page to learn the LLM")
+    assert told == "openai"
+    assert page.js("return document.querySelector('#llm-notice').hidden") is True
+
+
 def test_document_mode_shows_sources_before_the_first_token(page):
     turn = page.ask("document", "Who walked on the Moon? [tokens=40 delay=0.005]")
     check_streamed(turn, 40)

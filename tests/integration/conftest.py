@@ -12,6 +12,7 @@ import aiohttp
 import pytest
 import pytest_asyncio
 
+from tests.support.local_llm import local_llm, local_llm_long  # noqa: F401  (fixtures)
 from trustgraph.pubsub import Bus
 
 DEADLINE = 30.0

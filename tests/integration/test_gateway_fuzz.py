@@ -153,6 +153,7 @@ ROUTES = [
     Route("POST", "/api/v1/lazy-rag/expand", on_our_flow(LazyRagShape)),
     Route("GET", "/api/v1/lazy-rag/status"),
     Route("GET", "/api/v1/openapi.json"),
+    Route("GET", "/api/v1/llm"),
     Route("GET", "/metrics"),
     Route("GET", "/api/v1/socket"),  # the websocket itself: test_websocket_frames
     Route("GET", "/"),  # the workbench page

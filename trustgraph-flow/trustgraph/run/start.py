@@ -164,6 +164,7 @@ class Platform:
             await self._check_external_broker()
         if self.shutdown.is_set():
             return
+        _say_llm([child.name for child in self.children])
         for child in self.children:
             child.start()
 
@@ -232,6 +233,20 @@ class Platform:
         if url.hostname and not await accepts_async(url.hostname, url.port or 6650):
             say(f"broker {self.pulsar_url} does not answer yet; the parts will keep "
                 f"retrying")
+
+
+def _say_llm(parts: list[str]) -> None:
+    """Which LLM answers, when text-completion is among ``parts``; plainly a demo when
+    it is the bundled model."""
+    names = [name for part in parts for name in members(part)]
+    fixed = [n.removeprefix(PROVIDER_PREFIX) for n in names if n.startswith(PROVIDER_PREFIX)]
+    if not fixed and "text-completion" not in names:
+        return
+    from trustgraph.model.text_completion.choice import current
+    first, *more = current(fixed[0] if fixed else None).lines()
+    say(f"{'llm':<{WIDTH}} {first}")
+    for line in more:
+        say(f"{'':<{WIDTH}} {line}")
 
 
 async def serve(settings: StartSettings, parts: list[str], run_dir: RunDir) -> None:

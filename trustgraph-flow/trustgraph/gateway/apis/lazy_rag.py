@@ -20,7 +20,6 @@ here, where all of them pass (websocket and REST alike): the processor runs in a
 process with no HTTP port.
 """
 import json
-from contextlib import aclosing
 from datetime import UTC, datetime
 from typing import Any
 
@@ -28,10 +27,8 @@ from aiohttp import web
 from prometheus_client import Counter, Histogram
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from trustgraph.base import ServiceError
 from trustgraph.schema import (
     CommunityCacheState,
-    Error,
     LazyRagExpandRequest,
     LazyRagExpandResponse,
     LazyRagStatusRequest,
@@ -207,7 +204,7 @@ class LazyRagEndpoint:
             exclude={"flow"}, exclude_none=True), where="")
         REQUESTS.labels(row.name, "rest").inc()
         request_id = new_request_id()
-        final = await self._final(row.name, asked.flow, record, request_id)
+        final = await self.dispatcher.final(row, asked.flow, record, request_id)
         return enveloped({"query": asked.query, **_picked(final, EXPAND_FIELDS)}, request_id)
 
     async def status(self, request: web.Request, caller: Caller) -> web.Response:
@@ -220,7 +217,9 @@ class LazyRagEndpoint:
             exclude={"flow"}, exclude_none=True))
         REQUESTS.labels("lazy-rag-status", "rest").inc()
         try:
-            final = await self._final("lazy-rag-status", asked.flow, record, request_id)
+            final = await self.dispatcher.final(
+                self.dispatcher.resolve("lazy-rag-status", asked.flow), asked.flow, record,
+                request_id)
         except GatewayError as error:
             if error.type != "disabled":
                 raise
@@ -237,17 +236,6 @@ class LazyRagEndpoint:
                 "summary_model": options.lazy_rag_summary_model, "community_cache": [],
                 "message": why if HOW in why else f"{why}; {HOW}"}
 
-    async def _final(self, service: str, flow: str, record: Any, request_id: str
-                     ) -> dict[str, Any]:
-        """The one record a service answers once with; its error raised."""
-        row = self.dispatcher.resolve(service, flow)
-        final: dict[str, Any] = {}
-        async with aclosing(self.dispatcher.frames(row, flow, record, request_id)) as batches:
-            async for batch in batches:
-                final = json.loads(batch[-1][0])
-        if final.get("error"):
-            raise ServiceError(Error.model_validate(final["error"]))
-        return final
 
 
 def _valid(model: type[BaseModel], body: dict[str, Any]) -> Any:

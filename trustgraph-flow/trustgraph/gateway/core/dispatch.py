@@ -6,17 +6,19 @@ own ids, which may collide across sockets) and yields the response frames,
 coalesced when the caller has fallen behind.
 """
 import asyncio
+import json
 import time
 import uuid
 from collections.abc import AsyncGenerator, Callable, Iterable
 from contextlib import aclosing
+from typing import Any
 
 from pydantic import ValidationError
 from pydantic_core import PydanticSerializationError
 
 from trustgraph.base import Requester, ServiceError
 from trustgraph.pubsub import Bus
-from trustgraph.schema import Record, encode
+from trustgraph.schema import Error, Record, encode
 
 from .errors import GatewayError, bad_request, too_large, validation_message
 from .framing import Frame
@@ -121,6 +123,17 @@ class Dispatcher:
                 # An optional service that no processor serves is as good as off.
                 raise GatewayError("disabled", f"{error.error.message}; {how}", 404
                                    ) from None
+
+    async def final(self, row: ServiceRow, flow: str, record: Record,
+                    request_id: str | None = None) -> dict[str, Any]:
+        """The one record a service answers once with, decoded; its error raised."""
+        final: dict[str, Any] = {}
+        async with aclosing(self.frames(row, flow, record, request_id)) as batches:
+            async for batch in batches:
+                final = json.loads(batch[-1][0])
+        if final.get("error"):
+            raise ServiceError(Error.model_validate(final["error"]))
+        return final
 
     async def _requester(self, service: str, flow: str) -> Requester:
         """One started ``Requester`` per (service, flow), made on first use; a failed

@@ -37,7 +37,7 @@ DEFAULT_CONNECTIONS = 1024
 
 
 class LlmSettings(ProcessorSettings):
-    tg_llm: str = ""  # provider name; empty picks openai when its variables are set
+    tg_llm: str = ""  # provider name; empty: openai when its variables are set, else local
     tg_llm_model: str = ""
     tg_llm_temperature: float = 0.0
     tg_llm_max_tokens: int = 4096

@@ -1,16 +1,21 @@
 """The text-completion processor: one service, its provider chosen by ``TG_LLM``
 (or fixed by ``tg-run text-completion-<provider>``)."""
+import asyncio
 import copy
 import importlib
+import logging
 import os
 from collections.abc import AsyncGenerator
 from types import ModuleType
 
-from trustgraph.base import Context, ProcessorSpec, Runtime, Service
+from trustgraph.base import Context, ProcessorSpec, Runtime, Service, ServiceError
 from trustgraph.schema import TextCompletionRequest, TextCompletionResponse
+from trustgraph.schema.config import LLM_CONFIG_KEY, LLM_CONFIG_TYPE
 
 from .provider import LlmSettings, NotConfigured, Provider, Usage
 from .retry import Retrying
+
+log = logging.getLogger(__name__)
 
 
 def provider_module(name: str) -> ModuleType:
@@ -24,7 +29,7 @@ def provider_module(name: str) -> ModuleType:
 
 def chosen_provider(argv: list[str]) -> str:
     """The provider named by ``--tg-llm`` or ``TG_LLM``; else openai when its
-    variables are set; else none."""
+    variables are set; else the local demo model when installed; else none."""
     for i, arg in enumerate(argv):
         if arg.startswith("--tg-llm="):
             return arg.split("=", 1)[1]
@@ -32,7 +37,10 @@ def chosen_provider(argv: list[str]) -> str:
             return argv[i + 1]
     if os.environ.get("TG_LLM"):
         return os.environ["TG_LLM"]
-    return "openai" if os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL") else ""
+    if os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL"):
+        return "openai"
+    from .local.provider import available
+    return "local" if available() else ""
 
 
 def with_model(provider: Provider, model: str | None) -> Provider:
@@ -80,12 +88,31 @@ def spec_for(provider_name: str) -> ProcessorSpec:
         settings: LlmSettings = runtime.settings
         provider = Retrying(module.make(settings), settings.tg_llm_retries) if module \
             else NotConfigured()
+        recording = asyncio.ensure_future(record_choice(runtime, provider_name))
+        release = getattr(provider, "aclose", None)
+
+        async def close() -> None:
+            recording.cancel()
+            if release is not None:
+                await release()
+
         return [Service("text-completion", TextCompletionRequest, TextCompletionResponse,
-                        completion_handler(provider), error_type="llm-error",
-                        close=getattr(provider, "aclose", None))]
+                        completion_handler(provider), error_type="llm-error", close=close)]
 
     name = f"text-completion-{provider_name}" if provider_name else "text-completion"
     return ProcessorSpec(name, settings_model, services)
+
+
+async def record_choice(runtime: Runtime, provider_name: str) -> None:
+    """Which LLM answers, recorded in config for the gateway's ``GET /api/v1/llm`` (the
+    workbench's demo-model notice). Best effort: text-completion serves either way."""
+    from .choice import current
+    try:
+        config = await runtime.config()
+        choice = current(provider_name, runtime.settings if provider_name else None)
+        await config.put(LLM_CONFIG_TYPE, LLM_CONFIG_KEY, choice.as_json())
+    except ServiceError as error:
+        log.info("which LLM answers is not recorded in config: %s", error.error.message)
 
 
 def chosen_spec(argv: list[str]) -> ProcessorSpec:

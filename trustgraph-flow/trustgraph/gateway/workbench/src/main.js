@@ -5,6 +5,7 @@ import { $ } from "./dom.js";
 import { Gateway, socketUrl } from "./gateway.js";
 import { GraphPanel } from "./graph-panel.js";
 import { LibraryPanel } from "./library.js";
+import { showLlmNotice } from "./llm.js";
 import { LoadPanel } from "./load.js";
 import { probeModes } from "./modes.js";
 import { bindSettings } from "./settings.js";
@@ -47,6 +48,8 @@ for (const [i, tab] of tabs.entries()) {
 }
 showTab(tabs.some((t) => `#${t.dataset.tab}` === location.hash) ? location.hash.slice(1) : "ask");
 
+showLlmNotice($("#llm-notice"), gateway.token);
+
 // --- the connection and the token ---------------------------------------------------
 
 const banner = $("#connection");
@@ -61,6 +64,7 @@ gateway.addEventListener("state", ({ detail: { state, detail } }) => {
       probed = true;
       performance.mark("tg:connected");
       probeModes(gateway, gateway.token).then((modes) => ask.setModes(modes));
+      showLlmNotice($("#llm-notice"), gateway.token); // again: a token may be needed
     }
   } else if (state === "refused") {
     banner.textContent = gateway.token
