@@ -10,8 +10,7 @@ import pytest
 from trustgraph.base import Processor, ProcessorSettings, ProcessorSpec, Service
 from trustgraph.base import service as service_module
 from trustgraph.pubsub import Bus
-from trustgraph.schema import (TextCompletionRequest, TextCompletionResponse, encode,
-                               request_topic)
+from trustgraph.schema import TextCompletionRequest, TextCompletionResponse, encode, request_topic
 
 pytestmark = pytest.mark.timeout(60)
 

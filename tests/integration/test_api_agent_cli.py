@@ -16,9 +16,16 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
-from tests.support.scripted_agent import (MODEL, PROMPT_TOKENS, AgentStack, arguments,
-                                          expected_text, observation, scripted_agent_stack,
-                                          thought)
+from tests.support.scripted_agent import (
+    MODEL,
+    PROMPT_TOKENS,
+    AgentStack,
+    arguments,
+    expected_text,
+    observation,
+    scripted_agent_stack,
+    thought,
+)
 from trustgraph.api import AsyncTrustGraph
 from trustgraph.cli import invoke_agent
 from trustgraph.cli.tools import TOOLS

@@ -14,10 +14,15 @@ import pytest_asyncio
 from tests.support.openai_server import PROMPT_TOKENS, Script, expected_text
 from tests.support.rag_processors import REWRITE, SUBQUERIES, rag_processors
 from trustgraph.base import ServiceError
-from trustgraph.schema import (DocumentEmbeddingsRequest, DocumentEmbeddingsResponse,
-                               DocumentRagRequest, RagResponse, ReembedRequest,
-                               ReembedResponse, decode)
-
+from trustgraph.schema import (
+    DocumentEmbeddingsRequest,
+    DocumentEmbeddingsResponse,
+    DocumentRagRequest,
+    RagResponse,
+    ReembedRequest,
+    ReembedResponse,
+    decode,
+)
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

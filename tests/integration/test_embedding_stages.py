@@ -8,15 +8,33 @@ import pytest
 
 from tests.support.handled import Handled
 from tests.support.waiting import eventually
-from trustgraph.base import (HandledError, Processor, ProcessorSettings, ProcessorSpec,
-                             Requester, Service, Stage)
+from trustgraph.base import (
+    HandledError,
+    Processor,
+    ProcessorSettings,
+    ProcessorSpec,
+    Requester,
+    Service,
+    Stage,
+)
 from trustgraph.base.stage import Emitters
 from trustgraph.ingest import embedding_stages as stages
 from trustgraph.pubsub import Bus
-from trustgraph.schema import (Chunk, ChunkEntities, ChunkVector, DocumentEmbeddingsRequest,
-                               DocumentEmbeddingsResponse, DocumentRef, EmbeddingsRequest,
-                               EmbeddingsResponse, EntityContext, EntityVectors,
-                               GraphEmbeddingsRequest, GraphEmbeddingsResponse, Term)
+from trustgraph.schema import (
+    Chunk,
+    ChunkEntities,
+    ChunkVector,
+    DocumentEmbeddingsRequest,
+    DocumentEmbeddingsResponse,
+    DocumentRef,
+    EmbeddingsRequest,
+    EmbeddingsResponse,
+    EntityContext,
+    EntityVectors,
+    GraphEmbeddingsRequest,
+    GraphEmbeddingsResponse,
+    Term,
+)
 from trustgraph.storage.vectors import service as service_vectors
 
 I = Term.iri

@@ -12,7 +12,6 @@ from trustgraph.embeddings.service import SPEC
 from trustgraph.pubsub import Bus
 from trustgraph.schema import EmbeddingsRequest, EmbeddingsResponse
 
-
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 

@@ -14,18 +14,33 @@ from collections.abc import AsyncIterator
 import pytest
 
 from tests.support.waiting import eventually, serving
-from trustgraph.base import (Context, Processor, ProcessorSettings, ProcessorSpec, Service,
-                             Stage)
+from trustgraph.base import Context, Processor, ProcessorSettings, ProcessorSpec, Service, Stage
 from trustgraph.base.stage import Emitters
 from trustgraph.extract.service import ExtractSettings, extract_stage
-from trustgraph.extract.vocabulary import (CO_OCCURS, DEFINITION, LABEL, MENTIONED_IN,
-                                           chunk_iri, entity_iri, relation_iri)
+from trustgraph.extract.vocabulary import (
+    CO_OCCURS,
+    DEFINITION,
+    LABEL,
+    MENTIONED_IN,
+    chunk_iri,
+    entity_iri,
+    relation_iri,
+)
 from trustgraph.prompt.service import SPEC as PROMPT_SPEC
 from trustgraph.prompt.service import PromptSettings
 from trustgraph.pubsub import Bus
-from trustgraph.schema import (Chunk, ChunkEntities, ChunkTriples, DocumentRef, PromptRequest,
-                               PromptResponse, Term, TextCompletionRequest,
-                               TextCompletionResponse, Triple)
+from trustgraph.schema import (
+    Chunk,
+    ChunkEntities,
+    ChunkTriples,
+    DocumentRef,
+    PromptRequest,
+    PromptResponse,
+    Term,
+    TextCompletionRequest,
+    TextCompletionResponse,
+    Triple,
+)
 
 PROSE = [
     "Harbour Robotics builds autonomous underwater vehicles for offshore wind farms. "

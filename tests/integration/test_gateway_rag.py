@@ -10,8 +10,14 @@ import uuid
 import pytest
 import pytest_asyncio
 
-from tests.support.scripted_rag import (MODEL, PROMPT_TOKENS, ScriptedRagGateway,
-                                        expected_text, scripted_rag_gateway, wire_sources)
+from tests.support.scripted_rag import (
+    MODEL,
+    PROMPT_TOKENS,
+    ScriptedRagGateway,
+    expected_text,
+    scripted_rag_gateway,
+    wire_sources,
+)
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

@@ -11,7 +11,7 @@ from tests.support.librarian import LibrarianClient
 from tests.support.topic import Topic
 from trustgraph.base import Processor, ProcessorSpec, RequestTimeout, ServiceError
 from trustgraph.librarian.service import SPEC as LIBRARIAN_SPEC
-from trustgraph.librarian.service import Library, LibrarianSettings, library_services
+from trustgraph.librarian.service import LibrarianSettings, Library, library_services
 from trustgraph.librarian.store import LibraryStore
 from trustgraph.schema import DecodeWork, DocumentRemoved
 

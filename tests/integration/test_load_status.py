@@ -25,12 +25,12 @@ from tests.support.waiting import eventually
 from trustgraph.api import AsyncTrustGraph
 from trustgraph.base import Processor
 from trustgraph.decoding import PLAIN
-from trustgraph.ingest.decoder import SPEC as DECODER_SPEC
-from trustgraph.ingest.decoder import DecoderSettings, chunk_records, token_counter
 from trustgraph.embeddings import service as embeddings_service
 from trustgraph.embeddings.provider import EmbeddingsSettings
-from trustgraph.ingest.embedding_stages import CHUNK_SPEC, EmbeddingStageSettings
 from trustgraph.gateway.app import Gateway, GatewaySettings
+from trustgraph.ingest.decoder import SPEC as DECODER_SPEC
+from trustgraph.ingest.decoder import DecoderSettings, chunk_records, token_counter
+from trustgraph.ingest.embedding_stages import CHUNK_SPEC, EmbeddingStageSettings
 from trustgraph.librarian.service import SPEC as LIBRARIAN_SPEC
 from trustgraph.librarian.service import LibrarianSettings
 from trustgraph.librarian.store import LibraryStore

@@ -23,8 +23,15 @@ from trustgraph.model.text_completion.service import spec_for
 from trustgraph.prompt.service import SPEC as PROMPT_SPEC
 from trustgraph.prompt.service import PromptSettings
 from trustgraph.pubsub import Bus
-from trustgraph.schema import (CANCEL_TOPIC, Cancel, PromptRequest, PromptResponse, decode,
-                               encode, request_topic)
+from trustgraph.schema import (
+    CANCEL_TOPIC,
+    Cancel,
+    PromptRequest,
+    PromptResponse,
+    decode,
+    encode,
+    request_topic,
+)
 
 FLOWS = ("local", "bus")
 

@@ -14,8 +14,14 @@ import uuid
 
 import pytest
 
-from trustgraph.base import Processor, ProcessorSettings, ProcessorSpec, Requester
-from trustgraph.base import RequestTimeout, Service
+from trustgraph.base import (
+    Processor,
+    ProcessorSettings,
+    ProcessorSpec,
+    Requester,
+    RequestTimeout,
+    Service,
+)
 from trustgraph.base import processor as processor_module
 from trustgraph.pubsub import Bus
 from trustgraph.schema import TextCompletionRequest, TextCompletionResponse, request_topic

@@ -18,8 +18,18 @@ import pytest
 
 from tests.support.openai_server import expected_text
 from tests.support.waiting import answered, eventually
-from trustgraph.base import (ConfigClient, Context, Processor, ProcessorSettings, ProcessorSpec,
-                             PromptClient, PromptResult, Requester, Service, ServiceError)
+from trustgraph.base import (
+    ConfigClient,
+    Context,
+    Processor,
+    ProcessorSettings,
+    ProcessorSpec,
+    PromptClient,
+    PromptResult,
+    Requester,
+    Service,
+    ServiceError,
+)
 from trustgraph.config.service import SPEC as CONFIG_SPEC
 from trustgraph.config.service import ConfigSettings
 from trustgraph.model.text_completion.openai.provider import Settings as OpenAiSettings
@@ -30,8 +40,13 @@ from trustgraph.prompt.service import PromptSettings
 from trustgraph.pubsub import Bus
 from trustgraph.retrieval.document_rag.service import document_variables
 from trustgraph.retrieval.graph_rag.service import kg_variables
-from trustgraph.schema import (PromptRequest, PromptResponse, TextCompletionRequest,
-                               TextCompletionResponse, decode)
+from trustgraph.schema import (
+    PromptRequest,
+    PromptResponse,
+    TextCompletionRequest,
+    TextCompletionResponse,
+    decode,
+)
 
 PEOPLE = {"type": "array", "items": {
     "type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},

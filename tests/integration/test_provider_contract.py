@@ -14,9 +14,10 @@ from tests.support.local_llm import LOCAL_MAX_TOKENS, generating, predicted
 from tests.support.scripted_llm import PROMPT_TOKENS, collect, expected_text
 from tests.support.waiting import eventually
 from trustgraph.base import Context
+from trustgraph.model.text_completion.choice import provider_module
 from trustgraph.model.text_completion.provider import LlmError, Usage
 from trustgraph.model.text_completion.retry import Retrying
-from trustgraph.model.text_completion.service import completion_handler, provider_module
+from trustgraph.model.text_completion.service import completion_handler
 from trustgraph.schema import TextCompletionRequest
 
 

@@ -10,11 +10,24 @@ from tests.support.handled import Handled
 from trustgraph.base import Processor, ProcessorSpec, Requester, ServiceError
 from trustgraph.base.stage import Emitters
 from trustgraph.pubsub import Bus
-from trustgraph.schema import (Chunk, ChunkTriples, ChunkVector, DocumentEmbeddingsRequest,
-                               DocumentEmbeddingsResponse, DocumentRef, DocumentRemoved,
-                               EntityVector, EntityVectors, GraphEmbeddingsRequest,
-                               GraphEmbeddingsResponse, Term, Triple, TriplesQueryRequest,
-                               TriplesQueryResponse, flow_topic)
+from trustgraph.schema import (
+    Chunk,
+    ChunkTriples,
+    ChunkVector,
+    DocumentEmbeddingsRequest,
+    DocumentEmbeddingsResponse,
+    DocumentRef,
+    DocumentRemoved,
+    EntityVector,
+    EntityVectors,
+    GraphEmbeddingsRequest,
+    GraphEmbeddingsResponse,
+    Term,
+    Triple,
+    TriplesQueryRequest,
+    TriplesQueryResponse,
+    flow_topic,
+)
 from trustgraph.storage.triples import service as service_triples
 from trustgraph.storage.vectors import service as service_vectors
 

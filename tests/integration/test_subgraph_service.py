@@ -15,8 +15,16 @@ from trustgraph.base import Processor, ProcessorSpec, Requester, ServiceError, S
 from trustgraph.base.stage import MAX_RECORD_BYTES, Emitters
 from trustgraph.gateway.app import Gateway, GatewaySettings
 from trustgraph.pubsub.embedded import free_port
-from trustgraph.schema import (RDFS_LABEL, ChunkTriples, DocumentRef, SubgraphRequest,
-                               SubgraphResponse, Term, Triple, encode)
+from trustgraph.schema import (
+    RDFS_LABEL,
+    ChunkTriples,
+    DocumentRef,
+    SubgraphRequest,
+    SubgraphResponse,
+    Term,
+    Triple,
+    encode,
+)
 from trustgraph.storage.triples import service as service_triples
 from trustgraph.storage.triples.sqlite import SqliteTriplesStore
 

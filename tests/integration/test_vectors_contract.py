@@ -21,8 +21,7 @@ from trustgraph.storage.vectors.qdrant_server import QdrantServerBackend
 from trustgraph.storage.vectors.qdrant_sparse import QdrantSparseIndex
 from trustgraph.storage.vectors.reembed import reembed
 from trustgraph.storage.vectors.stamps import ModelMismatch
-from trustgraph.storage.vectors.store import (ChunkVector, EntityVector, Point, Space,
-                                              VectorStore)
+from trustgraph.storage.vectors.store import ChunkVector, EntityVector, Point, Space, VectorStore
 
 pytestmark = pytest.mark.filterwarnings("ignore:Payload indexes have no effect")
 

@@ -19,11 +19,11 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.support.waiting import serving
 from tests.support.scripted_rag import ScriptedRag, start_scripted_rag
-from trustgraph.base import (Processor, ProcessorSettings, ProcessorSpec, Service)
+from tests.support.waiting import serving
 from trustgraph.agent.service import SPEC as AGENT_SPEC
 from trustgraph.agent.service import AgentSettings
+from trustgraph.base import Processor, ProcessorSettings, ProcessorSpec, Service
 from trustgraph.config.service import SPEC as CONFIG_SPEC
 from trustgraph.config.service import ConfigSettings
 from trustgraph.embeddings.service import embeddings_handler
@@ -35,16 +35,28 @@ from trustgraph.model.text_completion.service import spec_for
 from trustgraph.prompt.service import SPEC as PROMPT_SPEC
 from trustgraph.prompt.service import PromptSettings
 from trustgraph.pubsub import Bus
+from trustgraph.pubsub.embedded import free_port
 from trustgraph.retrieval.lazy_rag.service import SPEC as LAZY_RAG_SPEC
 from trustgraph.retrieval.lazy_rag.settings import LazyRagSettings
-from trustgraph.pubsub.embedded import free_port
-from trustgraph.schema import (LIBRARIAN_FLOW, AgentRequest, AgentResponse,
-                               DocumentEmbeddingsRequest, DocumentEmbeddingsResponse,
-                               EmbeddingsRequest, EmbeddingsResponse, LazyRagStatusRequest,
-                               LazyRagStatusResponse, LibrarianRequest, LibrarianResponse,
-                               PromptRequest, PromptResponse, TextCompletionRequest,
-                               TextCompletionResponse, TriplesQueryRequest,
-                               TriplesQueryResponse)
+from trustgraph.schema import (
+    LIBRARIAN_FLOW,
+    AgentRequest,
+    AgentResponse,
+    DocumentEmbeddingsRequest,
+    DocumentEmbeddingsResponse,
+    EmbeddingsRequest,
+    EmbeddingsResponse,
+    LazyRagStatusRequest,
+    LazyRagStatusResponse,
+    LibrarianRequest,
+    LibrarianResponse,
+    PromptRequest,
+    PromptResponse,
+    TextCompletionRequest,
+    TextCompletionResponse,
+    TriplesQueryRequest,
+    TriplesQueryResponse,
+)
 from trustgraph.storage.triples import service as service_triples
 from trustgraph.storage.vectors import service as service_vectors
 

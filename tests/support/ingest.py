@@ -13,12 +13,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.support.waiting import eventually
-from trustgraph.ingest.decoder import DecoderSettings, chunk_records, token_counter
 from trustgraph.extract.keyphrase import KeyphraseExtractor
 from trustgraph.extract.service import ExtractSettings
+from trustgraph.ingest.decoder import DecoderSettings, chunk_records, token_counter
 from trustgraph.pubsub import Bus
-from trustgraph.schema import (Chunk, ChunkEntities, ChunkTriples, ChunkVector,
-                               DocumentMetadata, EntityVectors, Triple, flow_topic)
+from trustgraph.schema import (
+    Chunk,
+    ChunkEntities,
+    ChunkTriples,
+    ChunkVector,
+    DocumentMetadata,
+    EntityVectors,
+    Triple,
+    flow_topic,
+)
 
 Provenance = tuple[Triple, str, str]  # (triple, document id, chunk id)
 

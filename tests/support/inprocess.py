@@ -1,7 +1,7 @@
 """The backbone in one test process: text-completion processor + gateway on a real
 broker, the LLM being a local OpenAI-format server."""
-from contextlib import asynccontextmanager
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 from trustgraph.base import Processor
 from trustgraph.gateway.app import Gateway, GatewaySettings

@@ -4,8 +4,13 @@ import uuid
 
 from tests.support.waiting import answered
 from trustgraph.base import Requester
-from trustgraph.schema import (DocumentLoadRequest, LibrarianRequest, LibrarianResponse,
-                               LoadResponse, TextLoadRequest)
+from trustgraph.schema import (
+    DocumentLoadRequest,
+    LibrarianRequest,
+    LibrarianResponse,
+    LoadResponse,
+    TextLoadRequest,
+)
 
 
 class LibrarianClient:

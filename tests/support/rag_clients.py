@@ -11,12 +11,23 @@ from dataclasses import dataclass, field
 
 from trustgraph.base import Context, ProcessorSettings
 from trustgraph.retrieval.document_rag import service as document_rag
-from trustgraph.schema import (DocumentEmbeddingsResponse, DocumentRagRequest,
-                               EmbeddingsResponse, Error, GraphEmbeddingsResponse,
-                               PromptRequest, PromptResponse, RagResponse, Record,
-                               ScoredChunk, ScoredEntity, SubgraphRequest, SubgraphResponse,
-                               Term, encode)
-
+from trustgraph.schema import (
+    DocumentEmbeddingsResponse,
+    DocumentRagRequest,
+    EmbeddingsResponse,
+    Error,
+    GraphEmbeddingsResponse,
+    PromptRequest,
+    PromptResponse,
+    RagResponse,
+    Record,
+    ScoredChunk,
+    ScoredEntity,
+    SubgraphRequest,
+    SubgraphResponse,
+    Term,
+    encode,
+)
 
 # Deltas the scripted prompt requester reads ahead of a reader that has stopped, as
 # the real requester holds what arrives (bounded) and hands it over as one batch.

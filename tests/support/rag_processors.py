@@ -29,9 +29,17 @@ from trustgraph.prompt.service import PromptSettings
 from trustgraph.pubsub import Bus
 from trustgraph.retrieval.document_rag import service as document_rag
 from trustgraph.retrieval.graph_rag import service as graph_rag
-from trustgraph.schema import (Chunk, DocumentEmbeddingsRequest, DocumentEmbeddingsResponse,
-                               DocumentRef, EmbeddingsRequest, EmbeddingsResponse,
-                               RagResponse, Record, decode)
+from trustgraph.schema import (
+    Chunk,
+    DocumentEmbeddingsRequest,
+    DocumentEmbeddingsResponse,
+    DocumentRef,
+    EmbeddingsRequest,
+    EmbeddingsResponse,
+    RagResponse,
+    Record,
+    decode,
+)
 from trustgraph.storage.triples import service as service_triples
 from trustgraph.storage.vectors import service as service_vectors
 

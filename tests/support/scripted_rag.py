@@ -22,15 +22,28 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
 
-from tests.support.waiting import serving
 from tests.support.scripted_llm import PROMPT_TOKENS, expected_text, token  # noqa: F401
-from trustgraph.base import (Context, HandledError, Processor, ProcessorSettings,
-                             ProcessorSpec, Service)
+from tests.support.waiting import serving
+from trustgraph.base import (
+    Context,
+    HandledError,
+    Processor,
+    ProcessorSettings,
+    ProcessorSpec,
+    Service,
+)
 from trustgraph.gateway.app import Gateway, GatewaySettings
 from trustgraph.pubsub import Bus
 from trustgraph.pubsub.embedded import free_port
-from trustgraph.schema import (DocumentRagRequest, GraphRagRequest, RagResponse, Record,
-                               Response, Source, Term)
+from trustgraph.schema import (
+    DocumentRagRequest,
+    GraphRagRequest,
+    RagResponse,
+    Record,
+    Response,
+    Source,
+    Term,
+)
 
 DIRECTIVE = re.compile(r"\[([a-z_]+=[^\]]*)\]")
 MODEL = "scripted-rag"

@@ -13,8 +13,15 @@ from trustgraph.agent.react import MAX_MALFORMED, ReactLimits, react
 from trustgraph.agent.sessions import SessionStore, Turn
 from trustgraph.agent.toolbox import Toolbox
 from trustgraph.base import HandledError, PromptResult, ServiceError
-from trustgraph.schema import (AgentRequest, DocumentEmbeddingsResponse, EmbeddingsResponse,
-                               Error, RagResponse, ScoredChunk, Usage)
+from trustgraph.schema import (
+    AgentRequest,
+    DocumentEmbeddingsResponse,
+    EmbeddingsResponse,
+    Error,
+    RagResponse,
+    ScoredChunk,
+    Usage,
+)
 
 STEP_1 = 'Thought: I need facts.\nAction: knowledge-query\nArgs: {"question": "Who?"}\n'
 STEP_2 = "Thought: Now I know.\nFinal Answer: Neil Armstrong."

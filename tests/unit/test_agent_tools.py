@@ -6,8 +6,15 @@ from trustgraph.agent.react_parser import BadArguments
 from trustgraph.agent.tool_calls import ToolFailed, question_of, run_tool
 from trustgraph.agent.toolbox import DEFAULT_TOOLS, Toolbox, described
 from trustgraph.base import ServiceError
-from trustgraph.schema import (AgentRequest, Error, PromptResponse, RagResponse,
-                               TextCompletionResponse, Usage, encode)
+from trustgraph.schema import (
+    AgentRequest,
+    Error,
+    PromptResponse,
+    RagResponse,
+    TextCompletionResponse,
+    Usage,
+    encode,
+)
 from trustgraph.schema.tool import ToolDefinition
 
 REQUEST = AgentRequest(question="q", user="ann", collection="notes")

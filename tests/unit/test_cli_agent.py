@@ -4,11 +4,17 @@ import io
 
 import pytest
 
-from trustgraph.api import (AgentAction, AgentAnswer, AgentFinal, AgentObservation,
-                            AgentThought, Usage)
+from trustgraph.api import (
+    AgentAction,
+    AgentAnswer,
+    AgentFinal,
+    AgentObservation,
+    AgentThought,
+    Usage,
+)
 from trustgraph.cli import invoke_agent
-from trustgraph.cli.tools import TOOLS
 from trustgraph.cli.invoke_agent import DIM, PLAIN, DialogPrinter, groups
+from trustgraph.cli.tools import TOOLS
 
 # --- tg-invoke-agent's printing -------------------------------------------------------
 

@@ -6,8 +6,13 @@ import math
 import pytest
 
 from trustgraph.cli import eval_metrics as m
-from trustgraph.cli.eval_convert import (Question, QuestionFileError, from_beir,
-                                         from_squad, read_questions)
+from trustgraph.cli.eval_convert import (
+    Question,
+    QuestionFileError,
+    from_beir,
+    from_squad,
+    read_questions,
+)
 from trustgraph.cli.eval_run import Outcome, score, summary
 from trustgraph.cli.evaluate import misses, pairs, parse, settings, table
 

@@ -6,8 +6,15 @@ import json
 import pytest
 
 from trustgraph.base import ServiceError
-from trustgraph.gateway.apis.query import (AgentLines, CollectedAgentAnswer, ContentLine,
-                                        DoneLine, MetadataLine, StepLine, parse)
+from trustgraph.gateway.apis.query import (
+    AgentLines,
+    CollectedAgentAnswer,
+    ContentLine,
+    DoneLine,
+    MetadataLine,
+    StepLine,
+    parse,
+)
 from trustgraph.gateway.core.dispatch import Dispatcher
 from trustgraph.gateway.core.errors import GatewayError
 from trustgraph.gateway.core.services import SERVICES

@@ -3,15 +3,31 @@ the subgraph seeded from the best chunks' entities too (storage/triples/service.
 and graph-rag asking for both when built with its retrieval settings."""
 from types import SimpleNamespace
 
+from tests.support.rag_clients import (
+    Answer,
+    Clients,
+    ScriptedEmbeddings,
+    ScriptedPrompts,
+    ScriptedStore,
+    ScriptedSubgraph,
+    entities,
+)
 from trustgraph.base import Context
 from trustgraph.retrieval.graph_rag import service as graph_rag
 from trustgraph.retrieval.graph_rag.ranking import best, by_document, rank_triples
-from trustgraph.schema import (RDFS_LABEL, DocumentEmbeddingsResponse, Evidence, GraphRagRequest,
-                               ScoredChunk, ScoredEntity, SubgraphRequest, SubgraphResponse,
-                               Term, Triple)
+from trustgraph.schema import (
+    RDFS_LABEL,
+    DocumentEmbeddingsResponse,
+    Evidence,
+    GraphRagRequest,
+    ScoredChunk,
+    ScoredEntity,
+    SubgraphRequest,
+    SubgraphResponse,
+    Term,
+    Triple,
+)
 from trustgraph.storage.triples.service import mixed_seeds, with_chunk_triples
-from tests.support.rag_clients import (Answer, Clients, ScriptedEmbeddings, ScriptedPrompts,
-                                       ScriptedStore, ScriptedSubgraph, entities)
 
 I = Term.iri
 REL = I("urn:rel")

@@ -5,12 +5,27 @@ document-rag is in test_rag_answer.py; the scripted services are in
 tests/support/rag_clients.py."""
 import pytest
 
-from tests.support.rag_clients import (Answer, Clients, ScriptedEmbeddings, ScriptedPrompts,
-                                       ScriptedStore, ScriptedSubgraph, entities)
+from tests.support.rag_clients import (
+    Answer,
+    Clients,
+    ScriptedEmbeddings,
+    ScriptedPrompts,
+    ScriptedStore,
+    ScriptedSubgraph,
+    entities,
+)
 from trustgraph.base import Context, HandledError, ProcessorSettings, ServiceError
 from trustgraph.retrieval.graph_rag import service as graph_rag
-from trustgraph.schema import (RDFS_LABEL, Error, Evidence, GraphRagRequest, RagResponse,
-                               SubgraphResponse, Term, Triple)
+from trustgraph.schema import (
+    RDFS_LABEL,
+    Error,
+    Evidence,
+    GraphRagRequest,
+    RagResponse,
+    SubgraphResponse,
+    Term,
+    Triple,
+)
 
 I, L = Term.iri, Term.literal
 QUESTION = "Who founded Acme?"

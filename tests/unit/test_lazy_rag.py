@@ -23,10 +23,22 @@ from trustgraph.retrieval.lazy_rag.pages import framed, read_graph
 from trustgraph.retrieval.lazy_rag.retrieve import retrieve
 from trustgraph.retrieval.lazy_rag.service import query_handler
 from trustgraph.retrieval.lazy_rag.settings import LazyRagSettings, Limits
-from trustgraph.schema import (Error, GraphEdgesRequest, GraphEdgesResponse,
-                               LazyCommunity, LazyEntity, LazyRagExpandRequest,
-                               LazyRagRequest, LazyRagResponse, LazyRelationship, Source,
-                               Term, Triple, decode, encode)
+from trustgraph.schema import (
+    Error,
+    GraphEdgesRequest,
+    GraphEdgesResponse,
+    LazyCommunity,
+    LazyEntity,
+    LazyRagExpandRequest,
+    LazyRagRequest,
+    LazyRagResponse,
+    LazyRelationship,
+    Source,
+    Term,
+    Triple,
+    decode,
+    encode,
+)
 
 ACME = [("Acme Rockets", "was founded by", "Ada Quill"),
         ("Acme Rockets", "was founded in", '"1952"'),

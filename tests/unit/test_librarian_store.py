@@ -9,9 +9,13 @@ import time
 import pytest
 
 from trustgraph.base import HandledError
-
-from trustgraph.librarian.store import (ContentMismatch, ContentMissing, LibraryStore,
-                                        NotFound, content_key)
+from trustgraph.librarian.store import (
+    ContentMismatch,
+    ContentMissing,
+    LibraryStore,
+    NotFound,
+    content_key,
+)
 from trustgraph.schema import DocumentMetadata
 
 

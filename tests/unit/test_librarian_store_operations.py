@@ -8,8 +8,14 @@ import trustgraph.librarian.service as service
 from trustgraph.base import Context, HandledError
 from trustgraph.librarian.service import Library
 from trustgraph.librarian.store import LibraryStore, NotFound
-from trustgraph.schema import (DecodeWork, DocumentLoadRequest, DocumentRemoved,
-                               LibrarianRequest, LoadResponse, TextLoadRequest)
+from trustgraph.schema import (
+    DecodeWork,
+    DocumentLoadRequest,
+    DocumentRemoved,
+    LibrarianRequest,
+    LoadResponse,
+    TextLoadRequest,
+)
 
 PDF_HEAD = b"%PDF-1.4\n"
 

@@ -2,8 +2,8 @@
 import pytest
 
 from trustgraph.model.text_completion import choice
+from trustgraph.model.text_completion.choice import chosen_provider
 from trustgraph.model.text_completion.local import provider as local
-from trustgraph.model.text_completion.service import chosen_provider
 
 
 @pytest.fixture

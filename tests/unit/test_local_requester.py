@@ -15,8 +15,7 @@ from trustgraph.base import Context, HandledError, RequestTimeout, Service, Serv
 from trustgraph.base.local import LocalRequester, LocalServices
 from trustgraph.base.runtime import Clients
 from trustgraph.base.service import ServiceRunner
-from trustgraph.schema import (Record, TextCompletionRequest, TextCompletionResponse,
-                               decode, encode)
+from trustgraph.schema import Record, TextCompletionRequest, TextCompletionResponse, decode, encode
 
 ASK = TextCompletionRequest(prompt="hi", streaming=True)
 

@@ -5,12 +5,12 @@ import json
 import pytest
 
 from trustgraph.base import HandledError
-from trustgraph.retrieval.document_rag.service import document_variables
-from trustgraph.retrieval.graph_rag.service import kg_variables
 from trustgraph.prompt.agent_templates import AGENT_TEMPLATES
 from trustgraph.prompt.defaults import DEFAULT_TEMPLATES, default_values
 from trustgraph.prompt.service import request_variables
 from trustgraph.prompt.templates import PromptError, Templates, compile_template
+from trustgraph.retrieval.document_rag.service import document_variables
+from trustgraph.retrieval.graph_rag.service import kg_variables
 from trustgraph.schema import PromptRequest
 
 PAIRS = {"type": "array", "items": {

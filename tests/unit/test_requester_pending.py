@@ -3,7 +3,7 @@ import asyncio
 
 import pytest
 
-from trustgraph.base.requester import MAX_PENDING_RESPONSES, ServiceError, Pending
+from trustgraph.base.requester import MAX_PENDING_RESPONSES, Pending, ServiceError
 
 
 async def test_batches_whatever_has_arrived_in_order():

@@ -2,45 +2,18 @@
 (or fixed by ``tg-run text-completion-<provider>``)."""
 import asyncio
 import copy
-import importlib
 import logging
-import os
 from collections.abc import AsyncGenerator
-from types import ModuleType
 
 from trustgraph.base import Context, ProcessorSpec, Runtime, Service, ServiceError
 from trustgraph.schema import TextCompletionRequest, TextCompletionResponse
 from trustgraph.schema.config import LLM_CONFIG_KEY, LLM_CONFIG_TYPE
 
+from .choice import chosen_provider, current, provider_module
 from .provider import LlmSettings, NotConfigured, Provider, Usage
 from .retry import Retrying
 
 log = logging.getLogger(__name__)
-
-
-def provider_module(name: str) -> ModuleType:
-    try:
-        return importlib.import_module(f"{__package__}.{name.replace('-', '_')}.provider")
-    except ModuleNotFoundError as error:
-        if error.name and error.name.startswith(__package__):
-            raise SystemExit(f"TG_LLM={name!r} is not a known provider") from None
-        raise
-
-
-def chosen_provider(argv: list[str]) -> str:
-    """The provider named by ``--tg-llm`` or ``TG_LLM``; else openai when its
-    variables are set; else the local demo model when installed; else none."""
-    for i, arg in enumerate(argv):
-        if arg.startswith("--tg-llm="):
-            return arg.split("=", 1)[1]
-        if arg == "--tg-llm" and i + 1 < len(argv):
-            return argv[i + 1]
-    if os.environ.get("TG_LLM"):
-        return os.environ["TG_LLM"]
-    if os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL"):
-        return "openai"
-    from .local.provider import available
-    return "local" if available() else ""
 
 
 def with_model(provider: Provider, model: str | None) -> Provider:
@@ -106,7 +79,6 @@ def spec_for(provider_name: str) -> ProcessorSpec:
 async def record_choice(runtime: Runtime, provider_name: str) -> None:
     """Which LLM answers, recorded in config for the gateway's ``GET /api/v1/llm`` (the
     workbench's demo-model notice). Best effort: text-completion serves either way."""
-    from .choice import current
     try:
         config = await runtime.config()
         choice = current(provider_name, runtime.settings if provider_name else None)

