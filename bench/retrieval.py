@@ -81,8 +81,10 @@ def module_items(module_name: str, module) -> list[Item]:
     return items
 
 
-async def load(stack: Stack, items: list[Item]) -> None:
-    """Every document loaded; returns once its chunks are stored and extracted."""
+async def load(stack: Stack, items: list[Item], user: str = USER,
+               collection: str = COLLECTION) -> None:
+    """Every document loaded (its ``title``, else its id, as title); returns once
+    its chunks are stored and extracted."""
     watch = await StageWatch(stack.broker_url).start()
     started = time.perf_counter()
     async with AsyncTrustGraph(stack.gateway_url) as client:
@@ -90,10 +92,11 @@ async def load(stack: Stack, items: list[Item]) -> None:
 
         async def one(item: Item) -> None:
             async with slots:
-                await client.load_text(item.text, item.id, title=item.id, user=USER,
-                                       collection=COLLECTION)
+                await client.load_text(item.text, item.id,
+                                       title=getattr(item, "title", item.id), user=user,
+                                       collection=collection)
         await asyncio.gather(*(one(item) for item in items))
-        await wait_stored(client, {item.id for item in items})
+        await wait_stored(client, {item.id for item in items}, user, collection)
     stored = time.perf_counter() - started
     await wait_extracted(watch)
     await watch.close()
@@ -102,11 +105,14 @@ async def load(stack: Stack, items: list[Item]) -> None:
           file=sys.stderr, flush=True)
 
 
-async def wait_stored(client: AsyncTrustGraph, pending: set[str]) -> None:
+async def wait_stored(client: AsyncTrustGraph, pending: set[str], user: str = USER,
+                      collection: str = COLLECTION) -> None:
     while pending:
         await asyncio.sleep(0.5)
-        statuses = await client.load_status(sorted(pending), user=USER,
-                                            collection=COLLECTION)
+        ids = sorted(pending)
+        statuses = [status for start in range(0, len(ids), 1000)  # load-status' limit
+                    for status in await client.load_status(ids[start:start + 1000],
+                                                           user=user, collection=collection)]
         if failed := [s for s in statuses if s["state"] == "failed"]:
             raise SystemExit(f"the pipeline failed documents: {failed[:3]}")
         pending -= {s["id"] for s in statuses if s["state"] == "done"}

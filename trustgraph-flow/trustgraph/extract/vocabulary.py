@@ -33,6 +33,10 @@ PREDICATE_LABELS = {
     DEFINITION: "definition",
 }
 
+# A chunk's rdfs:label is its heading path (Markdown headings, a PDF's outline),
+# joined by this: retrieval cites a triple by its document's title and this path.
+HEADING_SEPARATOR = " > "
+
 # Words are runs of letters and digits; "+" and "#" stay attached (C++, C#, F#) and
 # are percent-encoded, being reserved in IRIs.
 _WORD = re.compile(r"[^\W_]+[+#]*")
@@ -46,6 +50,26 @@ def slug(name: str) -> str:
     and spacing are dropped. Empty when ``name`` has no letters or digits."""
     folded = unicodedata.normalize("NFKC", name).casefold()
     return "-".join(_WORD.findall(folded)).translate(_RESERVED)
+
+
+# Plural-looking words that are singular already.
+NOT_PLURAL = {"species", "series", "means", "news", "physics", "mathematics", "economics",
+              "politics", "athletics", "ethics", "genetics", "linguistics", "analysis",
+              "basis", "crisis", "thesis", "status", "virus", "bus", "gas", "atlas"}
+
+
+def singular(word: str) -> str:
+    """A plural English word's singular by spelling alone ("parrots" → "parrot",
+    "colonies" → "colony"); any other word as it is. For matching names, where a
+    wrong guess costs only a probe that finds nothing."""
+    lower = word.casefold()
+    if lower in NOT_PLURAL or len(word) < 4 or not word[-1:].lower() == "s":
+        return word
+    if lower.endswith("ies"):
+        return word[:-3] + "y"
+    if lower.endswith(("sses", "xes", "ches", "shes", "zes")):
+        return word[:-2]
+    return word if lower.endswith(("ss", "us", "is")) else word[:-1]
 
 
 def entity_iri(name: str) -> str | None:

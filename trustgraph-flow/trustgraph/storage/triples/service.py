@@ -12,7 +12,8 @@ both sides of it:
   collection;
 * service ``subgraph`` — GraphRAG's retrieval in one request: breadth-first expansion
   from seed entities (one store round trip per hop), then the labels of every IRI
-  reached and the provenance of every triple kept (one round trip each);
+  reached and the provenance of every triple kept (one round trip each), and the
+  labels of the documents and chunks cited (titles, heading paths);
 * services ``graph-version`` and ``graph-edges`` — the scope's graph version (bumped
   by every write and removal) and its entity graph a page at a time (streaming: every
   page for one request), for readers that cache what they derive from the whole
@@ -62,6 +63,7 @@ from trustgraph.schema import (
     encode,
 )
 
+from ...extract.vocabulary import chunk_iri, document_iri
 from ..owner import fits_one_message, removal_stage, scope_of
 from ..settings import StoreSettings
 from ..stores import open_triples_store
@@ -137,9 +139,24 @@ def subgraph_handler(store: TriplesStore):
         for triple in triples:
             document, chunk = found.get(triple, ("", ""))  # "": removed meanwhile
             evidence.append(Evidence(triple=triple, document_id=document, chunk_id=chunk))
-        return one_message(evidence, {e.i: label for e, label in labels.items()},
-                           iris(seeds), ctx)
+        named_labels = {e.i: label for e, label in labels.items()}
+        named_labels |= await citation_labels(store, *scope, evidence, named_labels)
+        return one_message(evidence, named_labels, iris(seeds), ctx)
     return subgraph
+
+
+async def citation_labels(store: TriplesStore, user: str, collection: str,
+                          evidence: list[Evidence], known: dict[str, str]) -> dict[str, str]:
+    """The labels, not among ``known``, of the documents and chunks ``evidence`` is
+    cited from: their titles and heading paths, for citing a triple by where it was
+    found rather than by an id."""
+    wanted = {document_iri(e.document_id) for e in evidence if e.document_id} \
+        | {chunk_iri(e.chunk_id) for e in evidence if e.chunk_id}
+    wanted -= known.keys()
+    if not wanted:
+        return {}
+    found = await store.labels(user, collection, [Term.iri(iri) for iri in sorted(wanted)])
+    return {term.i: label for term, label in found.items()}
 
 
 def mixed_seeds(request: SubgraphRequest,
