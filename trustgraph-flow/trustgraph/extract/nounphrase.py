@@ -177,8 +177,8 @@ def _definition(chunk: Chunk, sentences: list[list[Token]], title: str) -> str:
 # -- sentences ---------------------------------------------------------------------
 
 def tokens(sentence, text: str) -> list[Token]:
-    """The sentence's tokens, with two corrections of the small tagger's commonest
-    slips on words it has not seen: a capitalised word inside a sentence tagged as a
+    """The sentence's tokens (a common noun opening it in lower case), with two
+    corrections of the small tagger's commonest slips on words it has not seen: a capitalised word inside a sentence tagged as a
     verb or adverb is a name ("the order Psittaciformes"), and a word after a
     determiner or adjective tagged as an adverb without "-ly" is a noun ("A cockatoo
     is")."""
@@ -190,7 +190,8 @@ def tokens(sentence, text: str) -> list[Token]:
         elif pos == "ADV" and found and found[-1].pos in ("DET", "ADJ") \
                 and not t.text.endswith("ly") and t.is_alpha:
             pos = "NOUN"
-        found.append(Token(t.text, pos, t.tag_, t.lemma_, t.idx, t.idx + len(t.text),
+        written = t.text.lower() if not n and pos == "NOUN" else t.text  # "Merchants of"
+        found.append(Token(written, pos, t.tag_, t.lemma_, t.idx, t.idx + len(t.text),
                            bool(t.whitespace_)))
     return found
 
@@ -270,7 +271,13 @@ def facts(sentence: Sequence[Token], text: str) -> Iterator[tuple[Phrase | None,
     if pronoun is not None and (not before or pronoun >= before[-1].end):
         subject, subject_end = None, pronoun + 1
     elif before:
-        subject, subject_end = before[-1], before[-1].end
+        # "Merchants of the guild crossed": the head of "X of Y" is X.
+        group = len(before) - 1
+        while group and _of(sentence, before[group - 1].end, before[group].start):
+            group -= 1
+        subject, subject_end = before[group], before[-1].end
+        for inner, outer in zip(before[group:], before[group + 1:], strict=False):
+            yield inner, _between(sentence, inner.end, outer.start, text), outer
     else:
         return
     previous: tuple[Phrase, Phrase | None, str] | None = None  # object, its head, words
@@ -293,6 +300,13 @@ def facts(sentence: Sequence[Token], text: str) -> Iterator[tuple[Phrase | None,
         if words:
             yield head, words, phrase
             previous = (phrase, head, words)
+
+
+def _of(sentence: Sequence[Token], start: int, end: int) -> bool:
+    """Only "of" (and determiners) between two phrases."""
+    gap = sentence[start:end]
+    return any(t.text.lower() == "of" for t in gap) \
+        and all(t.text.lower() == "of" or t.pos == "DET" for t in gap)
 
 
 def _relates(sentence: Sequence[Token], start: int, end: int) -> bool:
