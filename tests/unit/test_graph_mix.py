@@ -175,3 +175,36 @@ async def test_graph_rag_with_graph_mix_off_retrieves_plainly(monkeypatch):
     [asked] = graph.requests
     assert not asked.seed_chunks and asked.max_subgraph_size == 2
     assert [s.id for s in record.sources] == ["d1/c0"]
+
+
+async def test_graph_sources_cite_document_and_heading_never_a_chunk_id_as_a_statement():
+    """Provenance edges (entity mentioned in a chunk, chunk in a document) are where
+    a statement came from, not statements: the LLM never sees them, and each source
+    names its document's title and its chunk's heading path (the store's labels)."""
+    from trustgraph.extract.vocabulary import (IN_DOCUMENT, MENTIONED_IN, chunk_iri,
+                                               document_iri)
+    fact = Evidence(triple=Triple(s=I("urn:a"), p=I("urn:tg:rel:is-a"), o=I("urn:b")),
+                    chunk_id="d1/c2", document_id="d1")
+    mention = Evidence(triple=Triple(s=I("urn:a"), p=I(MENTIONED_IN), o=I(chunk_iri("d1/c2"))),
+                       chunk_id="d1/c2", document_id="d1")
+    inside = Evidence(triple=Triple(s=I(chunk_iri("d1/c2")), p=I(IN_DOCUMENT),
+                                    o=I(document_iri("d1"))), chunk_id="d1/c2", document_id="d1")
+    embeddings = ScriptedEmbeddings()
+    labels = {"urn:a": "Cockatoo", "urn:b": "parrot", "urn:tg:rel:is-a": "is a",
+              document_iri("d1"): "Cockatoo", chunk_iri("d1/c2"): "Cockatoo > Breeding"}
+    prompts = ScriptedPrompts(kg_prompt=Answer(deltas=["ok"]))
+    clients = Clients(
+        prompt=prompts, embeddings=embeddings,
+        graph_embeddings=ScriptedStore(embeddings, {}, entities((I("urn:a"), 0.9, "A"))),
+        subgraph=ScriptedSubgraph(SubgraphResponse(triples=[mention, fact, inside],
+                                                   labels=labels)))
+    [service] = graph_rag.SPEC.services(SimpleNamespace(settings=None))
+    request = GraphRagRequest(query="q", user="u", collection="c")
+    [record] = [r async for r in service.handler(request, Context(
+        id="t", flow="default", clients=clients))]
+    [source] = record.sources
+    assert source.text == "Cockatoo | is a | parrot"
+    assert (source.title, source.header_titles, source.id) == (
+        "Cockatoo", ["Cockatoo", "Breeding"], "d1/c2")
+    [asked] = [r for r in prompts.asked if r.id == "kg-prompt"]
+    assert asked.variables["knowledge"] == [{"s": "Cockatoo", "p": "is a", "o": "parrot"}]
