@@ -8,8 +8,14 @@ import sys
 import pytest
 
 from trustgraph.extract.nounphrase import NounPhraseExtractor
-from trustgraph.extract.vocabulary import (DEFINITION, HEADING_SEPARATOR, LABEL, MENTIONED_IN,
-                                           chunk_iri, entity_iri)
+from trustgraph.extract.vocabulary import (
+    DEFINITION,
+    HEADING_SEPARATOR,
+    LABEL,
+    MENTIONED_IN,
+    chunk_iri,
+    entity_iri,
+)
 from trustgraph.schema import Chunk, DocumentRef, Term
 
 COCKATOO = ("A cockatoo is any of the 22 species of parrots belonging to the family "

@@ -178,10 +178,10 @@ def _definition(chunk: Chunk, sentences: list[list[Token]], title: str) -> str:
 
 def tokens(sentence, text: str) -> list[Token]:
     """The sentence's tokens (a common noun opening it in lower case), with two
-    corrections of the small tagger's commonest slips on words it has not seen: a capitalised word inside a sentence tagged as a
-    verb or adverb is a name ("the order Psittaciformes"), and a word after a
-    determiner or adjective tagged as an adverb without "-ly" is a noun ("A cockatoo
-    is")."""
+    corrections of the small tagger's commonest slips on words it has not seen: a
+    capitalised word inside a sentence tagged as a verb or adverb is a name ("the
+    order Psittaciformes"), and a word after a determiner or adjective tagged as an
+    adverb without "-ly" is a noun ("A cockatoo is")."""
     found: list[Token] = []
     for n, t in enumerate(sentence):
         pos = t.pos_
