@@ -40,6 +40,7 @@ import aiohttp
 from bench.articles import Article, articles
 from bench.retrieval import load
 from bench.stats import median, percentile
+from tests.support.scripted_llm import Script
 from tests.support.stack import Stack, openai_server_thread
 
 USER, COLLECTION = "bench", "articles"
@@ -225,6 +226,9 @@ def main() -> None:
                         help="time graph-rag's retrieval step by step")
     parser.add_argument("--show", type=int, default=0, help="graph answers' sources shown")
     parser.add_argument("--lazy", help="a question for LazyRAG (e.g. 'What is Cockatoo?')")
+    parser.add_argument("--llm", default="5,0,0", help="the scripted LLM's answer: "
+                        "tokens,seconds to the first,seconds between (200,0.2,0.01 is "
+                        "a model's pace; the default answers at once)")
     parser.add_argument("--env", action="append", default=[],
                         help="NAME=VALUE for the stack (repeatable)")
     args = parser.parse_args()
@@ -234,7 +238,8 @@ def main() -> None:
            **dict(e.split("=", 1) for e in args.env)}
     marker = loaded_marker(args.data) if args.data else None
     corpus = [item.id for item in items]
-    with openai_server_thread() as llm:
+    tokens, first, delay = args.llm.split(",")
+    with openai_server_thread(Script(int(tokens), float(first), float(delay))) as llm:
         env["OPENAI_BASE_URL"] = llm.base_url
         with Stack(env=env, startup_timeout=180.0, data_dir=args.data) as stack:
             if marker is None or not marker.exists() \

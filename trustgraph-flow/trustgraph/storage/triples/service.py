@@ -150,9 +150,9 @@ async def citation_labels(store: TriplesStore, user: str, collection: str,
     """The labels, not among ``known``, of the documents and chunks ``evidence`` is
     cited from: their titles and heading paths, for citing a triple by where it was
     found rather than by an id."""
-    wanted = {document_iri(e.document_id) for e in evidence if e.document_id} \
-        | {chunk_iri(e.chunk_id) for e in evidence if e.chunk_id}
-    wanted -= known.keys()
+    documents = {e.document_id for e in evidence if e.document_id}
+    chunks = {e.chunk_id for e in evidence if e.chunk_id}
+    wanted = {*map(document_iri, documents), *map(chunk_iri, chunks)} - known.keys()
     if not wanted:
         return {}
     found = await store.labels(user, collection, [Term.iri(iri) for iri in sorted(wanted)])
