@@ -59,7 +59,8 @@ def expected(documents: list[tuple[DocumentMetadata, bytes]]) -> Expected:
     librarian gives it, and content)."""
     decoder, extract = DecoderSettings(), ExtractSettings()
     counter = token_counter(decoder.tg_chunk_tokenizer)
-    extractor = NounPhraseExtractor(extract.tg_noun_phrases)  # the default extractor
+    extractor = NounPhraseExtractor(extract.tg_noun_phrases,  # the default extractor
+                                    extract.tg_noun_phrases_embedded)
     result = Expected()
     try:
         for document, content in documents:

@@ -111,3 +111,13 @@ def test_the_same_text_gives_the_same_triples_in_any_process():
                            env={"PYTHONHASHSEED": seed, "PATH": ""}, check=True).stdout
             for seed in ("1", "2")}
     assert len(runs) == 1
+
+
+def test_only_the_first_entities_are_sent_for_vectors():
+    few = NounPhraseExtractor(embedded=2)
+    try:
+        graph = few.graph(chunk_of(COCKATOO))
+        assert [e.label for e in graph.entities.values()] == ["Cockatoo", "22 species"]
+        assert len(graph.named) > 2
+    finally:
+        few.close()

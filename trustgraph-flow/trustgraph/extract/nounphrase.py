@@ -92,8 +92,13 @@ def tagger():
 
 
 class NounPhraseExtractor:
-    def __init__(self, phrases: int = 30) -> None:
+    def __init__(self, phrases: int = 30, embedded: int = 10) -> None:
         self.phrases = phrases  # entities per chunk at most, the title's included
+        # Of those, the first (the title, then each sentence's subject and objects in
+        # order) sent on for an entity vector: what the key-phrase extractor sent,
+        # so embedding a chunk costs no more than it did; the others are reached
+        # through the graph (and mixed retrieval's chunk seeds).
+        self.embedded = embedded
         self._nlp = tagger()
         # spaCy holds the GIL for most of its work: one thread keeps it off the event
         # loop; run more replicas to use more cores (the chunks subscription is Shared).
@@ -113,8 +118,9 @@ class NounPhraseExtractor:
         for sentence in sentences:
             for s, predicate, o in facts(sentence, chunk.text):
                 if len(graph.named) >= self.phrases:
-                    return graph
+                    break
                 add_fact(graph, subject, s, predicate, o)
+        graph.entities = dict(list(graph.entities.items())[:self.embedded])
         return graph
 
     def close(self) -> None:

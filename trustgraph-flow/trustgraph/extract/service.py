@@ -27,6 +27,7 @@ DEFAULT = "nounphrase"
 class ExtractSettings(ProcessorSettings):
     tg_extractor: str = DEFAULT
     tg_noun_phrases: int = 30  # nounphrase: entities per chunk at most (title included)
+    tg_noun_phrases_embedded: int = 10  # nounphrase: of those, sent on for a vector
     tg_keyphrases: int = 10  # keyphrase: key phrases (entities) per chunk at most
     # Words per key phrase at most: 3 also finds "Bank of England", with more noise.
     tg_keyphrase_words: int = 2
@@ -57,7 +58,8 @@ def local_extractors(settings: ExtractSettings, names: set[str]
     """The LLM-free extractors among ``names``, each built once: name → extract."""
     found: dict[str, Callable[[Chunk], Awaitable[ChunkGraph]]] = {}
     if "nounphrase" in names:
-        found["nounphrase"] = NounPhraseExtractor(settings.tg_noun_phrases).extract
+        found["nounphrase"] = NounPhraseExtractor(settings.tg_noun_phrases,
+                                                  settings.tg_noun_phrases_embedded).extract
     if "keyphrase" in names:
         found["keyphrase"] = KeyphraseExtractor(
             settings.tg_keyphrases, settings.tg_keyphrase_words,
