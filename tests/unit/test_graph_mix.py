@@ -208,3 +208,15 @@ async def test_graph_sources_cite_document_and_heading_never_a_chunk_id_as_a_sta
         "Cockatoo", ["Cockatoo", "Breeding"], "d1/c2")
     [asked] = [r for r in prompts.asked if r.id == "kg-prompt"]
     assert asked.variables["knowledge"] == [{"s": "Cockatoo", "p": "is a", "o": "parrot"}]
+
+
+def test_within_a_document_a_definition_leads_and_co_occurrence_trails():
+    from trustgraph.extract.vocabulary import CO_OCCURS, DEFINITION
+    said = [Evidence(triple=Triple(s=I("urn:a"), p=I(CO_OCCURS), o=I("urn:b")),
+                     chunk_id="d1/c0", document_id="d1"),
+            e("a", "c", "d1/c0"),
+            Evidence(triple=Triple(s=I("urn:a"), p=I(DEFINITION), o=Term.literal("An A.")),
+                     chunk_id="d1/c0", document_id="d1")]
+    ranked = rank_triples(said, [seed("a", 0.9)], {})
+    kinds = [r.evidence.triple.p.i for r in by_document(ranked, {"d1": 1})]
+    assert kinds == [DEFINITION, "urn:rel", CO_OCCURS]
