@@ -139,7 +139,7 @@ def subgraph_handler(store: TriplesStore):
         for triple in triples:
             document, chunk = found.get(triple, ("", ""))  # "": removed meanwhile
             evidence.append(Evidence(triple=triple, document_id=document, chunk_id=chunk))
-        named_labels = {e.i: label for e, label in labels.items()}
+        named_labels = {e.value: label for e, label in labels.items()}
         named_labels |= await citation_labels(store, *scope, evidence, named_labels)
         return one_message(evidence, named_labels, iris(seeds), ctx)
     return subgraph
@@ -156,7 +156,7 @@ async def citation_labels(store: TriplesStore, user: str, collection: str,
     if not wanted:
         return {}
     found = await store.labels(user, collection, [Term.iri(iri) for iri in sorted(wanted)])
-    return {term.i: label for term, label in found.items()}
+    return {term.value: label for term, label in found.items()}
 
 
 def mixed_seeds(request: SubgraphRequest,
