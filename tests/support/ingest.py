@@ -14,7 +14,6 @@ from pathlib import Path
 
 from tests.support.waiting import eventually
 from trustgraph.ingest.decoder import DecoderSettings, chunk_records, token_counter
-from trustgraph.extract.nounphrase import NounPhraseExtractor
 from trustgraph.extract.service import ExtractSettings
 from trustgraph.pubsub import Bus
 from trustgraph.schema import (Chunk, ChunkEntities, ChunkTriples, ChunkVector,
@@ -57,6 +56,7 @@ class Expected:
 def expected(documents: list[tuple[DocumentMetadata, bytes]]) -> Expected:
     """What the pipeline stores for ``documents`` (metadata with the kind the
     librarian gives it, and content)."""
+    from trustgraph.extract.nounphrase import NounPhraseExtractor  # spaCy: only here
     decoder, extract = DecoderSettings(), ExtractSettings()
     counter = token_counter(decoder.tg_chunk_tokenizer)
     extractor = NounPhraseExtractor(extract.tg_noun_phrases,  # the default extractor
