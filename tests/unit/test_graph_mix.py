@@ -92,7 +92,8 @@ def test_chunk_entities_take_at_most_half_the_seed_budget_each_chunk_in_turn():
 
 def test_the_matched_chunks_own_triples_join_the_expansion_within_its_budget():
     label = Triple(s=I("urn:p"), p=I(RDFS_LABEL), o=Term.literal("P"))
-    found = {"d/c1": [label, triple("p", "q"), triple("q", "r"), triple("r", "s")],
+    mention = Triple(s=I("urn:p"), p=I("urn:tg:mentioned-in"), o=I("urn:tg:chunk:d/c1"))
+    found = {"d/c1": [label, mention, triple("p", "q"), triple("q", "r"), triple("r", "s")],
              "d/c2": [triple("d", "e"), triple("x", "y"), triple("y", "z")],
              "d/c3": [triple("m", "n")]}
     expanded = [triple("a", "b"), triple("b", "c"), triple("c", "d"), triple("d", "e"),
@@ -101,7 +102,8 @@ def test_the_matched_chunks_own_triples_join_the_expansion_within_its_budget():
                               seed_chunks=["d/c2", "d/c1", "d/c3"])
     # Half the budget for the chunks' own, each chunk's first then each one's second
     # (at most its triple_limit): c2's d-e, though the expansion reached it past
-    # where its share ends; a label triple is no statement and takes no place. The
+    # where its share ends; a label or provenance triple is no statement and takes no
+    # place. The
     # expansion's first four (without d-e) before them.
     assert with_chunk_triples(expanded, request, found) == [
         triple("a", "b"), triple("b", "c"), triple("c", "d"), triple("e", "f"),

@@ -274,8 +274,11 @@ def facts(sentence: Sequence[Token], text: str) -> Iterator[tuple[Phrase | None,
     pronoun = next((n for n in range(verb - 1, -1, -1)
                     if sentence[n].text.lower() in SUBJECT_PRONOUNS
                     and sentence[n].pos == "PRON"), None)
-    if pronoun is not None and (not before or pronoun >= before[-1].end):
-        subject, subject_end = None, pronoun + 1
+    if pronoun is not None and (not before or pronoun >= before[-1].end) \
+            or verb == 0 and sentence[0].pos == "VERB":
+        # A pronoun, or no subject at all ("Return the fields of …": a docstring's or a
+        # manual's imperative): the document's subject.
+        subject, subject_end = None, (pronoun + 1 if pronoun is not None else 0)
     elif before:
         # "Merchants of the guild crossed": the head of "X of Y" is X.
         group = len(before) - 1

@@ -25,6 +25,12 @@ CO_OCCURS = "urn:tg:co-occurs"  # entity → entity, subject IRI < object IRI
 MENTIONED_IN = "urn:tg:mentioned-in"  # entity → chunk
 IN_DOCUMENT = "urn:tg:in-document"  # chunk → document
 
+# The predicates of triples that say nothing a reader would call a fact: labels (every
+# name in a statement is its label already) and the provenance edges (an entity
+# mentioned in a chunk, a chunk in its document), which say where a statement came
+# from. Retrieval cites those by document title and heading, never as statements.
+NOT_STATEMENTS = frozenset({LABEL, MENTIONED_IN, IN_DOCUMENT})
+
 # The labels of the fixed predicates, emitted with them so a graph explains itself.
 PREDICATE_LABELS = {
     CO_OCCURS: "co-occurs with",

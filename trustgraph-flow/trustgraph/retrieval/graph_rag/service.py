@@ -28,13 +28,11 @@ from pydantic import Field
 from trustgraph.base import Clients, ProcessorSpec, Runtime
 from trustgraph.extract.vocabulary import (
     HEADING_SEPARATOR,
-    IN_DOCUMENT,
-    MENTIONED_IN,
+    NOT_STATEMENTS,
     chunk_iri,
     document_iri,
 )
 from trustgraph.schema import (
-    RDFS_LABEL,
     Evidence,
     GraphRagRequest,
     ScoredChunk,
@@ -64,10 +62,6 @@ TEMPLATE = "kg-prompt"
 
 
 CHUNK_SEEDS = 10  # chunks whose entities seed the subgraph, in mixed retrieval
-# Not given as statements: where a triple came from (an entity mentioned in a chunk,
-# a chunk in a document) is what its source says, by document title and heading, not
-# a fact about a chunk id; and every name in a statement is its label already.
-NOT_STATEMENTS = {RDFS_LABEL, MENTIONED_IN, IN_DOCUMENT}
 # Where a caller that wants each step's time (bench.graph) gets it: seconds by step.
 STEP_TIMES: ContextVar[dict[str, float] | None] = ContextVar("graph_rag_step_times",
                                                             default=None)

@@ -63,7 +63,7 @@ from trustgraph.schema import (
     encode,
 )
 
-from ...extract.vocabulary import chunk_iri, document_iri
+from ...extract.vocabulary import NOT_STATEMENTS, chunk_iri, document_iri
 from ..owner import fits_one_message, removal_stage, scope_of
 from ..settings import StoreSettings
 from ..stores import open_triples_store
@@ -77,6 +77,7 @@ NAME = "triples-store"
 DEFINITIONS = ("http://www.w3.org/2004/02/skos/core#definition",
                "http://www.w3.org/2000/01/rdf-schema#comment")
 ENTITIES_PER_RECORD = 1000  # a ChunkEntities record stays far under the message limit
+
 
 
 class TriplesStoreSettings(StoreSettings, ProcessorSettings):
@@ -180,8 +181,9 @@ def mixed_seeds(request: SubgraphRequest,
 
 def with_chunk_triples(expanded: list[Triple], request: SubgraphRequest,
                        chunk_triples: dict[str, list[Triple]]) -> list[Triple]:
-    """The triples of the ``seed_chunks`` (up to ``triple_limit`` per chunk, in up
-    to half of ``max_subgraph_size``: each chunk's first, then each one's second,
+    """The statements of the ``seed_chunks`` (no labels or provenance edges: up to
+    ``triple_limit`` per chunk, in up to half of ``max_subgraph_size``: each
+    chunk's first, then each one's second,
     …, so that every chunk asked for has its part), after the expansion's others
     within the rest of it. The expansion follows edges in store order and stops at
     its budget, so without this the triples extracted from the chunks that best
@@ -189,7 +191,7 @@ def with_chunk_triples(expanded: list[Triple], request: SubgraphRequest,
     the expansion reached them or not, as a triple it reached late would be cut
     with the expansion's tail."""
     budget = request.max_subgraph_size
-    per_chunk = [[t for t in chunk_triples.get(chunk, []) if t.p.i != RDFS_LABEL]
+    per_chunk = [[t for t in chunk_triples.get(chunk, []) if t.p.i not in NOT_STATEMENTS]
                  [:request.triple_limit] for chunk in request.seed_chunks or ()]
     in_turn = [triples[n] for n in range(max(map(len, per_chunk), default=0))
                for triples in per_chunk if n < len(triples)]
