@@ -121,3 +121,11 @@ def test_only_the_first_entities_are_sent_for_vectors():
         assert len(graph.named) > 2
     finally:
         few.close()
+
+
+def test_a_sentence_without_a_relation_says_what_the_subject_mentions(extractor):
+    facts = statements(extractor.graph(chunk_of(
+        "Possible states: CORO_CREATED, CORO_RUNNING and CORO_CLOSED.", index=1,
+        title="inspect.getcoroutinestate")))
+    # The small tagger reads the states as one name here: one phrase of the line.
+    assert facts == {("inspect.getcoroutinestate", "mentions", "Possible state")}

