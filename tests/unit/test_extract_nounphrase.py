@@ -129,3 +129,12 @@ def test_a_sentence_without_a_relation_says_what_the_subject_mentions(extractor)
         title="inspect.getcoroutinestate")))
     # The small tagger reads the states as one name here: one phrase of the line.
     assert facts == {("inspect.getcoroutinestate", "mentions", "Possible state")}
+
+
+def test_listed_subjects_share_a_relation_and_each_clause_has_its_own(extractor):
+    facts = statements(extractor.graph(chunk_of(
+        "Neil Armstrong and Buzz Aldrin walked on the Moon while Michael Collins "
+        "orbited in the command module Columbia.", title="")))
+    assert facts == {("Neil Armstrong", "walked on", "Moon"),
+                     ("Buzz Aldrin", "walked on", "Moon"),
+                     ("Michael Collins", "orbited in", "command module Columbia")}

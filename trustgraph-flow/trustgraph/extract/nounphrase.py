@@ -63,7 +63,8 @@ SUBJECT_PRONOUNS = {"it", "they", "he", "she", "this"}
 NOMINAL = {"NOUN", "PROPN"}
 PHRASE_INSIDE = NOMINAL | {"ADJ", "NUM"}
 RELATING = {"VERB", "AUX", "ADP"}
-# Never inside a relation's words: the end of a clause, or quoted or bracketed text.
+# Never inside a relation's words: the end of a clause, or quoted or bracketed text
+# (nor a subordinating conjunction: "walked on the Moon while" starts another clause).
 QUOTING = set('.;:"“”()[]')
 
 
@@ -121,7 +122,7 @@ class NounPhraseExtractor:
         sentences = [tokens(sentence, chunk.text) for sentence in self._nlp(chunk.text).sents]
         if subject is not None:
             subject.term(definition=_definition(chunk, sentences, title))
-        for sentence in sentences:
+        for sentence in (c for s in sentences for c in clauses(s)):
             said = list(facts(sentence, chunk.text))
             if not said and subject is not None:  # a list, a heading, a verbless line
                 said = [(None, MENTIONS, p) for p in noun_phrases(sentence)[:MENTIONED]]
@@ -211,6 +212,18 @@ def tokens(sentence, text: str) -> list[Token]:
     return found
 
 
+def clauses(sentence: list[Token]) -> list[list[Token]]:
+    """The sentence cut before each subordinating conjunction or semicolon ("…
+    walked on the Moon | while Michael Collins orbited …"): each part has its own
+    subject and verb."""
+    found: list[list[Token]] = [[]]
+    for token in sentence:
+        if (token.pos == "SCONJ" or token.text == ";") and found[-1]:
+            found.append([])
+        found[-1].append(token)
+    return found
+
+
 def noun_phrases(sentence: Sequence[Token]) -> list[Phrase]:
     """The sentence's noun phrases in order: runs of adjectives, numbers and nouns
     ending on a noun (hyphenated words kept whole; lower-case joiners only between
@@ -288,6 +301,7 @@ def facts(sentence: Sequence[Token], text: str) -> Iterator[tuple[Phrase | None,
         # A pronoun, or no subject at all ("Return the fields of …": a docstring's or a
         # manual's imperative): the document's subject.
         subject, subject_end = None, (pronoun + 1 if pronoun is not None else 0)
+        also: list[Phrase] = []
     elif before:
         # "Merchants of the guild crossed": the head of "X of Y" is X.
         group = len(before) - 1
@@ -296,8 +310,24 @@ def facts(sentence: Sequence[Token], text: str) -> Iterator[tuple[Phrase | None,
         subject, subject_end = before[group], before[-1].end
         for inner, outer in zip(before[group:], before[group + 1:], strict=False):
             yield inner, _between(sentence, inner.end, outer.start, text), outer
+        # "Neil Armstrong and Buzz Aldrin walked": each listed subject says the same.
+        while group and _listed(sentence, before[group - 1].end, before[group].start):
+            group -= 1
+        also = before[group:before.index(subject)]
     else:
         return
+    for head, words, phrase in _objects(sentence, text, phrases, verb, subject, subject_end):
+        yield head, words, phrase
+        if head is subject:
+            for other in also if subject is not None else ():
+                yield other, words, phrase
+
+
+def _objects(sentence: Sequence[Token], text: str, phrases: list[Phrase], verb: int,
+             subject: Phrase | None, subject_end: int
+             ) -> Iterator[tuple[Phrase | None, str, Phrase]]:
+    """The phrases after the verb, each with its head (the subject or the phrase
+    before it) and the words joining them."""
     previous: tuple[Phrase, Phrase | None, str] | None = None  # object, its head, words
     for phrase in (p for p in phrases if p.start > verb):
         head, words = subject, _between(sentence, subject_end, phrase.start, text)
@@ -331,7 +361,7 @@ def _relates(sentence: Sequence[Token], start: int, end: int) -> bool:
     gap = sentence[start:end]
     words = [t for t in gap if t.pos != "PUNCT"]
     return 0 < len(words) <= MAX_PREDICATE_WORDS and any(t.pos in RELATING for t in gap) \
-        and not any(t.text in QUOTING for t in gap)
+        and not any(t.text in QUOTING or t.pos == "SCONJ" for t in gap)
 
 
 def _coordinated(sentence: Sequence[Token], n: int) -> bool:
