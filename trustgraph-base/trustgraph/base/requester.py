@@ -44,10 +44,13 @@ RESEND_INTERVAL = 1.0
 LIVENESS = 5 * KEEP_ALIVE_INTERVAL
 # A service that answered this requester this recently is running: when it is slow
 # to take a request (its process starved of CPU beside heavy work, or stopped a
-# while), the request waits for it as long as for any of its records, re-sent every
+# while), the request waits for it up to BUSY_ACCEPT_TIMEOUT, re-sent every
 # RESEND_INTERVAL, rather than failing as ``no-service`` after ``accept_timeout``
 # (graph questions ended in that error beside a CPU-heavy neighbour: issue 22).
+# Bounded well under TG_REQUEST_TIMEOUT: a request lost with a broker restart is
+# still given up soon enough for its stage to send it again (test_ingest_kill).
 RECENTLY_HEARD = 60.0
+BUSY_ACCEPT_TIMEOUT = 20.0
 
 Frame = tuple[bytes, bool]  # (record JSON, is the final record)
 
@@ -300,11 +303,11 @@ class Requester(Calls):
 
     def _accept_wait(self) -> float:
         """How long a request waits for a replica to take it: ``accept_timeout``,
-        or, while the service has answered within ``RECENTLY_HEARD``, ``timeout``
-        (it is there, only slow)."""
+        or, while the service has answered within ``RECENTLY_HEARD``,
+        ``BUSY_ACCEPT_TIMEOUT`` (it is there, only slow)."""
         heard = self._heard_at
         if heard is not None and time.monotonic() - heard < RECENTLY_HEARD:
-            return max(self.accept_timeout, self.timeout)
+            return max(self.accept_timeout, min(self.timeout, BUSY_ACCEPT_TIMEOUT))
         return self.accept_timeout
 
     def _no_service(self, waited: float) -> ServiceError:
