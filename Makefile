@@ -73,6 +73,7 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.ingestion
 	$(BIN)/python -m bench.rag
 	$(BIN)/python -m bench.retrieval
+	$(BIN)/python -m bench.graph --steps
 	$(BIN)/python -m bench.agent
 	$(BIN)/python -m bench.lazyrag
 	$(BIN)/python -m bench.workbench

@@ -83,39 +83,46 @@ def module_items(module_name: str, module) -> list[Item]:
     return items
 
 
-async def load(stack: Stack, items: list[Item]) -> None:
-    """Every document loaded; returns once its chunks are stored and extracted."""
+async def load(stack: Stack, items: list[Item], user: str = USER,
+               collection: str = COLLECTION) -> None:
+    """Every document loaded (its ``title``, else its id, as title); returns once
+    its chunks are stored and extracted."""
     watch = await StageWatch(stack.broker_url).start()
     started = time.perf_counter()
-    await load_into(stack.gateway_url, items)
+    await load_into(stack.gateway_url, items, user, collection)
     await wait_extracted(watch)
     await watch.close()
     print(f"loaded {len(items)} documents ({watch.count('chunks')} chunks), extracted in "
           f"{time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
 
 
-async def load_into(url: str, items: list[Item]) -> None:
-    """Every document loaded through the gateway at ``url``, as ``USER``/``COLLECTION``;
-    returns once every chunk is stored (extraction may go on)."""
+async def load_into(url: str, items: list[Item], user: str = USER,
+                    collection: str = COLLECTION) -> None:
+    """Every document loaded through the gateway at ``url``; returns once every chunk
+    is stored (extraction may go on)."""
     started = time.perf_counter()
     async with AsyncTrustGraph(url) as client:
         slots = asyncio.Semaphore(8)
 
         async def one(item: Item) -> None:
             async with slots:
-                await client.load_text(item.text, item.id, title=item.id, user=USER,
-                                       collection=COLLECTION)
+                await client.load_text(item.text, item.id,
+                                       title=getattr(item, "title", item.id), user=user,
+                                       collection=collection)
         await asyncio.gather(*(one(item) for item in items))
-        await wait_stored(client, {item.id for item in items})
+        await wait_stored(client, {item.id for item in items}, user, collection)
     print(f"stored {len(items)} documents in {time.perf_counter() - started:.0f} s",
           file=sys.stderr, flush=True)
 
 
-async def wait_stored(client: AsyncTrustGraph, pending: set[str]) -> None:
+async def wait_stored(client: AsyncTrustGraph, pending: set[str], user: str = USER,
+                      collection: str = COLLECTION) -> None:
     while pending:
         await asyncio.sleep(0.5)
-        statuses = await client.load_status(sorted(pending), user=USER,
-                                            collection=COLLECTION)
+        ids = sorted(pending)
+        statuses = [status for start in range(0, len(ids), 1000)  # load-status' limit
+                    for status in await client.load_status(ids[start:start + 1000],
+                                                           user=user, collection=collection)]
         if failed := [s for s in statuses if s["state"] == "failed"]:
             raise SystemExit(f"the pipeline failed documents: {failed[:3]}")
         pending -= {s["id"] for s in statuses if s["state"] == "done"}

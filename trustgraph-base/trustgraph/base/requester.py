@@ -46,6 +46,15 @@ RESEND_INTERVAL = 1.0
 # nothing (every KEEP_ALIVE_INTERVAL); this long without a word from it means its
 # records were lost in transit (a broker restart) or it stopped.
 LIVENESS = 5 * KEEP_ALIVE_INTERVAL
+# A service that answered this requester this recently is running: when it is slow
+# to take a request (its process starved of CPU beside heavy work, or stopped a
+# while), the request waits for it up to BUSY_ACCEPT_TIMEOUT, re-sent every
+# RESEND_INTERVAL, rather than failing as ``no-service`` after ``accept_timeout``
+# (graph questions ended in that error beside a CPU-heavy neighbour: issue 22).
+# Bounded well under TG_REQUEST_TIMEOUT: a request lost with a broker restart is
+# still given up soon enough for its stage to send it again (test_ingest_kill).
+RECENTLY_HEARD = 60.0
+BUSY_ACCEPT_TIMEOUT = 20.0
 
 Frame = tuple[bytes, bool]  # (record JSON, is the final record)
 
@@ -207,6 +216,7 @@ class Requester(Calls):
         self._reply_to = response_topic(service, flow, requester_id)
         self._subscription = requester_id
         self._pending: dict[str, Pending] = {}
+        self._heard_at: float | None = None  # when a replica last answered anything
         self._cancels: set[asyncio.Task] = set()
         self._producer: Producer | None = None  # both set by start
         self._cancel_producer: Producer | None = None
@@ -223,6 +233,7 @@ class Requester(Calls):
         pending = self._pending.get(properties.get("id", ""))
         if pending is None:
             return  # late response for a request that was cancelled or timed out
+        self._heard_at = time.monotonic()
         if properties.get("accepted"):
             pending.accept()
             return
@@ -248,14 +259,15 @@ class Requester(Calls):
         finished = False
         try:
             await producer.send(data, properties)
-            give_up = time.monotonic() + self.accept_timeout
+            waited = self._accept_wait()
+            give_up = time.monotonic() + waited
             while not pending.accepted:  # re-sent until a replica says it has it
                 try:
                     batch = await pending.batch(max(0.0, min(
                         RESEND_INTERVAL, give_up - time.monotonic())))
                 except TimeoutError:
                     if time.monotonic() >= give_up:
-                        raise self._no_service() from None
+                        raise self._no_service(waited) from None
                     # The request may have been dropped on its way (non-persistent);
                     # services ignore an id they already have.
                     await producer.send(data, properties)
@@ -296,11 +308,20 @@ class Requester(Calls):
             f"{self.liveness:g} s, not even that it still has the request (it stopped, "
             f"or its records were lost in transit: was the broker restarted?)")
 
-    def _no_service(self) -> ServiceError:
+    def _accept_wait(self) -> float:
+        """How long a request waits for a replica to take it: ``accept_timeout``,
+        or, while the service has answered within ``RECENTLY_HEARD``,
+        ``BUSY_ACCEPT_TIMEOUT`` (it is there, only slow)."""
+        heard = self._heard_at
+        if heard is not None and time.monotonic() - heard < RECENTLY_HEARD:
+            return max(self.accept_timeout, min(self.timeout, BUSY_ACCEPT_TIMEOUT))
+        return self.accept_timeout
+
+    def _no_service(self, waited: float) -> ServiceError:
         return ServiceError(Error(
             type="no-service",
             message=f"no {self.service} processor took the request on flow {self.flow} "
-                    f"within {self.accept_timeout:g} s: is it running (tg-start, or "
+                    f"within {waited:g} s: is it running (tg-start, or "
                     f"tg-run {self.service}) and is the flow started?"))
 
     def _cancel(self, request_id: str) -> None:

@@ -92,7 +92,7 @@ async def find_subgraph(request: LazyRagExpandRequest, max_entities: int, max_ho
 
 async def find_seeds(request: LazyRagExpandRequest, clients: Clients) -> list[Seed]:
     """Exact matches first (longest window first), then vector matches, each once."""
-    candidates = list(dict.fromkeys(w.iri for w in windows(request.query) if w.iri))
+    candidates = list(dict.fromkeys(iri for w in windows(request.query) for iri in w.iris))
     vectors, exact = await concurrently(_nearest(request, clients),
                                         _probe(request, candidates[:MAX_CANDIDATES], clients))
     seeds = {iri: Seed(iri, label, 1.0, True) for iri, label in exact.items()}

@@ -95,7 +95,7 @@ WITH scope(id) AS {SCOPE},
      ranked(id, n) AS (
         SELECT id, row_number() OVER (PARTITION BY e ORDER BY id) FROM hits)
 SELECT s, p, o, o_iri FROM triples
-WHERE id IN (SELECT id FROM ranked WHERE n <= ?) ORDER BY id
+WHERE id IN (SELECT id FROM ranked WHERE n <= ?) ORDER BY id LIMIT ?
 """
 
 LABELS = f"""
@@ -271,10 +271,12 @@ class SqliteTriplesStore:
             make_triple(*row) for row in db.execute(sql, (*params, limit))])
 
     async def neighbours(self, user: str, collection: str, entities: Iterable[Term],
-                         limit_per_entity: int = 30) -> list[Triple]:
+                         limit_per_entity: int = 30, limit: int | None = None
+                         ) -> list[Triple]:
         keys = json.dumps(iris(entities))
         return await self._read(lambda db: [make_triple(*row) for row in db.execute(
-            NEIGHBOURS, (user, collection, keys, limit_per_entity))])
+            NEIGHBOURS, (user, collection, keys, limit_per_entity,
+                         -1 if limit is None else limit))])
 
     async def labels(self, user: str, collection: str,
                      entities: Iterable[Term]) -> dict[Term, str]:
