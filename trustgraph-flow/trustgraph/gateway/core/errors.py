@@ -17,6 +17,7 @@ log = logging.getLogger(__name__)
 SERVICE_STATUS = {
     "bad-request": 400, "too-many-texts": 400,
     "not-found": 404,
+    "conflict": 409,
     "too-large": 413,
     "no-service": 503, "overloaded": 503,
 }
