@@ -59,9 +59,9 @@ _KEY = re.compile(r"^tg_([0-9a-f]{16})_([A-Za-z0-9_-]{43})$")
 class KeyLimits(Record):
     """A key's limits; each unset one is the gateway's default (``TG_KEY_*``)."""
 
-    concurrent: int | None = Field(None, ge=1)  # requests in flight at once
-    per_minute: int | None = Field(None, ge=1)  # requests started per minute
-    tokens_per_day: int | None = Field(None, ge=1)  # LLM tokens (in + out) per UTC day
+    concurrent: int | None = Field(default=None, ge=1)  # requests in flight at once
+    per_minute: int | None = Field(default=None, ge=1)  # requests started per minute
+    tokens_per_day: int | None = Field(default=None, ge=1)  # LLM tokens (in + out) per UTC day
 
 
 class ApiKey(Record):
@@ -94,7 +94,7 @@ class KeyUse(Record):
     id: str
     last_used: float
     day: str = ""  # the UTC date ``tokens`` were used on (YYYY-MM-DD)
-    tokens: int = Field(0, ge=0)
+    tokens: int = Field(default=0, ge=0)
 
 
 class UserInfo(Record):
@@ -106,11 +106,11 @@ class KeysRequest(Record):
     operation: KeysOperation
     owner: str = ""  # add-user: the new user; create-key: whose key; list-keys: filter
     role: Role = "user"
-    name: str = Field("", max_length=200)  # create-key: a label for people
+    name: str = Field(default="", max_length=200)  # create-key: a label for people
     expires: float | None = None  # create-key: Unix seconds
     limits: KeyLimits = KeyLimits()
     key_id: str = ""  # revoke-key
-    uses: list[KeyUse] = Field([], max_length=10_000)  # record-use
+    uses: list[KeyUse] = Field(default=[], max_length=10_000)  # record-use
 
 
 class KeysResponse(Response):

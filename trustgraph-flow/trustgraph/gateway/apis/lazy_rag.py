@@ -193,21 +193,21 @@ class LazyRagEndpoint:
         row = self.dispatcher.resolve("lazy-rag", body.get("flow", "default"))
         asked = _valid(LazyQueryBody, body)
         record = self.dispatcher.prepare(row, {
-            **asked.model_dump(exclude={"stream", "flow"}, exclude_none=True),
+            **asked.model_dump(exclude={"stream", "flow"}, exclude_unset=True),
             "streaming": True}, where="")
         REQUESTS.labels(row.name, "rest").inc()
-        return await respond(request, self.dispatcher, row, asked.flow, record, asked.stream,
-                             collected=lambda lines: _answer(asked.query, lines))
+        return await respond(request, self.dispatcher, caller, row, asked.flow, record,
+                             asked.stream, collected=lambda lines: _answer(asked.query, lines))
 
     async def expand(self, request: web.Request, caller: Caller) -> web.Response:
         body = await json_body(request)
         row = self.dispatcher.resolve("lazy-rag-expand", body.get("flow", "default"))
         asked = _valid(LazyExpandBody, body)
         record = self.dispatcher.prepare(row, asked.model_dump(
-            exclude={"flow"}, exclude_none=True), where="")
+            exclude={"flow"}, exclude_unset=True), where="")
         REQUESTS.labels(row.name, "rest").inc()
         request_id = new_request_id()
-        final = await self._final(row.name, asked.flow, record, request_id)
+        final = await self._final(caller, row.name, asked.flow, record, request_id)
         return enveloped({"query": asked.query, **_picked(final, EXPAND_FIELDS)}, request_id)
 
     async def status(self, request: web.Request, caller: Caller) -> web.Response:
@@ -216,11 +216,13 @@ class LazyRagEndpoint:
         if not self.options.lazy_rag_enabled:
             return enveloped(self._unserved("LazyRAG is turned off on this gateway "
                                             "(LAZY_RAG_ENABLED=false)"), request_id)
+        # Only what was asked: a user not named is the caller's (``frames``).
         record = LazyRagStatusRequest.model_validate(asked.model_dump(
-            exclude={"flow"}, exclude_none=True))
+            exclude={"flow"}, exclude_unset=True))
         REQUESTS.labels("lazy-rag-status", "rest").inc()
         try:
-            final = await self._final("lazy-rag-status", asked.flow, record, request_id)
+            final = await self._final(caller, "lazy-rag-status", asked.flow, record,
+                                      request_id)
         except GatewayError as error:
             if error.type != "disabled":
                 raise
@@ -237,12 +239,14 @@ class LazyRagEndpoint:
                 "summary_model": options.lazy_rag_summary_model, "community_cache": [],
                 "message": why if HOW in why else f"{why}; {HOW}"}
 
-    async def _final(self, service: str, flow: str, record: Any, request_id: str
-                     ) -> dict[str, Any]:
-        """The one record a service answers once with; its error raised."""
+    async def _final(self, caller: Caller, service: str, flow: str, record: Any,
+                     request_id: str) -> dict[str, Any]:
+        """The one record a service answers once with, asked for ``caller``; its
+        error raised."""
         row = self.dispatcher.resolve(service, flow)
         final: dict[str, Any] = {}
-        async with aclosing(self.dispatcher.frames(row, flow, record, request_id)) as batches:
+        answer = self.dispatcher.frames(row, flow, record, request_id, caller=caller)
+        async with aclosing(answer) as batches:
             async for batch in batches:
                 final = json.loads(batch[-1][0])
         if final.get("error"):
