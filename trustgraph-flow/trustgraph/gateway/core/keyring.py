@@ -47,7 +47,8 @@ class KeyRing:
         self._limiter = limiter
         self._defaults = defaults
         self._report_every = report_every
-        self._requester = Requester(bus, "keys", KEYS_FLOW, owner, timeout=10)
+        # A response topic of its own: the dispatcher's keys requester has ``owner``'s.
+        self._requester = Requester(bus, "keys", KEYS_FLOW, f"{owner}-keyring", timeout=10)
         self._keys: dict[str, tuple[KeyVerifier, Caller]] = {}
         self._reading = asyncio.Lock()
         self._reporter: asyncio.Task | None = None
