@@ -41,7 +41,7 @@ class Pending(Generic[S]):
 
 
 class Waiter(Generic[S]):
-    def __init__(self, client: AsyncTrustGraph, user: str, collection: str, flow: str,
+    def __init__(self, client: AsyncTrustGraph, user: str | None, collection: str, flow: str,
                  timeout: float, finished: Callable[[S, int, str | None], None],
                  progressed: Callable[[], None] = lambda: None) -> None:
         """``timeout``: seconds without any progress before the documents still
