@@ -14,9 +14,10 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from trustgraph.gateway.app import GatewaySettings
 from trustgraph.gateway.core import Core
 from trustgraph.gateway.core.access import EVERYONE, TABLE, allowed, authorize, may
-from trustgraph.gateway.core.auth import OPEN, Caller
+from trustgraph.gateway.core.auth import OPEN, TOKEN_ADMIN, Auth, Caller
 from trustgraph.gateway.core.errors import GatewayError
 from trustgraph.gateway.core.jwt_auth import JwtSettings, JwtVerifier
+from trustgraph.gateway.core.keyring import KeyRing
 from trustgraph.gateway.core.limits import Limiter, Limits
 from trustgraph.gateway.core.services import SERVICES
 from trustgraph.schema import (
@@ -270,3 +271,26 @@ def test_an_hs256_secret_and_the_settings_it_needs(tmp_path):
         verifier(tmp_path / "short", ("HS256",))
     with pytest.raises(ValueError):
         JwtVerifier(JwtSettings(str(tmp_path / "secret"), ("HS256",), "", ""), Limits())
+
+
+def test_an_open_gateway_answers_this_machine_only():
+    auth = Auth("")
+    for peer in ("127.0.0.1", "::1", "::ffff:127.0.0.1", None, ""):
+        assert auth.identify(None, peer=peer) == OPEN
+    for peer in ("10.1.2.3", "192.168.0.7", "fe80::1", "not-an-address"):
+        with pytest.raises(GatewayError) as failure:
+            auth.identify("anything", peer=peer)
+        assert (failure.value.type, failure.value.status) == ("auth-required", 401)
+        assert "loopback" in failure.value.message and "tg-create-key" in failure.value.message
+
+
+def test_until_the_keys_are_read_nothing_is_taken_to_be_open():
+    keys = KeyRing(None, "gateway-test", Limiter(), Limits())
+    auth = Auth("", keys)
+    assert not auth.open
+    for token in (None, "tg_0123456789abcdef_" + "A" * 43):
+        with pytest.raises(GatewayError) as failure:
+            auth.identify(token, peer="127.0.0.1")
+        assert (failure.value.type, failure.value.status) == ("auth-unavailable", 503)
+        assert failure.value.retry_after
+    assert Auth("admin-secret", keys).identify("admin-secret") == TOKEN_ADMIN
