@@ -237,7 +237,7 @@ class Platform:
             keys = child.env.get("TG_GATEWAY_KEYS", "true").lower() != "false"
             access = ("token-protected (TG_GATEWAY_TOKEN)" if s.tg_gateway_token
                       else "API keys (open to this machine until one is created)" if keys
-                      else "OPEN to this machine: no TG_GATEWAY_TOKEN set")
+                      else "OPEN: no TG_GATEWAY_TOKEN set (to this machine only)")
             if keys and s.tg_gateway_token:
                 access += " and API keys"
             where = "" if local_host(s.tg_gateway_host) == s.tg_gateway_host \

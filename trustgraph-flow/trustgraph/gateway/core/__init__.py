@@ -1,6 +1,7 @@
 """The gateway's core: the table-driven websocket and REST dispatch (one row per
 service, one generic requestor), its errors, framing, auth and metrics, and what an
 API module is given (``Core``). It imports no processor package and no API module."""
+from .access import acts_for, allowed, may
 from .api import Core, Handler, Route
 from .auth import Caller
 from .dispatch import Dispatcher, new_request_id
@@ -14,5 +15,6 @@ from .settings import CoreSettings
 
 __all__ = ["Caller", "Core", "CoreSettings", "Dispatcher", "Document", "Frame",
            "GatewayError", "Handler", "NDJSON", "REF", "REQUESTS", "Refs", "Route",
-           "SERVICES", "SchemaMode", "ServiceRow", "bad_request", "failed", "json_body",
-           "new_request_id", "streamed", "validation_message"]
+           "SERVICES", "SchemaMode", "ServiceRow", "acts_for", "allowed", "bad_request",
+           "failed", "json_body", "may", "new_request_id", "streamed",
+           "validation_message"]

@@ -119,16 +119,22 @@ def authorize(caller: Caller, service: str, record: Record) -> tuple[Record, Per
         raise forbidden(f"role {caller.role or 'none'!r} may not use {what}")
     if "user" not in type(record).model_fields:
         return record, needs
-    named: str = getattr(record, "user")  # noqa: B009 (Record declares none)
-    if "user" not in record.model_fields_set or named == caller.user:
-        return (record if named == caller.user else record.model_copy(
-            update={"user": caller.user})), needs
+    named = getattr(record, "user") if "user" in record.model_fields_set else None  # noqa: B009
+    user = acts_for(caller, named, service)
+    return (record if named == user else record.model_copy(update={"user": user})), needs
+
+
+def acts_for(caller: Caller, named: str | None, what: str = "") -> str:
+    """The user a request of ``caller`` naming ``named`` (None: none) acts for, or the
+    403 when it may not: the caller's own user, or, for an admin, anyone's."""
+    if named is None or named == caller.user:
+        return caller.user
     if caller.role != "admin":
         raise forbidden(f"this key acts for user {caller.user!r}, not {named!r}")
     if caller.via != "open":  # an open gateway's callers are all the same admin
         log.info("admin %s (%s) acts for user %r: %s", caller.user,
-                 caller.key_id or caller.via, named, service)
-    return record, needs
+                 caller.key_id or caller.via, named, what)
+    return named
 
 
 def forbidden(message: str) -> GatewayError:
