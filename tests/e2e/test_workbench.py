@@ -231,7 +231,9 @@ def test_stop_ends_the_llm_stream(page, llm):
     page.ask("document", "Who walked on the Moon? [tokens=3000 delay=0.01]", wait=False)
     page.wait(lambda: page.turn().find_element("css selector", ".answer").text,
               "the first tokens")
-    page.turn().find_element("css selector", ".stop").click()
+    # Clicked by script: the answer streaming above it keeps moving the button, and a
+    # WebDriver click lands wherever the button was when it looked (a new paragraph).
+    page.js("arguments[0].click()", page.turn().find_element("css selector", ".stop"))
     assert page.finished()["state"] == "stopped"
     page.wait(lambda: len(llm.stats.closed_early) > before, "the LLM server to see the "
               "disconnect", timeout=10)

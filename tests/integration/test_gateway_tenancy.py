@@ -384,3 +384,18 @@ async def test_keys_are_never_readable(rig, http, data):
             assert '"hash"' not in body and '"salt"' not in body
     listed = json.loads(body)["keys"]
     assert {k["user"] for k in listed} >= {"alice", "bob", "root"}
+
+
+async def test_auth_ok_names_the_keys_user_as_the_default_workspace(rig, http, data):
+    """A TrustGraph-style client sends back the workspace auth-ok named: it must be
+    the key's user, or every request of a user's key would be refused."""
+    async with http.ws_connect(rig.socket_url) as ws:
+        await ws.send_json({"type": "auth", "token": rig.keys.alice})
+        assert await ws.receive_json() == {"type": "auth-ok", "default_workspace": "alice"}
+        await ws.send_json({"id": "w", "service": "triples", "flow": rig.flow,
+                            "workspace": "alice", "request": {"collection": "c"}})
+        answer = await ws.receive_json()
+        assert "alice-mark" in json.dumps(answer) and "error" not in answer
+        await ws.send_json({"type": "auth", "token": rig.keys.revoked})
+        refused = await ws.receive_json()
+        assert refused["type"] == "auth-failed" and "revoked" in refused["error"]

@@ -164,13 +164,22 @@ class Session:
         # An auth frame that names no token is a wrong one, not a missing one.
         refused = self.identify("" if token is None else token)
         if refused is None:
-            await self._send(AUTH_OK)
+            await self._send(self._auth_ok())
         elif refused.status != 401:  # the keys not yet read: not a wrong key
             raise refused
         else:
             await self._send(AUTH_FAILED if refused.message == "auth failure" else
                              json.dumps({"type": "auth-failed", "error": refused.message}
                                         ).encode())
+
+    def _auth_ok(self) -> bytes:
+        """``auth-ok``, naming as the default workspace the user a key acts for (a
+        client that sends it back as the envelope's ``workspace`` acts for that
+        user); the gateway's own token and an open gateway name ``default``."""
+        caller = self.caller()
+        if caller.via in ("open", "token"):
+            return AUTH_OK
+        return json.dumps({"type": "auth-ok", "default_workspace": caller.user}).encode()
 
     def _start(self, frame: dict) -> None:
         client_id = frame.get("id")
