@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Literal
 from aiohttp import web
 
 from trustgraph.schema import Role
-from trustgraph.schema.keys import key_id_of
+from trustgraph.schema.keys import KEY_PREFIX
 from trustgraph.schema.pipeline import DEFAULT_USER
 
 from .errors import GatewayError
@@ -81,7 +81,7 @@ class Auth:
             raise auth_failed()
         if self._token and hmac.compare_digest(token.encode(), self._token):
             return TOKEN_ADMIN
-        if self._keys is not None and key_id_of(token) is not None:
+        if self._keys is not None and token.startswith(KEY_PREFIX):
             return self._keys.identify(token)
         if self._jwt is not None and token.count(".") == 2:
             return self._jwt.identify(token)

@@ -43,13 +43,13 @@ class Meter:
         self.in_flight = 0
         self.allowance: float | None = None  # requests it may start now; None: all
         self.refilled = time.monotonic()
-        self.day = utc_day()
+        self.day = _today()
         self.reported = 0  # tokens used today, as the keys service last said
         self.counted = 0  # tokens this gateway counted since, not yet reported
         self.last_used: float | None = None  # not yet reported
 
     def tokens_today(self) -> int:
-        today = utc_day()
+        today = _today()
         if today != self.day:
             self.day, self.reported, self.counted = today, 0, 0
         return self.reported + self.counted
@@ -131,3 +131,15 @@ def rate_limited(why: str, retry_after: float) -> GatewayError:
 
 def _until_midnight() -> float:
     return 86400 - time.time() % 86400
+
+
+_day: tuple[float, str] = (0.0, "")  # (when the day named ends, its name)
+
+
+def _today() -> str:
+    """``utc_day()``, worked out again only when a day ends: asked twice a request."""
+    global _day
+    now = time.time()
+    if now >= _day[0]:
+        _day = (now - now % 86400 + 86400, utc_day())
+    return _day[1]
