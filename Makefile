@@ -58,7 +58,8 @@ workbench:
 	cd $(WORKBENCH) && npm ci --no-audit --no-fund && node build.mjs
 
 # The gateway fuzz tests with many more cases than `make test` runs: seven fuzz
-# tests x TG_FUZZ_EXAMPLES (10,500 cases; the seed is fixed, so a failure repeats).
+# tests x TG_FUZZ_EXAMPLES, each on an open gateway and on one checking API keys
+# (21,000 cases; the seed is fixed, so a failure repeats).
 FUZZ_EXAMPLES ?= 1500
 fuzz: $(STAMP)
 	TG_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/python -m pytest tests/integration/test_gateway_fuzz.py \

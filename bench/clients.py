@@ -54,12 +54,16 @@ async def direct(session: aiohttp.ClientSession, server_url: str,
     return first - started, time.perf_counter() - started
 
 
-async def rest(session: aiohttp.ClientSession, gateway: str) -> tuple[float, float]:
+async def rest(session: aiohttp.ClientSession, gateway: str, key: str | None = None
+               ) -> tuple[float, float]:
+    """``key``: an API key, sent as a client sends it (Bearer)."""
     started = time.perf_counter()
     first = None
     body = {"system": "", "prompt": "bench", "streaming": True}
+    headers = {"Accept": "application/x-ndjson"} | (
+        {"Authorization": f"Bearer {key}"} if key else {})
     async with session.post(f"{gateway}api/v1/flow/default/service/text-completion",
-                            json=body, headers={"Accept": "application/x-ndjson"}) as response:
+                            json=body, headers=headers) as response:
         async for line in response.content:
             frame = json.loads(line)
             if first is None and frame.get("response"):

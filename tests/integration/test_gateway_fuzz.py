@@ -6,6 +6,10 @@ Whatever arrives, the gateway answers: over HTTP a 2xx or a 4xx with a JSON
 websocket a frame for that id (an answer or an error) while the socket keeps
 serving; and within a deadline, with nothing left registered in its requesters.
 
+Each test runs twice: on an open gateway, and on one that checks API keys, where
+each case is sent with an admin's, a user's or a reader's key, or none, and asks for
+its own user, another, or none (a refusal is a 4xx like any other).
+
 ``make test`` runs a fixed seed and ``FUZZ_EXAMPLES`` cases per test; ``make fuzz``
 raises it (``TG_FUZZ_EXAMPLES``). Adding a route is one line in ``ROUTES``;
 ``test_every_route_is_fuzzed`` fails for a served route the table does not name. A
@@ -155,6 +159,7 @@ ROUTES = [
     Route("GET", "/api/v1/openapi.json"),
     Route("GET", "/api/v1/llm"),
     Route("GET", "/metrics"),
+    Route("GET", "/api/v1/whoami"),
     Route("GET", "/api/v1/socket"),  # the websocket itself: test_websocket_frames
     Route("GET", "/"),  # the workbench page
     Route("GET", "/assets/{name}"),
@@ -163,12 +168,12 @@ ROUTES = [
 # --- the rig ---------------------------------------------------------------------
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def rig(broker, tmp_path_factory):
+@pytest_asyncio.fixture(scope="module", loop_scope="module", params=["open", "keys"])
+async def rig(broker, tmp_path_factory, request):
     llm = await OpenAiServer().start()
     try:
-        async with gateway_rig(broker.url, llm.base_url, tmp_path_factory.mktemp("fuzz")
-                               ) as rig:
+        async with gateway_rig(broker.url, llm.base_url, tmp_path_factory.mktemp("fuzz"),
+                               keys=request.param == "keys") as rig:
             yield rig
     finally:
         await llm.stop()
@@ -182,8 +187,18 @@ async def http(rig):
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def ws(rig, http):
-    async with http.ws_connect(rig.socket_url, max_msg_size=0) as ws:
+    async with http.ws_connect(rig.socket_url, max_msg_size=0,
+                               headers=credentials(rig, "alice")) as ws:
         yield ws
+
+
+# Whose key a case is sent with (on the gateway with keys; the open one takes none).
+WHO = st.sampled_from(["admin", "alice", "reader", "none"])
+
+
+def credentials(rig, who: str) -> dict[str, str]:
+    key = rig.keys.by_name().get(who) if rig.keys else None
+    return {"Authorization": f"Bearer {key}"} if key else {}
 
 
 # --- what every answer must be ---------------------------------------------------
@@ -221,24 +236,29 @@ ACCEPT = st.sampled_from([None, "application/json", "application/x-ndjson",
 
 
 @FUZZ
-@given(case=SERVICE_BODIES, accept=ACCEPT, flow=st.sampled_from([FLOW, FLOW, "nope"]))
-async def test_service_route(rig, http, case, accept, flow):
+@given(case=SERVICE_BODIES, accept=ACCEPT, flow=st.sampled_from([FLOW, FLOW, "nope"]),
+       who=WHO)
+async def test_service_route(rig, http, case, accept, flow, who):
     kind, body = case
-    await post(rig, http, f"api/v1/flow/{flow}/service/{kind}", body, accept)
+    await post(rig, http, f"api/v1/flow/{flow}/service/{kind}", body, accept,
+               credentials(rig, who))
 
 
 @pytest.mark.parametrize("route", [route for route in ROUTES if route.bodies is not None],
                          ids=lambda route: route.path)
 @FUZZ
-@given(data=st.data())
-async def test_body_route(rig, http, route, data):
+@given(data=st.data(), who=WHO)
+async def test_body_route(rig, http, route, data, who):
     body = data.draw(route.bodies)
     await post(rig, http, route.path.lstrip("/"), body.replace(
-        json.dumps(FLOW).encode(), json.dumps(rig.flow).encode()))
+        json.dumps(FLOW).encode(), json.dumps(rig.flow).encode()),
+        credentials=credentials(rig, who))
 
 
-async def post(rig, http, path: str, body: bytes, accept: str | None = None) -> None:
-    headers = {"Content-Type": "application/json"} | ({"Accept": accept} if accept else {})
+async def post(rig, http, path: str, body: bytes, accept: str | None = None,
+               credentials: dict[str, str] | None = None) -> None:
+    headers = {"Content-Type": "application/json"} | ({"Accept": accept} if accept else {}) \
+        | (credentials or {})
     async with asyncio.timeout(DEADLINE):
         async with http.post(rig.url + path.replace(FLOW, rig.flow), data=body,
                              headers=headers) as response:
@@ -253,15 +273,15 @@ SEGMENT = st.text(st.characters(codec="utf-8"), max_size=12)
 @given(method=st.sampled_from(["GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS"]),
        route=st.sampled_from([route.path for route in ROUTES]),
        segments=st.lists(SEGMENT, max_size=3), query=st.dictionaries(SEGMENT, SEGMENT,
-                                                                     max_size=2))
-async def test_any_method_and_path(rig, http, method, route, segments, query):
+                                                                     max_size=2), who=WHO)
+async def test_any_method_and_path(rig, http, method, route, segments, query, who):
     # Path parameters filled in (any not named here: "x"), then junk segments added.
     path = route.format_map(defaultdict(lambda: "x", flow=FLOW, kind="text-completion"))
     path = path.lstrip("/")
     path = "/".join([path, *(aiohttp.helpers.quote(s, safe="") for s in segments)])
     async with asyncio.timeout(DEADLINE):
         async with http.request(method, rig.url + path.replace(FLOW, rig.flow),
-                                params=query) as response:
+                                params=query, headers=credentials(rig, who)) as response:
             await assert_http_answer(response)
     await settled(rig)
 
@@ -284,7 +304,7 @@ def envelope(row: ServiceRow) -> st.SearchStrategy:
         {"id": mostly(st.just("fuzz"), JSON), "service": mostly(st.just(row.name), TEXT),
          "flow": mostly(st.just(FLOW), TEXT | st.just("default")),
          "request": mostly(objects_for(row.request_model), JSON)},
-        optional={"user": TEXT | JSON, "workspace": JSON})
+        optional={"user": st.sampled_from(["alice", "bob"]) | TEXT | JSON, "workspace": JSON})
 
 
 CONTROL = st.fixed_dictionaries(
@@ -309,6 +329,8 @@ async def test_websocket_frames(rig, ws, frame):
     frame = frame.replace('"fuzz"', json.dumps(case_id)).replace(
         json.dumps(FLOW), json.dumps(rig.flow))
     await ws.send_str(frame)
+    if rig.keys:  # a fuzzed auth frame may have taken the socket's key away
+        await ws.send_json({"type": "auth", "token": rig.keys.alice})
     probe = f"probe-{uuid.uuid4().hex[:8]}"
     await ws.send_json({"id": probe, "service": "text-completion", "flow": rig.flow,
                         "request": {"prompt": "[tokens=2]"}})

@@ -249,7 +249,7 @@ async def test_metrics_need_the_token_unless_opened(broker, llm, http, tmp_path_
                                                     metrics_open, headers, status):
     gateway = Gateway(GatewaySettings(
         pulsar_url=broker.url, tg_gateway_host="127.0.0.1", tg_gateway_port=free_port(),
-        tg_gateway_token="secret", tg_metrics_open=metrics_open))
+        tg_gateway_token="secret", tg_metrics_open=metrics_open, tg_gateway_keys=False))
     url = await gateway.start()
     try:
         async with http.get(url + "metrics", headers=headers) as response:

@@ -177,7 +177,8 @@ async def test_stopping_cuts_a_long_http_stream(broker, openai_server, session):
     llm = Processor(spec_for("openai"), OpenAiSettings(
         pulsar_url=broker.url, openai_base_url=openai_server.base_url))
     await llm.start()
-    gateway = Gateway(GatewaySettings(pulsar_url=broker.url, tg_gateway_port=free_port()))
+    gateway = Gateway(GatewaySettings(pulsar_url=broker.url, tg_gateway_port=free_port(),
+                                      tg_gateway_keys=False))
     try:
         url = await gateway.start()
         response = await session.post(endpoint(url), json={

@@ -63,7 +63,7 @@ class Pipeline:
         self.running: dict[str, Processor] = {}
         self.gateway = Gateway(GatewaySettings(
             pulsar_url=broker_url, tg_gateway_host="127.0.0.1", tg_gateway_port=free_port(),
-            tg_flows=[self.flow], tg_request_timeout=30))
+            tg_flows=[self.flow], tg_request_timeout=30, tg_gateway_keys=False))
 
     def _processor(self, name: str) -> Processor:
         flows = {"pulsar_url": self.broker_url, "tg_flows": [self.flow]}

@@ -247,7 +247,8 @@ async def test_the_gateway_serves_it_over_rest(service):
     await service.store.add("trustgraph", "default", PEOPLE, document="d", chunk="d/c1")
     gateway = Gateway(GatewaySettings(
         pulsar_url=service.broker.url, tg_gateway_host="127.0.0.1",
-        tg_gateway_port=free_port(), tg_flows=[service.flow], tg_request_timeout=15))
+        tg_gateway_port=free_port(), tg_flows=[service.flow], tg_request_timeout=15,
+        tg_gateway_keys=False))
     url = (await gateway.start()).rstrip("/")
     try:
         async with aiohttp.ClientSession() as http:

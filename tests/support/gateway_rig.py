@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tests.support.scripted_rag import ScriptedRag, start_scripted_rag
+from tests.support.tenants import Keys, make_keys
 from tests.support.waiting import serving
 from trustgraph.agent.service import SPEC as AGENT_SPEC
 from trustgraph.agent.service import AgentSettings
@@ -39,6 +40,7 @@ from trustgraph.pubsub.embedded import free_port
 from trustgraph.retrieval.lazy_rag.service import SPEC as LAZY_RAG_SPEC
 from trustgraph.retrieval.lazy_rag.settings import LazyRagSettings
 from trustgraph.schema import (
+    KEYS_FLOW,
     LIBRARIAN_FLOW,
     AgentRequest,
     AgentResponse,
@@ -46,6 +48,8 @@ from trustgraph.schema import (
     DocumentEmbeddingsResponse,
     EmbeddingsRequest,
     EmbeddingsResponse,
+    KeysRequest,
+    KeysResponse,
     LazyRagStatusRequest,
     LazyRagStatusResponse,
     LibrarianRequest,
@@ -81,6 +85,7 @@ class GatewayRig:
     url: str       # the gateway's base URL, e.g. http://127.0.0.1:PORT/
     flow: str      # the flow every flow service here serves
     gateway: Gateway
+    keys: Keys | None = None  # with ``keys``: the API keys it checks (open without)
 
     @property
     def socket_url(self) -> str:
@@ -93,7 +98,9 @@ class GatewayRig:
 
 @asynccontextmanager
 async def gateway_rig(broker_url: str, openai_base_url: str, data_dir: Path,
-                      **gateway_settings) -> AsyncIterator[GatewayRig]:
+                      keys: bool = False, **gateway_settings) -> AsyncIterator[GatewayRig]:
+    """``keys``: users and API keys made before the gateway starts (``tenants.Keys``),
+    so it checks them; without, it is open (no key, no token)."""
     flow = f"hard-{uuid.uuid4().hex[:6]}"
     async with AsyncExitStack() as stack:
         for processor in _processors(broker_url, openai_base_url, data_dir, flow):
@@ -102,11 +109,12 @@ async def gateway_rig(broker_url: str, openai_base_url: str, data_dir: Path,
         rag = await start_scripted_rag(broker_url, flow, ScriptedRag())
         stack.push_async_callback(rag.stop)
         await _all_answering(broker_url, flow)
+        made = await make_keys(broker_url) if keys else None
         gateway = Gateway(GatewaySettings(
             pulsar_url=broker_url, tg_gateway_host="127.0.0.1", tg_gateway_port=free_port(),
             tg_flows=[flow], tg_request_timeout=15, **gateway_settings))
         stack.push_async_callback(gateway.stop)
-        yield GatewayRig(await gateway.start(), flow, gateway)
+        yield GatewayRig(await gateway.start(), flow, gateway, made)
 
 
 def _processors(url: str, openai_base_url: str, data_dir: Path, flow: str) -> list[Processor]:
@@ -147,6 +155,7 @@ async def _all_answering(broker_url: str, flow: str) -> None:
                 ("prompt", flow, PromptRequest(id="no-such-template"), PromptResponse),
                 ("librarian", LIBRARIAN_FLOW, LibrarianRequest(operation="list-documents"),
                  LibrarianResponse),
+                ("keys", KEYS_FLOW, KeysRequest(operation="list-users"), KeysResponse),
                 ("embeddings", flow, EmbeddingsRequest(texts=[]), EmbeddingsResponse),
                 ("triples", flow, TriplesQueryRequest(), TriplesQueryResponse),
                 ("document-embeddings", flow, DocumentEmbeddingsRequest(vector=[1.0]),

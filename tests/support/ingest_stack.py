@@ -67,7 +67,8 @@ class IngestStack:
         self.emit = Emitters(self.bus, self.flow).emit
         self.gateway = Gateway(GatewaySettings(
             pulsar_url=broker.url, tg_gateway_host="127.0.0.1", tg_gateway_port=free_port(),
-            tg_flows=[self.flow, *other_flows], tg_request_timeout=15))
+            tg_flows=[self.flow, *other_flows], tg_request_timeout=15,
+            tg_gateway_keys=False))
         self.url = ""
 
     async def start(self) -> "IngestStack":

@@ -216,7 +216,8 @@ async def gateways(broker_url: str, flow: str, token: str | None = None,
     started = [Gateway(GatewaySettings(
         pulsar_url=broker_url, tg_gateway_host="127.0.0.1", tg_gateway_port=free_port(),
         tg_flows=[flow], tg_request_timeout=10, tg_gateway_token=required,
-        lazy_rag_enabled=enabled)) for required, enabled in options]
+        lazy_rag_enabled=enabled, tg_gateway_keys=False))
+        for required, enabled in options]
     try:
         yield [await gateway.start() for gateway in started]
     finally:

@@ -80,7 +80,7 @@ def test_invoke_agent_defaults():
     args = invoke_agent.parse(["-q", "q"])
     assert (args.streaming, args.verbose, args.pattern, args.group, args.session,
             args.user, args.collection, args.flow_id) == (
-        True, False, None, None, None, "trustgraph", "default", "default")
+        True, False, None, None, None, None, "default", "default")  # user: the key's
     assert invoke_agent.parse(["-q", "q", "--session"]).session == invoke_agent.NEW_SESSION
 
 

@@ -25,6 +25,7 @@ from trustgraph.gateway.apis.lines import (
 )
 from trustgraph.gateway.apis.query import AnswerLines, parse, result_fields
 from trustgraph.gateway.app import GatewaySettings
+from trustgraph.gateway.core.auth import OPEN
 from trustgraph.gateway.core.dispatch import Dispatcher
 from trustgraph.gateway.core.errors import GatewayError
 from trustgraph.gateway.core.services import SERVICES
@@ -102,7 +103,7 @@ async def answer_of(client: Dispatcher, service: str, requester: Failing) -> Non
     started.set_result(requester)
     client._requesters[(service, "default")] = started
     record = LazyRagStatusRequest()
-    async for _ in client.frames(SERVICES[service], "default", record):
+    async for _ in client.frames(SERVICES[service], "default", record, caller=OPEN):
         pass
 
 

@@ -4,7 +4,7 @@ import pytest
 from trustgraph.base import RequestTimeout, ServiceError
 from trustgraph.gateway.apis.openapi import openapi
 from trustgraph.gateway.app import GatewaySettings
-from trustgraph.gateway.core.auth import ANYONE, Auth, Caller
+from trustgraph.gateway.core.auth import OPEN, TOKEN_ADMIN, Auth
 from trustgraph.gateway.core.dispatch import MAX_RECORD_BYTES, Dispatcher
 from trustgraph.gateway.core.errors import GatewayError, classify
 from trustgraph.gateway.core.openapi import services_document
@@ -81,9 +81,9 @@ def test_classify_maps_each_failure_once():
 
 
 def test_auth_compares_tokens():
-    assert Auth("").open and Auth("").identify("anything") == ANYONE == Auth("").identify(None)
+    assert Auth("").open and Auth("").identify("anything") == OPEN == Auth("").identify(None)
     auth = Auth("s3cret")
-    assert auth.identify("s3cret") == Caller(verified=True)
+    assert auth.identify("s3cret") == TOKEN_ADMIN and TOKEN_ADMIN.role == "admin"
     for wrong in ("s3cre", "", 7):
         with pytest.raises(GatewayError) as failure:
             auth.identify(wrong)

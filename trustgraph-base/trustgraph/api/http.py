@@ -45,7 +45,13 @@ class GatewayHttp:
         async with self._posted(path, body, "application/json") as response:
             return await _json(response)
 
-    async def lines(self, path: str, body: dict[str, Any]) -> AsyncGenerator[dict[str, Any], None]:
+    async def get(self, path: str) -> dict[str, Any]:
+        """GET ``path``; the JSON object answered."""
+        async with self._posted(path, None, "application/json") as response:
+            return await _json(response)
+
+    async def lines(self, path: str, body: dict[str, Any]
+                    ) -> AsyncGenerator[dict[str, Any], None]:
         """POST ``body``; each NDJSON line answered, as it arrives. Closing this early
         drops the connection, which cancels the request on the gateway."""
         async with self._posted(path, body, "application/x-ndjson") as response:
@@ -67,11 +73,14 @@ class GatewayHttp:
         """The full URL of ``path`` (``/api/v1/query``) on this gateway."""
         return self._base + path + (f"?{self._query}" if self._query else "")
 
-    def _posted(self, path: str, body: dict[str, Any], accept: str) -> "_Posted":
+    def _posted(self, path: str, body: dict[str, Any] | None, accept: str) -> "_Posted":
+        """POST ``body`` (None: GET) to ``path``."""
         if self._session is None:
             self._session = aiohttp.ClientSession(timeout=self._timeout)
-        return _Posted(self, self._session.post(
-            self.endpoint(path), json=body, headers={**self._headers, "Accept": accept}))
+        headers = {**self._headers, "Accept": accept}
+        request = self._session.get(self.endpoint(path), headers=headers) if body is None \
+            else self._session.post(self.endpoint(path), json=body, headers=headers)
+        return _Posted(self, request)
 
     def _lost(self, error: BaseException) -> TrustGraphError:
         return TrustGraphError("connection", f"the connection to the gateway at {self.url} "

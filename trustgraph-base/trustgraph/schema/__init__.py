@@ -133,3 +133,20 @@ from .lazy_rag import (  # noqa: E402
 __all__ += ["CommunityCacheState", "LazyCommunity", "LazyEntity", "LazyRagExpandRequest",
             "LazyRagExpandResponse", "LazyRagRequest", "LazyRagResponse",
             "LazyRagStatusRequest", "LazyRagStatusResponse", "LazyRelationship"]
+
+from .keys import (  # noqa: E402
+                     KEYS_CHANGED,
+                     KEYS_FLOW,
+                     ROLES,
+                     ApiKey,
+                     KeyLimits,
+                     KeysRequest,
+                     KeysResponse,
+                     KeyUse,
+                     KeyVerifier,
+                     Role,
+                     UserInfo,
+)
+
+__all__ += ["KEYS_CHANGED", "KEYS_FLOW", "ROLES", "ApiKey", "KeyLimits", "KeyUse",
+            "KeyVerifier", "KeysRequest", "KeysResponse", "Role", "UserInfo"]

@@ -35,8 +35,9 @@ def parser(prog: str, description: str, flow: bool = True) -> argparse.ArgumentP
 
 def scope_options(arguments: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """``-U/--user`` and ``-C/--collection``: whose data, and which collection of it."""
-    arguments.add_argument("-U", "--user", default="trustgraph",
-                           help="user (tenant) the data belongs to (default %(default)s)")
+    arguments.add_argument("-U", "--user", default=None,
+                           help="user (tenant) the data belongs to (default: the key's "
+                                "user; another user's needs an admin's key)")
     arguments.add_argument("-C", "--collection", default="default",
                            help="collection within the user's data (default %(default)s)")
     return arguments

@@ -41,14 +41,14 @@ class Pending(Generic[S]):
 
 
 class Waiter(Generic[S]):
-    def __init__(self, client: AsyncTrustGraph, user: str, collection: str, flow: str,
+    def __init__(self, client: AsyncTrustGraph, user: str | None, collection: str, flow: str,
                  timeout: float, finished: Callable[[S, int, str | None], None],
                  progressed: Callable[[], None] = lambda: None) -> None:
         """``timeout``: seconds without any progress before the documents still
         pending are given up as failed; ``finished(source, chunks, error)``: a
         document is done (``chunks`` stored) or failed."""
         self._client = client
-        self._scope = {"user": user, "collection": collection, "flow": flow}
+        self._user, self._collection, self._flow = user, collection, flow
         self._timeout = timeout
         self._finished = finished
         self._progressed = progressed
@@ -89,8 +89,9 @@ class Waiter(Generic[S]):
         moved = False
         for start in range(0, len(ids), STATUS_BATCH):
             try:
-                statuses = await self._client.load_status(ids[start:start + STATUS_BATCH],
-                                                          **self._scope)
+                statuses = await self._client.load_status(
+                    ids[start:start + STATUS_BATCH], user=self._user,
+                    collection=self._collection, flow=self._flow)
             except TrustGraphError as error:
                 if error.type == "connection":
                     raise

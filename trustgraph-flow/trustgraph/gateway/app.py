@@ -61,6 +61,7 @@ class Gateway:
         self.core = core = Core(self._bus, settings)
         for install in APIS:
             install(core)
+        await core.start()  # the API keys read before the first request is taken
         # handler_cancellation: a client that drops an HTTP request cancels its handler,
         # and so the request on the bus and the LLM stream behind it.
         self._runner = AppRunner(core.application(), handler_cancellation=True,
@@ -73,8 +74,10 @@ class Gateway:
                  self.url, self.url.removeprefix("http"), ",".join(core.client.flows),
                  settings.pulsar_url)
         if core.auth.open:
-            log.warning("gateway is OPEN (no auth): no TG_GATEWAY_TOKEN is set, so anyone "
-                        "who can reach %s can use it", self.url)
+            log.warning("gateway is OPEN: no TG_GATEWAY_TOKEN, no JWT key and no API key, so "
+                        "anyone on this machine may use %s as its admin (other machines "
+                        "are refused); create a key with tg-add-user and tg-create-key",
+                        self.url)
         return self.url
 
     def routes(self) -> set[tuple[str, str]]:

@@ -195,6 +195,12 @@ class Library:
             async for page in self._listing(user, collection, request.streaming):
                 yield page
             return
+        if request.operation == "list-collections":
+            if not user:
+                raise BadRequest("user must not be empty")
+            yield LibrarianResponse(collections=await asyncio.to_thread(
+                self.store.collections, user), end_of_stream=True)
+            return
         if request.operation in ("upload-part", "complete-upload"):
             if not request.upload_id:
                 raise BadRequest("upload_id is required")

@@ -141,20 +141,28 @@ class Platform:
         host = local_host(settings.tg_gateway_host)
         self.http_url = f"http://{host}:{settings.tg_gateway_port}/"
         self.ws_url = f"ws://{host}:{settings.tg_gateway_port}/api/v1/socket"
-        env = self._child_env()
+        env = self._child_env(parts)
         self.children = [Child(name, [sys.executable, "-m", "trustgraph.run.single", name],
                                env | {"TG_READY_FILE": str(run_dir.ready_file(name))},
                                run_dir, shutdown, on_spawn=self._child_started)
                          for name in parts]
 
-    def _child_env(self) -> dict[str, str]:
+    def _child_env(self, parts: list[str]) -> dict[str, str]:
         s = self.settings
         env = dict(os.environ, PULSAR_URL=self.pulsar_url, TG_DATA_DIR=str(self.data_dir),
                    TG_GATEWAY_HOST=s.tg_gateway_host, TG_GATEWAY_PORT=str(s.tg_gateway_port),
                    TG_LOG_LEVEL=s.tg_log_level, TG_SUPERVISOR_PID=str(os.getpid()))
         if s.tg_gateway_token:
             env["TG_GATEWAY_TOKEN"] = s.tg_gateway_token
+        if not self.keys_served(parts):
+            env.setdefault("TG_GATEWAY_KEYS", "false")  # no config service to read them
         return env
+
+    def keys_served(self, parts: list[str]) -> bool:
+        """Whether a config service (which keeps the API keys) may be on the bus: one
+        of ours, or, on a broker not ours, perhaps someone else's."""
+        ours = any("config" in members(part) for part in parts)
+        return ours or self.broker is None
 
     async def start(self) -> None:
         say(f"{'data dir':<{WIDTH}} {self.data_dir}")
@@ -218,8 +226,12 @@ class Platform:
             say(f"{child.name} restarted, pid {child.pid}")
         elif child.name == GATEWAY:
             s = self.settings
+            keys = child.env.get("TG_GATEWAY_KEYS", "true").lower() != "false"
             access = ("token-protected (TG_GATEWAY_TOKEN)" if s.tg_gateway_token
-                      else "OPEN: no TG_GATEWAY_TOKEN set")
+                      else "API keys (open to this machine until one is created)" if keys
+                      else "OPEN: no TG_GATEWAY_TOKEN set (to this machine only)")
+            if keys and s.tg_gateway_token:
+                access += " and API keys"
             where = "" if local_host(s.tg_gateway_host) == s.tg_gateway_host \
                 else f" on all interfaces ({s.tg_gateway_host})"
             say(f"{GATEWAY:<{WIDTH}} {self.http_url}  {self.ws_url}{where}  {access}  "

@@ -190,21 +190,22 @@ class LazyRagEndpoint:
         row = self.dispatcher.resolve("lazy-rag", body.get("flow", "default"))
         asked = _valid(LazyQueryBody, body)
         record = self.dispatcher.prepare(row, {
-            **asked.model_dump(exclude={"stream", "flow"}, exclude_none=True),
+            **asked.model_dump(exclude={"stream", "flow"}, exclude_unset=True),
             "streaming": True}, where="")
         REQUESTS.labels(row.name, "rest").inc()
-        return await respond(request, self.dispatcher, row, asked.flow, record, asked.stream,
-                             collected=lambda lines: _answer(asked.query, lines))
+        return await respond(request, self.dispatcher, caller, row, asked.flow, record,
+                             asked.stream, collected=lambda lines: _answer(asked.query, lines))
 
     async def expand(self, request: web.Request, caller: Caller) -> web.Response:
         body = await json_body(request)
         row = self.dispatcher.resolve("lazy-rag-expand", body.get("flow", "default"))
         asked = _valid(LazyExpandBody, body)
         record = self.dispatcher.prepare(row, asked.model_dump(
-            exclude={"flow"}, exclude_none=True), where="")
+            exclude={"flow"}, exclude_unset=True), where="")
         REQUESTS.labels(row.name, "rest").inc()
         request_id = new_request_id()
-        final = await self.dispatcher.final(row, asked.flow, record, request_id)
+        final = await self.dispatcher.final(row, asked.flow, record, request_id,
+                                            caller=caller)
         return enveloped({"query": asked.query, **_picked(final, EXPAND_FIELDS)}, request_id)
 
     async def status(self, request: web.Request, caller: Caller) -> web.Response:
@@ -213,13 +214,14 @@ class LazyRagEndpoint:
         if not self.options.lazy_rag_enabled:
             return enveloped(self._unserved("LazyRAG is turned off on this gateway "
                                             "(LAZY_RAG_ENABLED=false)"), request_id)
+        # Only what was asked: a user not named is the caller's (``frames``).
         record = LazyRagStatusRequest.model_validate(asked.model_dump(
-            exclude={"flow"}, exclude_none=True))
+            exclude={"flow"}, exclude_unset=True))
         REQUESTS.labels("lazy-rag-status", "rest").inc()
         try:
             final = await self.dispatcher.final(
                 self.dispatcher.resolve("lazy-rag-status", asked.flow), asked.flow, record,
-                request_id)
+                request_id, caller=caller)
         except GatewayError as error:
             if error.type != "disabled":
                 raise

@@ -10,7 +10,7 @@ from aiohttp import web
 from trustgraph.base import ServiceError
 from trustgraph.schema.config import CONFIG_FLOW, LLM_CONFIG_KEY, LLM_CONFIG_TYPE
 
-from ..core import Caller, Core, Dispatcher
+from ..core import ITSELF, Caller, Core, Dispatcher
 
 PATH = "/api/v1/llm"
 # Before any text-completion has started (or with an older one): nothing to say.
@@ -29,7 +29,8 @@ async def recorded(client: Dispatcher) -> dict:
     record = client.prepare(row, {"operation": "get", "keys": [
         {"type": LLM_CONFIG_TYPE, "key": LLM_CONFIG_KEY}]})
     try:
-        final = await client.final(row, CONFIG_FLOW, record)
+        # Read as the gateway itself: which LLM answers is no secret from any role.
+        final = await client.final(row, CONFIG_FLOW, record, caller=ITSELF)
     except ServiceError:  # not recorded yet, or no config service: no notice
         return UNKNOWN
     values = final.get("values") or [{}]

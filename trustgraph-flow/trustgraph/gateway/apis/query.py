@@ -105,23 +105,25 @@ def install(core: Core) -> None:
         """Validate, ask the service, answer as NDJSON lines or one object."""
         query, row, record = parse(core.client, await json_body(request))
         REQUESTS.labels(row.name, "query").inc()
-        return await respond(request, core.client, row, query.flow, record, query.stream,
-                             MODES[query.mode].lines)
+        return await respond(request, core.client, caller, row, query.flow, record,
+                             query.stream, MODES[query.mode].lines)
 
     for path in QUERY_PATHS:
         core.route("POST", path, answer)
     core.document(DOCUMENT)
 
 
-async def respond(request: web.Request, dispatcher: Dispatcher, row: ServiceRow, flow: str,
-                  record: Record, stream: bool, kind: type["AnswerLines"] | None = None,
+async def respond(request: web.Request, dispatcher: Dispatcher, caller: Caller,
+                  row: ServiceRow, flow: str, record: Record, stream: bool,
+                  kind: type["AnswerLines"] | None = None,
                   collected: Callable[["AnswerLines"], Any] = lambda lines: lines.collected()
                   ) -> web.StreamResponse:
-    """Ask ``row``'s service (``record`` asks it to stream); answer as NDJSON lines
+    """Ask ``row``'s service for ``caller`` (``record`` asks it to stream); answer as NDJSON lines
     (``kind``: how its records become lines) or, without ``stream``, one JSON object:
     ``collected(lines)`` once all have arrived."""
     lines = (kind or AnswerLines)(new_request_id(), result_fields(row))
-    async with aclosing(dispatcher.frames(row, flow, record, lines.request_id)) as frames:
+    answer = dispatcher.frames(row, flow, record, lines.request_id, caller=caller)
+    async with aclosing(answer) as frames:
         async with aclosing(lines.translate(frames)) as batches:
             if stream:
                 return await streamed(request, batches, NDJSON, error_line)

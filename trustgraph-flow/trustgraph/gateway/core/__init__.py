@@ -1,8 +1,9 @@
 """The gateway's core: the table-driven websocket and REST dispatch (one row per
 service, one generic requestor), its errors, framing, auth and metrics, and what an
 API module is given (``Core``). It imports no processor package and no API module."""
+from .access import acts_for, allowed, may
 from .api import Core, Handler, Route
-from .auth import Caller
+from .auth import ITSELF, Caller
 from .dispatch import Dispatcher, new_request_id
 from .errors import GatewayError, bad_request, validation_message
 from .framing import Frame
@@ -12,7 +13,8 @@ from .responses import NDJSON, failed, json_body, streamed
 from .services import SERVICES, ServiceRow
 from .settings import CoreSettings
 
-__all__ = ["Caller", "Core", "CoreSettings", "Dispatcher", "Document", "Frame",
+__all__ = ["ITSELF", "Caller", "Core", "CoreSettings", "Dispatcher", "Document", "Frame",
            "GatewayError", "Handler", "NDJSON", "REF", "REQUESTS", "Refs", "Route",
-           "SERVICES", "SchemaMode", "ServiceRow", "bad_request", "failed", "json_body",
-           "new_request_id", "streamed", "validation_message"]
+           "SERVICES", "SchemaMode", "ServiceRow", "acts_for", "allowed", "bad_request",
+           "failed", "json_body", "may", "new_request_id", "streamed",
+           "validation_message"]

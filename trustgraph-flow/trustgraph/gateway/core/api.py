@@ -7,9 +7,12 @@ may declare services optional or watch their answers (``core.client.optional``,
 ``core.client.observe``). It never touches the bus.
 
 Every route is served the same way (``Core.served``): who is asking is decided
-first (``Auth.identify``), unless the route is public; a failure becomes its HTTP
-status with a JSON body; and the request is tracked, so shutdown can drain it.
-The core's own routes are the websocket, the service path and ``/metrics``.
+first (``Auth.identify``), unless the route is public, and a route may be for some
+roles only (``/metrics``: admins); a failure becomes its HTTP status with a JSON
+body; and the request is tracked, so shutdown can drain it. What the caller may ask
+of services is decided where every request passes, ``core.client.frames``, given
+the ``Caller`` the handler receives. The core's own routes are the websocket, the
+service path, ``/api/v1/whoami`` and ``/metrics``.
 """
 import asyncio
 from collections.abc import Awaitable, Callable
@@ -18,17 +21,23 @@ from dataclasses import dataclass
 from aiohttp import web
 
 from trustgraph.pubsub import Bus
+from trustgraph.schema import Role
 
-from .auth import ANYONE, Auth, Caller, presented_token
+from .access import ADMINS, EVERYONE, forbidden
+from .auth import PUBLIC, Auth, Caller, presented_token, whoami
 from .dispatch import Dispatcher
 from .http_errors import json_errors
+from .jwt_auth import JwtSettings, JwtVerifier
+from .keyring import KeyRing
+from .limits import Limiter, Limits
 from .metrics import scrape
 from .openapi import Document, services_document
 from .responses import error_response
 from .rest import SERVICE_PATH, ServiceRoute
 from .services import SERVICES
 from .settings import CoreSettings
-from .websocket import Limits, SocketEndpoint
+from .websocket import Limits as SocketLimits
+from .websocket import SocketEndpoint
 
 Handler = Callable[[web.Request, Caller], Awaitable[web.StreamResponse]]
 
@@ -39,23 +48,38 @@ class Route:
     path: str
     handler: Handler
     public: bool = False  # answered without asking who is asking (the page, the document)
+    roles: frozenset[Role] = EVERYONE  # who may (what they may ask of services: frames)
 
 
 class Core:
     def __init__(self, bus: Bus, settings: CoreSettings) -> None:
         self.settings = settings  # the gateway's: they include every API's own
-        self.client = Dispatcher(bus, settings.tg_flows, settings.tg_request_timeout)
-        self.auth = Auth(settings.tg_gateway_token)
-        self.sockets = SocketEndpoint(self.client, self.auth, Limits(
+        limiter = Limiter()
+        self.client = Dispatcher(bus, settings.tg_flows, settings.tg_request_timeout,
+                                 limiter)
+        defaults = Limits(settings.tg_key_concurrent, settings.tg_key_per_minute,
+                          settings.tg_key_tokens_per_day)
+        self.keys = KeyRing(bus, self.client.owner, limiter, defaults) \
+            if settings.tg_gateway_keys else None
+        self.auth = Auth(settings.tg_gateway_token, self.keys, _jwt(settings, defaults))
+        self.sockets = SocketEndpoint(self.client, self.auth, SocketLimits(
             settings.tg_gateway_max_inflight, settings.tg_gateway_max_frame))
         self.routes: list[Route] = []
         self.documents = [services_document(SERVICES.values(), self.client.flows)]
         self._handlers: set[asyncio.Task] = set()
         self.route("POST", SERVICE_PATH, ServiceRoute(self.client))
-        self.route("GET", "/metrics", scrape, public=settings.tg_metrics_open)
+        self.route("GET", "/api/v1/whoami", whoami)
+        self.route("GET", "/metrics", scrape, public=settings.tg_metrics_open, roles=ADMINS)
 
-    def route(self, method: str, path: str, handler: Handler, public: bool = False) -> None:
-        self.routes.append(Route(method, path, handler, public))
+    async def start(self) -> None:
+        """Read the API keys (waiting up to ``tg_config_wait`` for the config service;
+        until they are read, keys are answered 503)."""
+        if self.keys is not None:
+            await self.keys.start(self.settings.tg_config_wait)
+
+    def route(self, method: str, path: str, handler: Handler, public: bool = False,
+              roles: frozenset[Role] = EVERYONE) -> None:
+        self.routes.append(Route(method, path, handler, public, roles))
 
     def document(self, document: Document) -> None:
         self.documents.append(document)
@@ -77,8 +101,10 @@ class Core:
             assert task is not None  # aiohttp runs each handler in a task of its own
             self._handlers.add(task)
             try:
-                caller = ANYONE if route.public else self.auth.identify(
-                    presented_token(request))
+                caller = PUBLIC if route.public else self.auth.identify(
+                    presented_token(request), peer=request.remote)
+                if not route.public and caller.role not in route.roles:
+                    raise forbidden(f"role {caller.role!r} may not use {route.path}")
                 return await route.handler(request, caller)
             except web.HTTPException:
                 raise  # aiohttp's own answer (an unknown asset): JSON from the middleware
@@ -91,12 +117,22 @@ class Core:
     async def close(self, grace: float) -> None:
         """Close the websockets (cancelling their requests), then give the HTTP
         requests in flight ``grace`` seconds and cancel the rest (and so their bus
-        requests)."""
+        requests), and report how the keys were used."""
         await self.sockets.close_all()
-        if not self._handlers:
-            return
-        _, late = await asyncio.wait(set(self._handlers), timeout=grace)
-        for task in late:
-            task.cancel()
-        if late:
-            await asyncio.wait(late, timeout=grace)
+        if self._handlers:
+            _, late = await asyncio.wait(set(self._handlers), timeout=grace)
+            for task in late:
+                task.cancel()
+            if late:
+                await asyncio.wait(late, timeout=grace)
+        if self.keys is not None:
+            await self.keys.close()
+
+
+def _jwt(settings: CoreSettings, limits: Limits) -> JwtVerifier | None:
+    if not settings.tg_jwt_key_file:
+        return None
+    return JwtVerifier(JwtSettings(
+        settings.tg_jwt_key_file, tuple(settings.tg_jwt_algorithms), settings.tg_jwt_issuer,
+        settings.tg_jwt_audience, settings.tg_jwt_user_claim, settings.tg_jwt_role_claim),
+        limits)

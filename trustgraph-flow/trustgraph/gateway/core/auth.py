@@ -1,46 +1,109 @@
 """Who is asking: decided in one place, ``Auth.identify``, for every HTTP route and
-every websocket (from the token it was opened with, or its auth frame).
+every websocket request (from the key it was opened with, or its auth frame), and
+never from a request's body.
 
-Today the credential is one bearer token for the whole gateway (none configured: the
-gateway is open), compared in constant time. It names nobody in particular, so a
-caller that holds it may ask anything; keys naming a user and a role (DESIGN §6)
-would be told apart here, and ``Caller`` would carry what they name.
+A credential is one of: an API key (``tg_<id>_<secret>``, checked against the keys
+held in memory, ``KeyRing``), a JWT from the deployment's identity provider (when a
+verification key is configured, ``JwtVerifier``), or the gateway's own token
+(``TG_GATEWAY_TOKEN``: the admin of a single-user installation). Each names one
+user and one role (``Caller``); ``access.authorize`` then decides what that caller
+may do.
+
+With none of them configured (no token, no JWT key, and not one API key ever
+created) the gateway is open, to loopback callers only: they are its admin.
 """
 import hmac
+import ipaddress
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
 
 from aiohttp import web
 
+from trustgraph.schema import Role
+from trustgraph.schema.keys import KEY_PREFIX
+from trustgraph.schema.pipeline import DEFAULT_USER
+
 from .errors import GatewayError
+from .limits import Limits
+
+if TYPE_CHECKING:
+    from .jwt_auth import JwtVerifier
+    from .keyring import KeyRing
+
+Via = Literal["key", "jwt", "token", "open", "public", "itself"]
 
 
 @dataclass(frozen=True)
 class Caller:
-    verified: bool  # presented the gateway's token (False: none needed, or a public route)
+    user: str  # whose data a request acts for, unless it names another (admins only)
+    role: Role | None  # None: nobody (a public route's caller may use no service)
+    key_id: str | None = None  # what its limits and use count against; None: no limits
+    via: Via = "key"
+    limits: Limits = Limits()
 
 
-ANYONE = Caller(verified=False)  # an open gateway's callers, and public routes'
-REQUIRED = "this gateway needs a token: Authorization: Bearer <token> or ?token=<token>"
+PUBLIC = Caller("", None, via="public")  # the callers of public routes (page, documents)
+OPEN = Caller(DEFAULT_USER, "admin", via="open")  # an open gateway's (loopback) callers
+TOKEN_ADMIN = Caller(DEFAULT_USER, "admin", via="token")  # TG_GATEWAY_TOKEN's holder
+# The gateway itself, reading shared configuration no key holds secret (which LLM
+# answers) for a caller whose role may not read config.
+ITSELF = Caller(DEFAULT_USER, "admin", via="itself")
+REQUIRED = "this gateway needs a key: Authorization: Bearer <key> or ?token=<key>"
+LOOPBACK_ONLY = ("this gateway is open (no TG_GATEWAY_TOKEN, no JWT key, no API key "
+                 "created), so it answers on loopback only; create a key (tg-add-user, "
+                 "tg-create-key) or set TG_GATEWAY_TOKEN to use it from elsewhere")
 
 
 class Auth:
-    def __init__(self, token: str) -> None:
+    def __init__(self, token: str, keys: "KeyRing | None" = None,
+                 jwt: "JwtVerifier | None" = None) -> None:
         self._token = token.encode()
+        self._keys = keys
+        self._jwt = jwt
 
     @property
     def open(self) -> bool:
-        return not self._token
+        """No credential of any kind configured."""
+        return not self._token and self._jwt is None and (
+            self._keys is None or self._keys.empty)
 
-    def identify(self, token: object, required: str = REQUIRED) -> Caller:
-        """The caller presenting ``token`` (None: nothing presented), or the 401
-        saying why not (``required``: how to present one)."""
+    def identify(self, token: object, required: str = REQUIRED,
+                 peer: str | None = None) -> Caller:
+        """The caller presenting ``token`` (None: nothing presented) from ``peer``
+        (its address; None: not known), or the 401 saying why not (``required``: how
+        to present one)."""
         if self.open:
-            return ANYONE
+            if peer and not _loopback(peer):
+                raise GatewayError("auth-required", LOOPBACK_ONLY, 401)
+            return OPEN
         if token is None:
+            if self._keys is not None and not self._token and self._jwt is None:
+                self._keys.check_ready()  # no key yet read: not yet known to be open
             raise GatewayError("auth-required", required, 401)
-        if not isinstance(token, str) or not hmac.compare_digest(token.encode(), self._token):
-            raise GatewayError("auth-failed", "auth failure", 401)
-        return Caller(verified=True)
+        if not isinstance(token, str):
+            raise auth_failed()
+        if self._token and hmac.compare_digest(token.encode(), self._token):
+            return TOKEN_ADMIN
+        if self._keys is not None and token.startswith(KEY_PREFIX):
+            return self._keys.identify(token)
+        if self._jwt is not None and token.count(".") == 2:
+            return self._jwt.identify(token)
+        raise auth_failed()
+
+
+def auth_failed(why: str = "") -> GatewayError:
+    """401 ``auth-failed``; ``why`` is said only of a key whose secret was right."""
+    return GatewayError("auth-failed", f"auth failure: {why}" if why else "auth failure",
+                        401)
+
+
+def _loopback(peer: str) -> bool:
+    try:
+        address = ipaddress.ip_address(peer.split("%")[0])
+    except ValueError:
+        return False  # not an IP address: not known to be this machine
+    mapped = getattr(address, "ipv4_mapped", None)  # ::ffff:127.0.0.1
+    return (mapped or address).is_loopback
 
 
 def presented_token(request: web.Request) -> str | None:
@@ -51,3 +114,10 @@ def presented_token(request: web.Request) -> str | None:
     if scheme.lower() == "bearer":
         return credentials.strip()
     return None
+
+
+async def whoami(request: web.Request, caller: Caller) -> web.Response:
+    """``GET /api/v1/whoami``: who the gateway takes the caller to be."""
+    return web.json_response({"user": caller.user, "role": caller.role,
+                              "key_id": caller.key_id if caller.via == "key" else None,
+                              "via": caller.via})

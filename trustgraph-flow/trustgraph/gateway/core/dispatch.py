@@ -4,6 +4,11 @@ It resolves a service name and flow to a table row, validates the request agains
 the row's model, sends it on the bus under a fresh request id (clients choose their
 own ids, which may collide across sockets) and yields the response frames,
 coalesced when the caller has fallen behind.
+
+Every request to a service, from every transport and API module, passes through
+``frames``, given who asks (``Caller``): there, once, the role table decides
+whether it may and for which user (``access.authorize``), and the key's limits
+whether it may now (``limits.Limiter``).
 """
 import asyncio
 import json
@@ -18,10 +23,14 @@ from pydantic_core import PydanticSerializationError
 
 from trustgraph.base import Requester, ServiceError
 from trustgraph.pubsub import Bus
-from trustgraph.schema import Error, Record, encode
+from trustgraph.schema import Error, Record, Usage, encode
 
+from .access import authorize
+from .auth import Caller
 from .errors import GatewayError, bad_request, too_large, validation_message
 from .framing import Frame
+from .limits import Limiter, Meter
+from .metrics import CALLER_REQUESTS, LLM_TOKENS, REFUSED
 from .services import SERVICES, ServiceRow
 
 # The broker refuses a message of 5,232,640 bytes or more (pulsar-lite; Pulsar's
@@ -37,11 +46,13 @@ class Dispatcher:
     through. API modules may declare services optional (``optional``: a stack may
     run without them) and watch a service's answers (``observe``)."""
 
-    def __init__(self, bus: Bus, flows: Iterable[str], timeout: float) -> None:
+    def __init__(self, bus: Bus, flows: Iterable[str], timeout: float,
+                 limiter: Limiter | None = None) -> None:
         self.flows = tuple(flows)
+        self.limiter = limiter or Limiter()
+        self.owner = f"gateway-{uuid.uuid4().hex[:8]}"  # names this process on the bus
         self._bus = bus
         self._timeout = timeout
-        self._owner = f"gateway-{uuid.uuid4().hex[:8]}"
         self._requesters: dict[tuple[str, str], asyncio.Future[Requester]] = {}
         self._how: dict[str, str] = {}   # optional services: how to turn each on
         self._off: set[str] = set()      # optional services turned off in the settings
@@ -102,33 +113,67 @@ class Dispatcher:
         return record
 
     async def frames(self, row: ServiceRow, flow: str, record: Record,
-                     request_id: str | None = None) -> AsyncGenerator[list[Frame], None]:
-        """Batches of response frames, ending after the final one. ``request_id`` is
-        the id on the bus (and in every processor's log lines), fresh when not given.
-        Closing this generator early cancels the request on the bus."""
-        requester = await self._requester(row.name, row.bus_flow(flow))
-        first, started = True, time.perf_counter()
-        answer = requester.frames(record, request_id or new_request_id())
-        how, observe = self._how.get(row.name), self._observers.get(row.name)
-        async with aclosing(answer) as batches:
-            try:
-                async for batch in batches:
-                    if observe is not None and batch[-1][1]:
-                        observe(time.perf_counter() - started, batch[-1][0])
-                    yield row.wire(batch, first)
-                    first = False
-            except ServiceError as error:
-                if how is None or error.error.type != "no-service":
-                    raise
-                # An optional service that no processor serves is as good as off.
-                raise GatewayError("disabled", f"{error.error.message}; {how}", 404
-                                   ) from None
+                     request_id: str | None = None, *, caller: Caller
+                     ) -> AsyncGenerator[list[Frame], None]:
+        """Batches of response frames, ending after the final one: the answer to
+        ``record`` sent for ``caller``, if the role table lets it (403) and its key's
+        limits do now (429). ``request_id`` is the id on the bus (and in every
+        processor's log lines), fresh when not given. Closing this generator early
+        cancels the request on the bus."""
+        record, meter, usage = self._admit(caller, row, record)
+        try:
+            requester = await self._requester(row.name, row.bus_flow(flow))
+            first, started = True, time.perf_counter()
+            answer = requester.frames(record, request_id or new_request_id())
+            how, observe = self._how.get(row.name), self._observers.get(row.name)
+            async with aclosing(answer) as batches:
+                try:
+                    async for batch in batches:
+                        if observe is not None and batch[-1][1]:
+                            observe(time.perf_counter() - started, batch[-1][0])
+                        wired = row.wire(batch, first)
+                        if usage is not None:
+                            count_tokens(wired, usage)
+                        yield wired
+                        first = False
+                except ServiceError as error:
+                    if how is None or error.error.type != "no-service":
+                        raise
+                    # An optional service that no processor serves is as good as off.
+                    raise GatewayError("disabled", f"{error.error.message}; {how}", 404
+                                       ) from None
+        finally:
+            self._done(caller, meter, usage)
+
+    def _admit(self, caller: Caller, row: ServiceRow, record: Record
+               ) -> tuple[Record, Meter | None, Usage | None]:
+        """The record as ``caller`` may send it, its key's meter, and the usage to
+        count its LLM tokens in (None: the service calls no LLM)."""
+        try:
+            record, needs = authorize(caller, row.name, record)
+            meter = self.limiter.admit(caller.key_id, caller.limits, needs.llm)
+        except GatewayError as refused:
+            REFUSED.labels(caller.user, caller.role or "none", refused.type).inc()
+            raise
+        CALLER_REQUESTS.labels(caller.user, caller.role).inc()
+        return record, meter, Usage() if needs.llm else None
+
+    def _done(self, caller: Caller, meter: Meter | None, usage: Usage | None) -> None:
+        tokens_in, tokens_out = (usage.in_token or 0, usage.out_token or 0) if usage \
+            else (0, 0)
+        self.limiter.release(meter, tokens_in + tokens_out)
+        if tokens_in:
+            LLM_TOKENS.labels(caller.user, caller.role, "in").inc(tokens_in)
+        if tokens_out:
+            LLM_TOKENS.labels(caller.user, caller.role, "out").inc(tokens_out)
 
     async def final(self, row: ServiceRow, flow: str, record: Record,
-                    request_id: str | None = None) -> dict[str, Any]:
-        """The one record a service answers once with, decoded; its error raised."""
+                    request_id: str | None = None, *, caller: Caller) -> dict[str, Any]:
+        """The one record a service answers once with, asked for ``caller`` (as
+        ``frames``), decoded; its error raised."""
         final: dict[str, Any] = {}
-        async with aclosing(self.frames(row, flow, record, request_id)) as batches:
+        answer = self.frames(row, flow, record, request_id, caller=caller)
+        async with aclosing(answer) as batches:
             async for batch in batches:
                 final = json.loads(batch[-1][0])
         if final.get("error"):
@@ -141,7 +186,7 @@ class Dispatcher:
         key = (service, flow)
         future: asyncio.Future[Requester]
         if key not in self._requesters:
-            requester = Requester(self._bus, service, flow, self._owner, self._timeout)
+            requester = Requester(self._bus, service, flow, self.owner, self._timeout)
             self._requesters[key] = future = asyncio.ensure_future(_started(requester))
             # Its failure is reported to whoever awaits it; with nobody left (all
             # cancelled, or shutting down) it would be logged as never retrieved.
@@ -209,6 +254,16 @@ def _shown(text: str) -> str:
 
 def _path(parts: list[str], where: str) -> str:
     return ".".join(part for part in (where, *parts) if part) or "body"
+
+
+def count_tokens(batch: list[Frame], usage: Usage) -> None:
+    """Add the token counts the batch's records carry (deltas: DESIGN §4). Only a
+    record that has one is decoded: most deltas carry none."""
+    for data, _ in batch:
+        if b'_token"' in data:
+            record = json.loads(data)
+            if isinstance(record, dict):
+                usage.add(Usage.of(record))
 
 
 def new_request_id() -> str:

@@ -17,17 +17,20 @@ log = logging.getLogger(__name__)
 SERVICE_STATUS = {
     "bad-request": 400, "too-many-texts": 400,
     "not-found": 404,
+    "conflict": 409,
     "too-large": 413,
     "no-service": 503, "overloaded": 503,
 }
 
 
 class GatewayError(Exception):
-    def __init__(self, type: str, message: str, status: int = 400) -> None:
+    def __init__(self, type: str, message: str, status: int = 400,
+                 retry_after: int | None = None) -> None:
         super().__init__(message)
         self.type = type
         self.message = message
         self.status = status
+        self.retry_after = retry_after  # seconds, for a Retry-After header
 
     def as_dict(self) -> dict[str, str]:
         return {"type": self.type, "message": self.message}

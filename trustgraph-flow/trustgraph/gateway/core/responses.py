@@ -41,14 +41,22 @@ def failed(exception: BaseException) -> GatewayError:
 def http_error(exception: BaseException) -> tuple[int, bytes]:
     """A failure as a status and a JSON body, ``{"error": {"type", "message"}}``."""
     error = failed(exception)
-    return error.status, json.dumps({"error": error.as_dict()}).encode()
+    return error.status, _body(error)
+
+
+def _body(error: GatewayError) -> bytes:
+    return json.dumps({"error": error.as_dict()}).encode()
 
 
 def error_response(exception: BaseException) -> web.Response:
-    status, body = http_error(exception)
-    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
-    return web.Response(body=body, status=status, content_type="application/json",
-                        headers=headers)
+    error = failed(exception)
+    headers = {}
+    if error.status == 401:
+        headers["WWW-Authenticate"] = "Bearer"
+    if error.retry_after is not None:
+        headers["Retry-After"] = str(error.retry_after)
+    return web.Response(body=_body(error), status=error.status,
+                        content_type="application/json", headers=headers)
 
 
 async def json_body(request: web.Request) -> dict:

@@ -33,7 +33,7 @@ class ServiceRoute:
             body.setdefault("streaming", True)
         record = self.client.prepare(row, body)
         REQUESTS.labels(row.name, "rest").inc()
-        async with aclosing(self.client.frames(row, flow, record)) as batches:
+        async with aclosing(self.client.frames(row, flow, record, caller=caller)) as batches:
             if stream is None:
                 return await _single(batches)
             return await streamed(request, batches, stream)

@@ -6,6 +6,7 @@ from functools import cached_property
 
 from trustgraph.schema import (
     CONFIG_FLOW,
+    KEYS_FLOW,
     LIBRARIAN_FLOW,
     AgentRequest,
     AgentResponse,
@@ -20,6 +21,8 @@ from trustgraph.schema import (
     GraphEmbeddingsRequest,
     GraphEmbeddingsResponse,
     GraphRagRequest,
+    KeysRequest,
+    KeysResponse,
     KnowledgeLoadRequest,
     KnowledgeLoadResponse,
     LazyRagExpandRequest,
@@ -120,6 +123,7 @@ SERVICES: dict[str, ServiceRow] = {row.name: row for row in (
     ServiceRow("document-load", DocumentLoadRequest, LoadResponse, None),
     ServiceRow("librarian", LibrarianRequest, LibrarianResponse, None,
                global_flow=LIBRARIAN_FLOW),
+    ServiceRow("keys", KeysRequest, KeysResponse, None, global_flow=KEYS_FLOW),
     ServiceRow("embeddings", EmbeddingsRequest, EmbeddingsResponse, None),
     ServiceRow("triples", TriplesQueryRequest, TriplesQueryResponse, None),
     ServiceRow("graph-embeddings", GraphEmbeddingsRequest, GraphEmbeddingsResponse, None),

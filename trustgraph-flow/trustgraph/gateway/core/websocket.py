@@ -73,7 +73,7 @@ class SocketEndpoint:
         await ws.prepare(request)
         self.live.add(ws)
         SOCKETS.inc()
-        session = Session(ws, self)
+        session = Session(ws, self, request.remote)
         session.identify(presented_token(request))
         try:
             await session.run()
@@ -88,23 +88,31 @@ class SocketEndpoint:
 
 
 class Session:
-    """One open socket: its auth state and its in-flight requests by client id."""
+    """One open socket: its credential and its in-flight requests by client id."""
 
-    def __init__(self, ws: web.WebSocketResponse, endpoint: SocketEndpoint) -> None:
+    def __init__(self, ws: web.WebSocketResponse, endpoint: SocketEndpoint,
+                 peer: str | None) -> None:
         self.ws = ws
         self.endpoint = endpoint
-        self.caller: Caller | GatewayError  # who asks, or the error their requests get
+        self.peer = peer
+        self.token: object = None  # the credential its requests are made with
         self.tasks: dict[str, asyncio.Task] = {}  # in flight, by client id
         self._running: set[asyncio.Task] = set()   # also those cancelled, until they end
 
-    def identify(self, token: object) -> bool:
-        """Who asks from now on: the holder of ``token``; False when refused."""
+    def identify(self, token: object) -> GatewayError | None:
+        """Requests are made with ``token`` from now on; the error refusing it, if
+        it is refused now."""
+        self.token = token
         try:
-            self.caller = self.endpoint.auth.identify(token, AUTH_REQUIRED)
+            self.caller()
         except GatewayError as refused:
-            self.caller = refused
-            return False
-        return True
+            return refused
+        return None
+
+    def caller(self) -> Caller:
+        """Who asks: decided again for each request, so a key revoked or expired
+        while the socket is open is refused from then on."""
+        return self.endpoint.auth.identify(self.token, AUTH_REQUIRED, self.peer)
 
     async def run(self) -> None:
         try:
@@ -154,8 +162,24 @@ class Session:
 
     async def _authenticate(self, token: object) -> None:
         # An auth frame that names no token is a wrong one, not a missing one.
-        await self._send(AUTH_OK if self.identify("" if token is None else token)
-                         else AUTH_FAILED)
+        refused = self.identify("" if token is None else token)
+        if refused is None:
+            await self._send(self._auth_ok())
+        elif refused.status != 401:  # the keys not yet read: not a wrong key
+            raise refused
+        else:
+            await self._send(AUTH_FAILED if refused.message == "auth failure" else
+                             json.dumps({"type": "auth-failed", "error": refused.message}
+                                        ).encode())
+
+    def _auth_ok(self) -> bytes:
+        """``auth-ok``, naming as the default workspace the user a key acts for (a
+        client that sends it back as the envelope's ``workspace`` acts for that
+        user); the gateway's own token and an open gateway name ``default``."""
+        caller = self.caller()
+        if caller.via in ("open", "token"):
+            return AUTH_OK
+        return json.dumps({"type": "auth-ok", "default_workspace": caller.user}).encode()
 
     def _start(self, frame: dict) -> None:
         client_id = frame.get("id")
@@ -164,8 +188,7 @@ class Session:
         for field in ("service", "request"):
             if field not in frame:
                 raise bad_request(f"{field}: required")
-        if isinstance(self.caller, GatewayError):
-            raise self.caller
+        caller = self.caller()
         if client_id in self.tasks:
             raise GatewayError("duplicate-id", f"request {client_id!r} is still in flight", 409)
         if len(self.tasks) >= self.endpoint.limits.max_inflight:
@@ -176,16 +199,18 @@ class Session:
         row = dispatcher.resolve(frame.get("service"), flow)
         record = dispatcher.prepare(row, frame["request"], _tenant(frame))
         REQUESTS.labels(row.name, "websocket").inc()
-        task = asyncio.create_task(self._serve(client_id, row, flow, record))
+        task = asyncio.create_task(self._serve(client_id, row, flow, record, caller))
         self.tasks[client_id] = task
         self._running.add(task)
         task.add_done_callback(self._running.discard)
 
-    async def _serve(self, client_id: str, row: ServiceRow, flow: str, record: Record) -> None:
+    async def _serve(self, client_id: str, row: ServiceRow, flow: str, record: Record,
+                     caller: Caller) -> None:
         envelope = Envelope(client_id)
         send = self.ws.send_frame  # send_str without the str: the frame is already bytes
+        frames = self.endpoint.dispatcher.frames(row, flow, record, caller=caller)
         try:
-            async with aclosing(self.endpoint.dispatcher.frames(row, flow, record)) as batches:
+            async with aclosing(frames) as batches:
                 async for batch in batches:
                     for data, final in batch:
                         if final:  # the id is free again once its last frame is out
