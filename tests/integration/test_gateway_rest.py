@@ -236,7 +236,7 @@ async def test_llm_endpoint_says_which_llm_answers_as_text_completion_recorded_i
 
 async def test_llm_endpoint_with_nothing_recorded_has_nothing_to_say(broker, session):
     gateway = Gateway(GatewaySettings(pulsar_url=broker.url, tg_gateway_port=free_port(),
-                                      tg_request_timeout=5))
+                                      tg_request_timeout=5, tg_gateway_keys=False))
     url = await gateway.start()
     try:
         async with session.get(url + "api/v1/llm") as response:

@@ -5,7 +5,7 @@ from pathlib import Path
 from aiohttp import web
 
 from trustgraph.gateway.apis.page import WORKBENCH, Page
-from trustgraph.gateway.core.auth import PUBLIC
+from trustgraph.gateway.core.caller import PUBLIC
 
 
 def add_page_routes(app: web.Application, workbench: Path = WORKBENCH) -> None:

@@ -17,7 +17,8 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from trustgraph.gateway.app import GatewaySettings
 from trustgraph.gateway.core import Core
 from trustgraph.gateway.core.access import EVERYONE, TABLE, allowed, authorize, may
-from trustgraph.gateway.core.auth import OPEN, TOKEN_ADMIN, Auth, Caller
+from trustgraph.gateway.core.auth import Auth
+from trustgraph.gateway.core.caller import OPEN, TOKEN_ADMIN, Caller
 from trustgraph.gateway.core.errors import GatewayError
 from trustgraph.gateway.core.jwt_auth import JwtSettings, JwtVerifier
 from trustgraph.gateway.core.keyring import KeyRing

@@ -25,7 +25,7 @@ from trustgraph.gateway.apis.lines import (
 )
 from trustgraph.gateway.apis.query import AnswerLines, parse, result_fields
 from trustgraph.gateway.app import GatewaySettings
-from trustgraph.gateway.core.auth import OPEN
+from trustgraph.gateway.core.caller import OPEN
 from trustgraph.gateway.core.dispatch import Dispatcher
 from trustgraph.gateway.core.errors import GatewayError
 from trustgraph.gateway.core.services import SERVICES

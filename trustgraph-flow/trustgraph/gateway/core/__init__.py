@@ -3,7 +3,7 @@ service, one generic requestor), its errors, framing, auth and metrics, and what
 API module is given (``Core``). It imports no processor package and no API module."""
 from .access import acts_for, allowed, may
 from .api import Core, Handler, Route
-from .auth import ITSELF, Caller
+from .caller import ITSELF, Caller
 from .dispatch import Dispatcher, new_request_id
 from .errors import GatewayError, bad_request, validation_message
 from .framing import Frame

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from trustgraph.schema import ROLES, Record, Role
 
-from .auth import Caller
+from .caller import Caller
 from .errors import GatewayError
 
 log = logging.getLogger(__name__)
@@ -61,6 +61,7 @@ TABLE: dict[str, Permission | dict[str, Permission]] = {
     "text-load": WRITE,
     "document-load": WRITE,
     "knowledge-load": WRITE,
+    "reembed": WRITE,  # re-embeds the user's own collection with the configured model
     "librarian": {
         "list-documents": READ, "list-collections": READ, "get-document-metadata": READ,
         "get-document-content": READ, "add-document": WRITE, "remove-document": WRITE,

@@ -24,7 +24,8 @@ from trustgraph.pubsub import Bus
 from trustgraph.schema import Role
 
 from .access import ADMINS, EVERYONE, forbidden
-from .auth import PUBLIC, Auth, Caller, presented_token, whoami
+from .auth import Auth, presented_token, whoami
+from .caller import PUBLIC, Caller
 from .dispatch import Dispatcher
 from .http_errors import json_errors
 from .jwt_auth import JwtSettings, JwtVerifier

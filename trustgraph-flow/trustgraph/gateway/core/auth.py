@@ -14,40 +14,19 @@ created) the gateway is open, to loopback callers only: they are its admin.
 """
 import hmac
 import ipaddress
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 from aiohttp import web
 
-from trustgraph.schema import Role
 from trustgraph.schema.keys import KEY_PREFIX
-from trustgraph.schema.pipeline import DEFAULT_USER
 
+from .caller import OPEN, TOKEN_ADMIN, Caller, auth_failed
 from .errors import GatewayError
-from .limits import Limits
 
 if TYPE_CHECKING:
     from .jwt_auth import JwtVerifier
     from .keyring import KeyRing
 
-Via = Literal["key", "jwt", "token", "open", "public", "itself"]
-
-
-@dataclass(frozen=True)
-class Caller:
-    user: str  # whose data a request acts for, unless it names another (admins only)
-    role: Role | None  # None: nobody (a public route's caller may use no service)
-    key_id: str | None = None  # what its limits and use count against; None: no limits
-    via: Via = "key"
-    limits: Limits = Limits()
-
-
-PUBLIC = Caller("", None, via="public")  # the callers of public routes (page, documents)
-OPEN = Caller(DEFAULT_USER, "admin", via="open")  # an open gateway's (loopback) callers
-TOKEN_ADMIN = Caller(DEFAULT_USER, "admin", via="token")  # TG_GATEWAY_TOKEN's holder
-# The gateway itself, reading shared configuration no key holds secret (which LLM
-# answers) for a caller whose role may not read config.
-ITSELF = Caller(DEFAULT_USER, "admin", via="itself")
 REQUIRED = "this gateway needs a key: Authorization: Bearer <key> or ?token=<key>"
 LOOPBACK_ONLY = ("this gateway is open (no TG_GATEWAY_TOKEN, no JWT key, no API key "
                  "created), so it answers on loopback only; create a key (tg-add-user, "
@@ -89,12 +68,6 @@ class Auth:
         if self._jwt is not None and token.count(".") == 2:
             return self._jwt.identify(token)
         raise auth_failed()
-
-
-def auth_failed(why: str = "") -> GatewayError:
-    """401 ``auth-failed``; ``why`` is said only of a key whose secret was right."""
-    return GatewayError("auth-failed", f"auth failure: {why}" if why else "auth failure",
-                        401)
 
 
 def _loopback(peer: str) -> bool:

@@ -26,7 +26,7 @@ from trustgraph.pubsub import Bus
 from trustgraph.schema import Error, Record, Usage, encode
 
 from .access import authorize
-from .auth import Caller
+from .caller import Caller
 from .errors import GatewayError, bad_request, too_large, validation_message
 from .framing import Frame
 from .limits import Limiter, Meter

@@ -20,7 +20,7 @@ import jwt
 
 from trustgraph.schema import ROLES
 
-from .auth import Caller, auth_failed
+from .caller import Caller, auth_failed
 from .limits import Limits
 
 log = logging.getLogger(__name__)

@@ -30,7 +30,7 @@ from trustgraph.schema import (
 )
 from trustgraph.schema.keys import key_id_of, key_matches
 
-from .auth import Caller, auth_failed
+from .caller import Caller, auth_failed
 from .errors import GatewayError
 from .limits import Limiter, Limits
 

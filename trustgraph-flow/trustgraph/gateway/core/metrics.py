@@ -3,7 +3,7 @@ module may add its own (and watch a service's answers: ``Dispatcher.observe``)."
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, Counter, Gauge, generate_latest
 
-from .auth import Caller
+from .caller import Caller
 
 REQUESTS = Counter("tg_gateway_requests_total", "Requests accepted by the gateway",
                    ["service", "transport"])

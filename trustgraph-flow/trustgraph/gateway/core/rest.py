@@ -10,7 +10,7 @@ from contextlib import aclosing
 
 from aiohttp import web
 
-from .auth import Caller
+from .caller import Caller
 from .dispatch import Dispatcher
 from .errors import service_status
 from .framing import Frame

@@ -16,7 +16,8 @@ from aiohttp import WSCloseCode, WSMsgType, web
 
 from trustgraph.schema import Record
 
-from .auth import Auth, Caller, presented_token
+from .auth import Auth, presented_token
+from .caller import Caller
 from .dispatch import Dispatcher
 from .errors import GatewayError, bad_request, classify, too_large
 from .framing import Envelope
