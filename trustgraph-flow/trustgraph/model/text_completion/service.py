@@ -5,6 +5,7 @@ import importlib
 import os
 from collections.abc import AsyncIterator
 from types import ModuleType
+from typing import Any
 
 from trustgraph.base import Context, ProcessorSpec, Runtime, Service
 from trustgraph.schema import TextCompletionRequest, TextCompletionResponse
@@ -35,16 +36,22 @@ def chosen_provider(argv: list[str]) -> str:
     return "openai" if os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL") else ""
 
 
-def with_model(provider: Provider, model: str | None) -> Provider:
-    """``provider`` answering with ``model`` instead of its configured one. Providers
-    keep their model in ``model`` and read it per request, so a shallow copy (sharing
-    the HTTP client, settings and retry wrapper's policy) is the same provider with
-    another model; one with no model (not configured) is used as it is."""
+def with_options(provider: Provider, options: dict[str, Any]) -> Provider:
+    """``provider`` answering with ``options`` (``model``, ``max_tokens``,
+    ``temperature``, ``stop``) instead of its configured ones. A provider keeps each
+    setting it honours in an attribute of that name and reads it per request, so a
+    shallow copy (sharing the HTTP client, settings and retry wrapper's policy) with
+    the attribute changed is the same provider answering otherwise; an option it has
+    no attribute for is ignored (docs/providers says which honour which), and a
+    provider not configured is used as it is."""
     inner = getattr(provider, "provider", provider)  # under Retrying
-    if not model or not hasattr(inner, "model"):
+    changes = {name: value for name, value in options.items()
+               if value is not None and hasattr(inner, name)}
+    if not changes:
         return provider
     changed = copy.copy(inner)
-    changed.model = model
+    for name, value in changes.items():
+        setattr(changed, name, value)
     if inner is provider:
         return changed
     wrapped = copy.copy(provider)
@@ -57,7 +64,7 @@ def completion_handler(provider: Provider):
                        ) -> AsyncIterator[TextCompletionResponse]:
         parts: list[str] = []
         usage = Usage(None, None, "")
-        chosen = with_model(provider, request.model)
+        chosen = with_options(provider, {"model": request.model, **request.sampling()})
         async for piece in chosen.stream(request.system, request.prompt):
             if isinstance(piece, Usage):
                 usage = piece

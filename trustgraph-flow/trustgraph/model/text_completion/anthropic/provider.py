@@ -47,6 +47,7 @@ class AnthropicProvider:
         self.client = client
         self.model = model
         self.max_tokens = max_tokens
+        self.stop: list[str] | None = None  # a request's own stop sequences (with_options)
 
     async def stream(self, system: str, prompt: str) -> AsyncIterator[str | Usage]:
         # No temperature: API version 2026-10-21 (SDK 2.x) rejects sampling parameters.
@@ -54,6 +55,8 @@ class AnthropicProvider:
                    "messages": [{"role": "user", "content": prompt}]}
         if system:  # the API rejects an empty system text
             request["system"] = system
+        if self.stop:
+            request["stop_sequences"] = self.stop
         usage: dict = {}
         model, finished = self.model, False
         try:
