@@ -75,14 +75,15 @@ __all__ += [
 
 from .librarian import (  # noqa: E402
                      LIBRARIAN_FLOW,
+                     CollectionSummary,
                      DocumentMetadata,
                      LibrarianRequest,
                      LibrarianResponse,
                      ProcessingMetadata,
 )
 
-__all__ += ["LIBRARIAN_FLOW", "DocumentMetadata", "LibrarianRequest", "LibrarianResponse",
-            "ProcessingMetadata"]
+__all__ += ["LIBRARIAN_FLOW", "CollectionSummary", "DocumentMetadata", "LibrarianRequest",
+            "LibrarianResponse", "ProcessingMetadata"]
 
 from .knowledge_load import KnowledgeLoadRequest, KnowledgeLoadResponse  # noqa: E402
 

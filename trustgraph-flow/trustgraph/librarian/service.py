@@ -189,6 +189,12 @@ class Library:
     async def librarian(self, request: LibrarianRequest, ctx: Context
                         ) -> AsyncIterator[LibrarianResponse]:
         user, collection, id = request.user, request.collection, request.document_id
+        if request.operation == "list-collections":
+            if not user:
+                raise BadRequest("user must not be empty")
+            yield LibrarianResponse(end_of_stream=True, collections=await asyncio.to_thread(
+                self.store.collections, user))
+            return
         if request.operation == "list-documents":
             if not user or not collection:
                 raise BadRequest("user and collection must not be empty")

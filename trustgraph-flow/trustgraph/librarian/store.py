@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from trustgraph.base import BadRequest, HandledError
-from trustgraph.schema import DocumentMetadata, ProcessingMetadata
+from trustgraph.schema import CollectionSummary, DocumentMetadata, ProcessingMetadata
 from trustgraph.sqlite_transaction import transaction
 
 from .files import ensure_dir, fsync_dir, read_parts, write_aside
@@ -170,6 +170,14 @@ class LibraryStore:
                 f"SELECT {_COLUMNS} FROM document WHERE user = ? AND collection = ? "
                 "AND id > ? ORDER BY id LIMIT ?", (user, collection, after, limit))
             return [_metadata(row) for row in rows]
+
+    def collections(self, user: str) -> list[CollectionSummary]:
+        """The user's collections that have documents, by name, with how many."""
+        with self._transaction() as db:
+            rows = db.execute("SELECT collection, COUNT(*) FROM document WHERE user = ? "
+                              "GROUP BY collection ORDER BY collection", (user,))
+            return [CollectionSummary(collection=name, documents=count)
+                    for name, count in rows]
 
     def read(self, user: str, collection: str, id: str) -> tuple[DocumentMetadata, bytes]:
         """Metadata and content that belong together (``ContentMismatch`` when the
