@@ -8,21 +8,19 @@ agent and lazy-rag processors and the scripted graph-rag and document-rag servic
 test_mcp_retrieval.py.
 """
 import asyncio
-import sys
 import uuid
-from pathlib import Path
 
 import aiohttp
 import pytest
 import pytest_asyncio
 from mcp.client.client import Client
-from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 import httpx2
 from tests.support.agent_llm import AgentReplies, final
 from tests.support.gateway_rig import gateway_rig
+from tests.support.mcp_bridge import stdio
 from tests.support.openai_server import PROMPT_TOKENS, OpenAiServer, Script, expected_text
 from tests.support.scripted_rag import gateways, wire_sources
 
@@ -31,7 +29,6 @@ pytestmark = pytest.mark.asyncio(loop_scope="module")
 DEADLINE = 30.0
 TOOLS = ["ask", "search", "graph_neighbourhood", "lazy_summary", "list_collections",
          "load_text"]
-TG_MCP_STDIO = Path(sys.executable).with_name("tg-mcp-stdio")
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
@@ -50,11 +47,6 @@ async def rig(broker, llm, module_data_dir):
 @pytest.fixture(autouse=True)
 def scripted(llm):
     llm.script, llm.reply = Script(), None
-
-
-def stdio(url: str, token: str | None = None) -> StdioServerParameters:
-    env = {"TRUSTGRAPH_URL": url} | ({"TRUSTGRAPH_TOKEN": token} if token else {})
-    return StdioServerParameters(command=str(TG_MCP_STDIO), env=env)
 
 
 @pytest.fixture(params=["legacy", "auto", "stdio"])
