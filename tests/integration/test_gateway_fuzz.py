@@ -188,6 +188,9 @@ ROUTES = [
     Route("GET", "/api/v1/openai/models"),
     Route("GET", "/api/v1/openai/models/{model}"),
     Route("POST", "/api/v1/openai/chat/completions", CHAT),
+    Route("POST", "/mcp"),  # test_mcp_requests, with MCP's headers
+    Route("GET", "/mcp"),
+    Route("DELETE", "/mcp"),
     Route("GET", "/api/v1/openapi.json"),
     Route("GET", "/metrics"),
     Route("GET", "/api/v1/socket"),  # the websocket itself: test_websocket_frames
@@ -231,6 +234,10 @@ async def assert_http_answer(response: aiohttp.ClientResponse) -> None:
     body = (await response.read()).decode("utf-8", "replace")
     event(f"HTTP {response.status}")  # --hypothesis-show-statistics: what the cases reached
     assert_no_traceback(body)
+    if response.url.path.startswith("/mcp"):
+        # The MCP SDK's own answers: a JSON-RPC error or a line of text, never a 5xx.
+        assert response.status < 500, (response.status, body[:2000])
+        return
     if response.status == 502:
         error = json.loads(body)["error"]  # the OpenAI API's shape: the type is the code
         assert error.get("code", error["type"]) in SERVICE_FAILURES, body[:2000]
@@ -299,6 +306,36 @@ async def test_any_method_and_path(rig, http, method, route, segments, query):
         async with http.request(method, rig.url + path.replace(FLOW, rig.flow),
                                 params=query) as response:
             await assert_http_answer(response)
+    await settled(rig)
+
+
+# A JSON-RPC message of MCP's methods with any params, or any JSON at all.
+MCP_MESSAGE = st.one_of(st.fixed_dictionaries({
+    "jsonrpc": st.just("2.0") | TEXT, "method": st.sampled_from([
+        "initialize", "tools/list", "tools/call", "server/discover", "ping",
+        "notifications/initialized", "resources/list"]) | TEXT},
+    optional={"id": st.integers() | TEXT, "params": JSON | st.fixed_dictionaries({
+        "name": st.sampled_from(["ask", "search", "load_text", "nope"]) | TEXT,
+        "arguments": JSON})}), JSON)
+MCP_HEADERS = st.fixed_dictionaries({}, optional={
+    "MCP-Protocol-Version": st.sampled_from(["2025-06-18", "2025-11-25", "2026-07-28"]) | TEXT,
+    "Mcp-Session-Id": st.just("nope") | CLEAN_TEXT, "Origin": CLEAN_TEXT})
+
+
+@FUZZ
+@given(message=MCP_MESSAGE, headers=MCP_HEADERS)
+async def test_mcp_requests(rig, http, message, headers):
+    headers = {"Content-Type": "application/json",
+               "Accept": "application/json, text/event-stream",
+               **{name: value.encode("utf-8", "replace").decode("latin-1")
+                  for name, value in headers.items()}}
+    try:
+        async with asyncio.timeout(DEADLINE):
+            async with http.post(rig.url + "mcp", data=as_body(message),
+                                 headers=headers) as response:
+                await assert_http_answer(response)
+    except ValueError as error:  # a header aiohttp itself refuses to send
+        assert "header" in str(error).lower()
     await settled(rig)
 
 
