@@ -37,8 +37,8 @@ async def served(request: web.Request, app: ASGIApp,
                  extra: dict[str, Any] | None = None) -> web.StreamResponse:
     body = await request.read()
     exchange = _Exchange(request, body)
-    running = asyncio.create_task(app(scope_of(request, extra or {}), exchange.receive,
-                                      exchange.send))
+    running = asyncio.ensure_future(app(scope_of(request, extra or {}), exchange.receive,
+                                        exchange.send))
     try:
         await asyncio.shield(running)
     except asyncio.CancelledError:

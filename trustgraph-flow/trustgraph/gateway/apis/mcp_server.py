@@ -28,7 +28,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
-from ..core import Caller, Core, failed, validation_message
+from ..core import Caller, Core, Document, failed, validation_message
 from .asgi import served
 from .mcp_tools import Call, Tool, offered
 
@@ -47,6 +47,12 @@ def install(core: Core) -> None:
     core.background(server.manager.run)
     for method in ("POST", "GET", "DELETE"):
         core.route(method, MCP_PATH, server.handle)
+    core.document(Document((), lambda refs: {MCP_PATH: {method.lower(): {
+        "summary": "the MCP server (streamable HTTP): tools ask, search, "
+                   "graph_neighbourhood, lazy_summary, list_collections, load_text",
+        "description": "JSON-RPC messages of the Model Context Protocol; docs/mcp.md.",
+        "responses": {"200": {"description": "a JSON-RPC answer, or SSE events"}}}
+        for method in ("POST", "GET", "DELETE")}}))
 
 
 class McpServer:

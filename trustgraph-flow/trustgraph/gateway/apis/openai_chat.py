@@ -38,7 +38,9 @@ from ..core import (
     REQUESTS,
     Caller,
     Core,
+    Document,
     GatewayError,
+    Refs,
     bad_request,
     failed,
     json_body,
@@ -236,6 +238,7 @@ def install(core: Core) -> None:
         core.route("GET", f"{prefix}/models", api.models, errors=error_response)
         core.route("GET", f"{prefix}/models/{{model}}", api.model, errors=error_response)
         core.route("POST", f"{prefix}/chat/completions", api.complete, errors=error_response)
+    core.document(DOCUMENT)
 
 
 class OpenAiApi:
@@ -338,3 +341,37 @@ def _valid(body: dict[str, Any]) -> ChatRequest:
     except ValidationError as error:
         raise bad_request(validation_message(error, where="")) from None
 
+
+
+# --- the OpenAPI document ------------------------------------------------------------
+
+def _paths(refs: Refs) -> dict[str, Any]:
+    error = {"content": {"application/json": {"schema": {"type": "object", "properties": {
+        "error": {"type": "object", "properties": {name: {"type": ["string", "null"]} for
+                                                   name in ("message", "type", "param",
+                                                            "code")}}}}}}}
+    errors = {str(status): {"description": what, **error} for status, what in (
+        (400, "bad request: the message names the field"), (401, "missing or wrong key"),
+        (404, "unknown model (code model_not_found) or flow"),
+        (502, "the service failed (code: its error type)"),
+        (504, "the service sent nothing for too long"))}
+    complete = {"post": {
+        "summary": "OpenAI's chat completions over the answering services",
+        "description": "Models: " + ", ".join(MODELS) + ", optionally <model>:<collection>. "
+                       "With stream: true, OpenAI's SSE (chat.completion.chunk, then data: "
+                       "[DONE]); the first chunk carries the sources. docs/openai.md.",
+        "requestBody": {"required": True, "content": {"application/json": {
+            "schema": refs[(ChatRequest, "validation")]}}},
+        "responses": {"200": {"description": "a chat.completion, or its chunks as SSE",
+                              "content": {"application/json": {}, "text/event-stream": {}}},
+                      **errors}}}
+    models = {"get": {"summary": "the models (services), with the caller's collections",
+                      "responses": {"200": {"description": "OpenAI's model list"}}}}
+    model = {"get": {"summary": "one model", "responses": {
+        "200": {"description": "OpenAI's model object"}, "404": errors["404"]}}}
+    return {path: operation for prefix in PREFIXES for path, operation in (
+        (f"{prefix}/chat/completions", complete), (f"{prefix}/models", models),
+        (f"{prefix}/models/{{model}}", model))}
+
+
+DOCUMENT = Document(((ChatRequest, "validation"),), _paths)
