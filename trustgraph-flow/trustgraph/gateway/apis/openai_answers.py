@@ -28,6 +28,7 @@ from ..core import Frame
 from .asking import failure
 
 DONE = b"data: [DONE]\n\n"
+TOKEN_FIELDS = frozenset(("in_token", "out_token", "model"))
 
 
 def dumps(value: Any) -> bytes:
@@ -133,7 +134,8 @@ class Completion:
         """Any record: raise its error, count its tokens; the first one opens the
         answer with its role and what is known before the first token."""
         failure(record)
-        self.usage.add(Usage.of(record))
+        if not TOKEN_FIELDS.isdisjoint(record):  # most deltas carry no counts
+            self.usage.add(Usage.of(record))
         if self.opened:
             return []
         self.opened = True
