@@ -19,6 +19,7 @@ a session only once the request that opened it has ended well).
 """
 import asyncio
 import contextlib
+import logging
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
@@ -31,6 +32,8 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[MutableMapping[str, Any], Receive, Send], Awaitable[None]]
 
 DISCONNECT_GRACE = 5.0
+
+log = logging.getLogger(__name__)
 
 
 async def served(request: web.Request, app: ASGIApp,
@@ -48,6 +51,11 @@ async def served(request: web.Request, app: ASGIApp,
                 await asyncio.shield(running)
         running.cancel()
         raise
+    except Exception:
+        if exchange.response is None:
+            raise  # nothing sent yet: the route's error answer
+        log.exception("the ASGI application failed after its answer began")
+        return exchange.response  # the client sees the answer cut short
     if exchange.response is None:  # the application answered nothing: its failure
         raise RuntimeError("the ASGI application sent no response")
     return exchange.response

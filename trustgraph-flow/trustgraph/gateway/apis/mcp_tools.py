@@ -18,7 +18,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from trustgraph.schema import LIBRARIAN_FLOW, CollectionSummary, Source
+from trustgraph.base import ServiceError
+from trustgraph.schema import LIBRARIAN_FLOW, CollectionSummary, Error, Source
 
 from ..core import Caller, Dispatcher, GatewayError
 from .asking import answer, ask
@@ -82,6 +83,8 @@ async def ask_tool(call: Call, arguments: AskArguments) -> tuple[str, AskResult]
     collected = await _collected(call, arguments.mode, {
         mode.question: arguments.question, "progress": True,
         **_collection(arguments.collection)})
+    if collected.get("summary_error"):  # LazyRAG: the subgraph, but no answer
+        raise ServiceError(Error.model_validate(collected["summary_error"]))
     result = AskResult(answer=collected["response"], sources=collected["sources"],
                        usage=UsageResult(**collected["usage"]),
                        session_id=collected.get("session_id"))
