@@ -49,12 +49,11 @@ def scripted(llm):
     llm.script, llm.reply = Script(), None
 
 
-@pytest.fixture(params=["legacy", "auto", "stdio"])
-def via(request) -> str:
-    """How the SDK's client reaches the server: over HTTP with the initialize
-    handshake (``legacy``), over HTTP as the SDK chooses (``auto``: 2026-07-28 here),
-    or through tg-mcp-stdio (``stdio``)."""
-    return request.param
+# How the SDK's client reaches the server: over HTTP with the initialize handshake
+# (``legacy``), over HTTP as the SDK chooses (``auto``: 2026-07-28 here), or through
+# tg-mcp-stdio (``stdio``: a process per test, so only where the bridge matters).
+HTTP = ["legacy", "auto"]
+EVERY_WAY = [*HTTP, "stdio"]
 
 
 def connected(rig, via: str) -> Client:
@@ -67,6 +66,7 @@ def connected(rig, via: str) -> Client:
 
 # --- the tools ----------------------------------------------------------------------
 
+@pytest.mark.parametrize("via", EVERY_WAY)
 async def test_the_tools_are_listed_with_their_schemas(rig, via):
     async with connected(rig, via) as client:
         tools = {tool.name: tool for tool in (await client.list_tools()).tools}
@@ -80,7 +80,8 @@ async def test_the_tools_are_listed_with_their_schemas(rig, via):
         assert tools["search"].annotations.read_only_hint is True
 
 
-@pytest.mark.parametrize("mode", ["document", "graph"])
+@pytest.mark.parametrize("via, mode", [(via, "document") for via in EVERY_WAY] +
+                         [(via, "graph") for via in HTTP])
 async def test_ask_answers_with_sources_and_reports_progress(rig, via, mode):
     async with connected(rig, via) as client:
         told: list[tuple[float, str | None]] = []
@@ -104,6 +105,7 @@ async def test_ask_answers_with_sources_and_reports_progress(rig, via, mode):
         assert [done for done, _ in told] == sorted({done for done, _ in told})
 
 
+@pytest.mark.parametrize("via", HTTP)
 async def test_ask_the_agent_and_lazy_summary(rig, llm, via):
     async with connected(rig, via) as client:
         llm.reply = AgentReplies(react={"Who founded Acme?": [final("Known.", "Ann Smith.")]})
@@ -118,6 +120,7 @@ async def test_ask_the_agent_and_lazy_summary(rig, llm, via):
         assert 0 <= lazy.structured_content["confidence"] <= 1
 
 
+@pytest.mark.parametrize("via", HTTP)
 async def test_load_text_then_list_collections(rig, via):
     async with connected(rig, via) as client:
         collection = f"notes-{uuid.uuid4().hex[:6]}"
@@ -138,6 +141,7 @@ async def test_load_text_then_list_collections(rig, via):
 
     # --- failures -------------------------------------------------------------------------
 
+@pytest.mark.parametrize("via", HTTP)
 async def test_failures_are_results_the_model_can_read(rig, via):
     async with connected(rig, via) as client:
         failed = await client.call_tool("ask", {"question": "[tokens=5 fail_after=2]",
@@ -150,6 +154,7 @@ async def test_failures_are_results_the_model_can_read(rig, via):
             await client.call_tool("no_such_tool", {})
 
 
+@pytest.mark.parametrize("via", EVERY_WAY)
 async def test_a_cancelled_call_cancels_the_answer(rig, via):
     async with connected(rig, via) as client:
         question = f"[tokens=500 delay=0.02] {uuid.uuid4().hex}"
