@@ -47,7 +47,8 @@ class OllamaProvider:
         messages = [{"role": "user", "content": prompt}]
         if system:
             messages.insert(0, {"role": "system", "content": system})
-        options = {"temperature": self.temperature, "num_predict": self.max_tokens}
+        options: dict[str, object] = {"temperature": self.temperature,
+                                      "num_predict": self.max_tokens}
         if self.stop:
             options["stop"] = self.stop
         body = {"model": self.model, "messages": messages, "stream": True,
