@@ -67,6 +67,7 @@ fuzz: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m bench.streaming
+	$(BIN)/python -m bench.routes
 	$(BIN)/python -m bench.cpu
 	$(BIN)/python -m bench.providers
 	$(BIN)/python -m bench.embeddings

@@ -1,6 +1,7 @@
-"""The three ways the benchmark reads one 200-token stream, each as cheap as a real
-client would be: straight from the LLM server, through the gateway's websocket, and
-through the gateway's REST NDJSON stream. Each returns (ttft, total) in seconds."""
+"""The ways the benchmark reads one 200-token stream, each as cheap as a real client
+would be: straight from the LLM server, through the gateway's websocket, through the
+gateway's REST NDJSON stream, and through the gateway's OpenAI-compatible API (model
+``llm``, read as it reads the LLM server). Each returns (ttft, total) in seconds."""
 import asyncio
 import itertools
 import json
@@ -38,6 +39,9 @@ FAMILIES = {
                                    "stream": True, "messages": MESSAGES}, _anthropic_token),
     "ollama": ("/api/chat", {"model": "fake-llama", "stream": True, "messages": MESSAGES},
                _ollama_token),
+    # The gateway's OpenAI-compatible API in front of the same server: model llm.
+    "gateway-openai": ("/v1/chat/completions", {"model": "llm", "stream": True,
+                                                "messages": MESSAGES}, _openai_token),
 }
 
 
@@ -52,6 +56,11 @@ async def direct(session: aiohttp.ClientSession, server_url: str,
             if first is None and is_token(line):
                 first = time.perf_counter()
     return first - started, time.perf_counter() - started
+
+
+async def openai(session: aiohttp.ClientSession, gateway: str) -> tuple[float, float]:
+    """Through the gateway's OpenAI-compatible API (``gateway`` ends with ``/``)."""
+    return await direct(session, gateway.rstrip("/"), "gateway-openai")
 
 
 async def rest(session: aiohttp.ClientSession, gateway: str, key: str | None = None

@@ -97,6 +97,18 @@ async def test_not_streaming_answers_in_one_record(corpus):
     assert (record.in_token, record.out_token, record.model) == (PROMPT_TOKENS, 12, "fake-gpt")
 
 
+@pytest.mark.parametrize("streaming", [True, False])
+async def test_the_request_s_sampling_options_reach_the_answer_s_llm_call(corpus, streaming):
+    # max_tokens, temperature, stop: through prompt and text-completion to the provider,
+    # for the answer only (the question rewrite keeps the provider's settings).
+    sampling = {"max_tokens": 64, "temperature": 0.5, "stop": ["\n\n"]}
+    *_, final = await corpus.frames("document-rag", ask(streaming=streaming, **sampling))
+    assert final.error is None and final.end_of_stream
+    assert corpus.llm.sampled(corpus.llm.last_body) == sampling
+    [record] = await corpus.frames("document-rag", ask())
+    assert corpus.llm.sampled(corpus.llm.last_body)["stop"] is None
+
+
 @pytest.mark.parametrize("user, collection, documents, absent", [
     ("alice", "acme", {"acme-history", "acme-catalogue"}, ["1961", "2001"]),
     ("alice", "zeta", {"zeta-notes"}, ["1952", "2001"]),

@@ -140,6 +140,36 @@ class LazyRagShape(Record):
     flow: str = ""
 
 
+# The OpenAI-compatible API's body: its models (and some it does not have), messages
+# of every role, its options of their types and hostile values.
+ROLE = st.sampled_from(["system", "developer", "user", "assistant", "tool", "banana"])
+MESSAGE = st.fixed_dictionaries({"role": ROLE}, optional={"content": st.one_of(
+    TEXT, st.none(), st.lists(st.fixed_dictionaries({"type": st.sampled_from(
+        ["text", "image_url"])}, optional={"text": TEXT}), max_size=2))})
+
+
+def mostly(valid: st.SearchStrategy) -> st.SearchStrategy:
+    """A valid value three times in four, anything the rest (one bad option fails the
+    whole request, and many options are drawn)."""
+    return st.one_of(valid, valid, valid, JSON | HOSTILE)
+
+
+CHAT = bodies(st.fixed_dictionaries({
+    "model": mostly(st.sampled_from(["llm", "document-rag", "graph-rag", "lazy-rag", "agent",
+                                     "document-rag:c", "llm:c", "gpt-4"])),
+    # Mostly a conversation that ends with the user's text, so that many are answered.
+    "messages": st.one_of(st.lists(MESSAGE, max_size=3), *[st.tuples(
+        st.lists(MESSAGE, max_size=2), TEXT).map(
+        lambda parts: [*parts[0], {"role": "user", "content": parts[1] + "?"}])] * 3)},
+    optional={
+        "stream": mostly(st.booleans()),
+        "stream_options": mostly(st.fixed_dictionaries({"include_usage": st.booleans()})),
+        "max_tokens": mostly(st.integers(1, 50)), "temperature": mostly(st.floats(0, 2)),
+        "stop": mostly(st.lists(CLEAN_TEXT, max_size=4)), "n": mostly(st.just(1)),
+        "collection": mostly(CLEAN_TEXT), "citations": mostly(st.booleans()),
+        "session_id": mostly(CLEAN_TEXT), "flow": mostly(st.just(FLOW))}))
+
+
 @dataclass(frozen=True)
 class Route:
     method: str
@@ -156,6 +186,15 @@ ROUTES = [
     Route("POST", "/api/v1/lazy-rag/query", on_our_flow(LazyRagShape)),
     Route("POST", "/api/v1/lazy-rag/expand", on_our_flow(LazyRagShape)),
     Route("GET", "/api/v1/lazy-rag/status"),
+    Route("GET", "/v1/models"),
+    Route("GET", "/v1/models/{model}"),
+    Route("POST", "/v1/chat/completions", CHAT),
+    Route("GET", "/api/v1/openai/models"),
+    Route("GET", "/api/v1/openai/models/{model}"),
+    Route("POST", "/api/v1/openai/chat/completions", CHAT),
+    Route("POST", "/mcp"),  # test_mcp_requests, with MCP's headers
+    Route("GET", "/mcp"),
+    Route("DELETE", "/mcp"),
     Route("GET", "/api/v1/openapi.json"),
     Route("GET", "/api/v1/llm"),
     Route("GET", "/metrics"),
@@ -211,8 +250,13 @@ async def assert_http_answer(response: aiohttp.ClientResponse) -> None:
     body = (await response.read()).decode("utf-8", "replace")
     event(f"HTTP {response.status}")  # --hypothesis-show-statistics: what the cases reached
     assert_no_traceback(body)
+    if response.url.path.startswith("/mcp"):
+        # The MCP SDK's own answers: a JSON-RPC error or a line of text, never a 5xx.
+        assert response.status < 500, (response.status, body[:2000])
+        return
     if response.status == 502:
-        assert json.loads(body)["error"]["type"] in SERVICE_FAILURES, body[:2000]
+        error = json.loads(body)["error"]  # the OpenAI API's shape: the type is the code
+        assert error.get("code", error["type"]) in SERVICE_FAILURES, body[:2000]
     else:
         assert response.status < 500, (response.status, body[:2000])
     if response.status >= 400 and response.method != "HEAD":
@@ -283,6 +327,36 @@ async def test_any_method_and_path(rig, http, method, route, segments, query, wh
         async with http.request(method, rig.url + path.replace(FLOW, rig.flow),
                                 params=query, headers=credentials(rig, who)) as response:
             await assert_http_answer(response)
+    await settled(rig)
+
+
+# A JSON-RPC message of MCP's methods with any params, or any JSON at all.
+MCP_MESSAGE = st.one_of(st.fixed_dictionaries({
+    "jsonrpc": st.just("2.0") | TEXT, "method": st.sampled_from([
+        "initialize", "tools/list", "tools/call", "server/discover", "ping",
+        "notifications/initialized", "resources/list"]) | TEXT},
+    optional={"id": st.integers() | TEXT, "params": JSON | st.fixed_dictionaries({
+        "name": st.sampled_from(["ask", "search", "load_text", "nope"]) | TEXT,
+        "arguments": JSON})}), JSON)
+MCP_HEADERS = st.fixed_dictionaries({}, optional={
+    "MCP-Protocol-Version": st.sampled_from(["2025-06-18", "2025-11-25", "2026-07-28"]) | TEXT,
+    "Mcp-Session-Id": st.just("nope") | CLEAN_TEXT, "Origin": CLEAN_TEXT})
+
+
+@FUZZ
+@given(message=MCP_MESSAGE, headers=MCP_HEADERS)
+async def test_mcp_requests(rig, http, message, headers):
+    headers = {"Content-Type": "application/json",
+               "Accept": "application/json, text/event-stream",
+               **{name: value.encode("utf-8", "replace").decode("latin-1")
+                  for name, value in headers.items()}}
+    try:
+        async with asyncio.timeout(DEADLINE):
+            async with http.post(rig.url + "mcp", data=as_body(message),
+                                 headers=headers) as response:
+                await assert_http_answer(response)
+    except ValueError as error:  # a header aiohttp itself refuses to send
+        assert "header" in str(error).lower()
     await settled(rig)
 
 

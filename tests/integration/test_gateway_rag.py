@@ -202,6 +202,14 @@ async def test_query_graph_mode_with_rewriting_and_limits(rig, http):
     assert (request.entity_limit, request.max_path_length, request.streaming) == (4, 1, True)
 
 
+async def test_query_passes_the_sampling_options_to_the_service(rig, http):
+    await query_lines(http, rig.url + "api/v1/query", {
+        "query": "who?", "stream": True, "flow": rig.flow, "max_tokens": 40,
+        "temperature": 0.2, "stop": ["\n\n"]})
+    request = rig.rag.requests[-1]
+    assert (request.max_tokens, request.temperature, request.stop) == (40, 0.2, ["\n\n"])
+
+
 async def test_query_without_stream_is_one_object(rig, http):
     async with http.post(rig.url + "query", json={
             "query": "[tokens=9]", "stream": False, "mode": "graph", "flow": rig.flow,

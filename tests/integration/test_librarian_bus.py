@@ -102,6 +102,13 @@ async def test_library_operations_and_tenancy(start, client, bus, flow):
     nobody = await client.librarian(operation="list-documents", user="alice",
                                     collection="other")
     assert nobody.documents == []
+    await client.librarian(operation="add-document", document_id="notes", user="alice",
+                           collection="b", content=content)
+    collections = await client.librarian(operation="list-collections", user="alice")
+    assert [(c.collection, c.documents) for c in collections.collections] == [("b", 1),
+                                                                              ("c", 1)]
+    assert (await client.librarian(operation="list-collections", user="carol")
+            ).collections == []
     got = await client.librarian(operation="get-document-content", document_id="report",
                                  user="bob", collection="c")
     assert got.document.title == "bob's" and base64.b64decode(got.content) == \

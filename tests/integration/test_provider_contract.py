@@ -68,6 +68,24 @@ async def test_non_streaming_is_the_collected_stream(case):
         (PROMPT_TOKENS, 9, case.model)
 
 
+SAMPLING = {"max_tokens": 7, "temperature": 0.25, "stop": ["END", "STOP"]}
+
+
+async def test_a_request_s_sampling_options_reach_the_wire_where_honoured(case):
+    # Every provider answers a request carrying them; those whose API takes an option
+    # send the request's value (docs/providers says which): a server that shows
+    # none of them (``sampled``) belongs to a provider that honours none.
+    case, server, provider = case
+    handler = completion_handler(provider())
+    [record] = [r async for r in handler(TextCompletionRequest(prompt="[tokens=4]", **SAMPLING),
+                                         Context("t", "default", None))]
+    assert record.response == expected_text(4)
+    sampled = getattr(server, "sampled", None)
+    if sampled is not None:
+        shown = sampled(server.last_body)
+        assert shown == {name: SAMPLING[name] for name in shown}
+
+
 @pytest.mark.parametrize("failure", ["fail_after", "drop_after"])
 async def test_failure_mid_stream_is_an_llm_error_after_the_earlier_tokens(case, failure):
     case, server, provider = case
@@ -157,11 +175,11 @@ class TestLocalModel:
         for stream in busy:
             await anext(stream)
         waiting = asyncio.ensure_future(collect(local_llm_long.stream("", "Hello")))
-        await eventually(lambda: local_llm_long.waiting == 1, "the third request to wait")
+        await eventually(lambda: local_llm_long.shared.waiting == 1, "the third request to wait")
         assert await generating(local_llm_long) == 2
         waiting.cancel()
         await asyncio.gather(waiting, return_exceptions=True)
-        assert local_llm_long.waiting == 0
+        assert local_llm_long.shared.waiting == 0
         for stream in busy:
             await stream.aclose()
         await eventually(lambda: generating(local_llm_long), "both to be freed",

@@ -85,6 +85,7 @@ class GatewayRig:
     url: str       # the gateway's base URL, e.g. http://127.0.0.1:PORT/
     flow: str      # the flow every flow service here serves
     gateway: Gateway
+    rag: ScriptedRag  # the scripted graph-rag and document-rag: what they were asked
     keys: Keys | None = None  # with ``keys``: the API keys it checks (open without)
 
     @property
@@ -106,15 +107,15 @@ async def gateway_rig(broker_url: str, openai_base_url: str, data_dir: Path,
         for processor in _processors(broker_url, openai_base_url, data_dir, flow):
             await processor.start()
             stack.push_async_callback(processor.stop)
-        rag = await start_scripted_rag(broker_url, flow, ScriptedRag())
-        stack.push_async_callback(rag.stop)
+        rag = ScriptedRag()
+        stack.push_async_callback((await start_scripted_rag(broker_url, flow, rag)).stop)
         await _all_answering(broker_url, flow)
         made = await make_keys(broker_url) if keys else None
         gateway = Gateway(GatewaySettings(
             pulsar_url=broker_url, tg_gateway_host="127.0.0.1", tg_gateway_port=free_port(),
             tg_flows=[flow], tg_request_timeout=15, **gateway_settings))
         stack.push_async_callback(gateway.stop)
-        yield GatewayRig(await gateway.start(), flow, gateway, made)
+        yield GatewayRig(await gateway.start(), flow, gateway, rag, made)
 
 
 def _processors(url: str, openai_base_url: str, data_dir: Path, flow: str) -> list[Processor]:

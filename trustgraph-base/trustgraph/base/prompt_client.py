@@ -40,7 +40,8 @@ class PromptClient:
         self.requester = requester
 
     async def stream(self, id: str, variables: dict[str, Any], streaming: bool = True,
-                     model: str | None = None) -> AsyncGenerator[PromptResult, None]:
+                     model: str | None = None, sampling: dict[str, Any] | None = None
+                     ) -> AsyncGenerator[PromptResult, None]:
         """Run template ``id``, yielding its text as it arrives (the pieces already
         waiting joined into one), then one ``end`` piece with no text, the token
         totals, and the parsed ``object`` of a json/jsonl template.
@@ -50,9 +51,10 @@ class PromptClient:
         a break) cancels the prompt request and its LLM stream at once. A service
         error raises ``ServiceError``. ``streaming`` false asks the service for one
         record (the same pieces, the text as one). ``model``: answer with that model
-        of the configured provider instead of its own."""
+        of the configured provider instead of its own; ``sampling``: the caller's
+        ``max_tokens``, ``temperature``, ``stop`` (``Sampling.sampling()``)."""
         request = PromptRequest(id=id, variables=variables, streaming=streaming,
-                                model=model)
+                                model=model, **(sampling or {}))
         async with aclosing(self.requester.frames(request)) as frames:
             async for batch in frames:
                 texts: list[str] = []  # a batch is never empty: ``last`` is set
@@ -71,12 +73,12 @@ class PromptClient:
                     yield PromptResult("" if value is None else None, value, last.in_token,
                                        last.out_token, last.model)
 
-    async def invoke(self, id: str, variables: dict[str, Any],
-                     model: str | None = None) -> PromptResult:
+    async def invoke(self, id: str, variables: dict[str, Any], model: str | None = None,
+                     sampling: dict[str, Any] | None = None) -> PromptResult:
         """The stream collected: the whole text (or object) with the totals."""
         parts: list[str] = []
-        async with aclosing(self.stream(id, variables, streaming=False,
-                                        model=model)) as pieces:
+        async with aclosing(self.stream(id, variables, streaming=False, model=model,
+                                        sampling=sampling)) as pieces:
             async for piece in pieces:
                 if not piece.end:
                     parts.append(piece.text or "")

@@ -22,6 +22,7 @@ from .knowledge import Term
 from .pipeline import DEFAULT_COLLECTION, DEFAULT_USER
 from .record import Error, Record, Response
 from .retrieval import RagResponse
+from .text_completion import Sampling
 
 MAX_LAZY_QUERY_CHARS = 10_000
 MAX_LAZY_ENTITIES = 200
@@ -51,7 +52,7 @@ class LazyRagExpandRequest(Record):
     use_communities: bool | None = None
 
 
-class LazyRagRequest(LazyRagExpandRequest):
+class LazyRagRequest(LazyRagExpandRequest, Sampling):  # Sampling: for the summary's LLM call
     streaming: bool = False
 
 

@@ -13,11 +13,12 @@ from pydantic import Field
 from .knowledge import Term
 from .pipeline import DEFAULT_COLLECTION, DEFAULT_USER
 from .record import Error, Record, Response
+from .text_completion import Sampling
 
 MAX_QUERY_CHARS = 20_000
 
 
-class _RagRequest(Record):
+class _RagRequest(Sampling):  # max_tokens, temperature, stop: for the answer's LLM call
     query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
     user: str = Field(DEFAULT_USER, min_length=1)
     collection: str = Field(DEFAULT_COLLECTION, min_length=1)

@@ -189,17 +189,17 @@ class Library:
     async def librarian(self, request: LibrarianRequest, ctx: Context
                         ) -> AsyncIterator[LibrarianResponse]:
         user, collection, id = request.user, request.collection, request.document_id
+        if request.operation == "list-collections":
+            if not user:
+                raise BadRequest("user must not be empty")
+            yield LibrarianResponse(end_of_stream=True, collections=await asyncio.to_thread(
+                self.store.collections, user))
+            return
         if request.operation == "list-documents":
             if not user or not collection:
                 raise BadRequest("user and collection must not be empty")
             async for page in self._listing(user, collection, request.streaming):
                 yield page
-            return
-        if request.operation == "list-collections":
-            if not user:
-                raise BadRequest("user must not be empty")
-            yield LibrarianResponse(collections=await asyncio.to_thread(
-                self.store.collections, user), end_of_stream=True)
             return
         if request.operation in ("upload-part", "complete-upload"):
             if not request.upload_id:

@@ -78,12 +78,13 @@ def prompt_handler(templates: Templates):
                 # text-completion request is cancelled too.
                 async with aclosing(_text(llm, TextCompletionRequest(
                         system=system, prompt=prompt, streaming=request.streaming,
-                        model=request.model))) as text:
+                        model=request.model, **request.sampling()))) as text:
                     async for record in text:
                         yield record
             else:
                 yield await _structured(llm, template, TextCompletionRequest(
-                    system=system, prompt=prompt, model=request.model))
+                    system=system, prompt=prompt, model=request.model,
+                    **request.sampling()))
         except ServiceError as error:  # text-completion's own error, passed on as it is
             raise HandledError(error.error.type, error.error.message) from None
         except RequestTimeout as error:

@@ -70,7 +70,8 @@ def rag_service(name: str, error_type: str, request: type[RagRequest],
                     prompts, found, request.streaming, RagResponse,
                     first={"optimized_query": questions.optimized_query,
                            "subqueries": questions.subqueries},
-                    last=lambda piece: _totals(questions, piece, found.usage))) as frames:
+                    last=lambda piece: _totals(questions, piece, found.usage),
+                    sampling=request.sampling())) as frames:
                 async for frame in frames:
                     yield frame
 
@@ -87,15 +88,17 @@ def _progress(text: str) -> RagResponse:
 async def answer_frames(prompts: PromptClient, found: Found, streaming: bool,
                         response: type[R], first: dict[str, Any],
                         last: Callable[[PromptResult], dict[str, Any]],
-                        model: str | None = None,
-                        metadata_sent: bool = False) -> AsyncGenerator[R, None]:
+                        model: str | None = None, metadata_sent: bool = False,
+                        sampling: dict[str, Any] | None = None) -> AsyncGenerator[R, None]:
     """The answer's frames, as ``response`` records: ``first`` goes on the metadata
     record (and on the one record of a non-streaming answer), ``last(end piece)`` on
-    the final record; ``model`` overrides the LLM's own; ``metadata_sent``: the
+    the final record; ``model`` overrides the LLM's own, ``sampling`` its max_tokens,
+    temperature and stop (the request's ``Sampling.sampling()``); ``metadata_sent``: the
     caller sent the metadata record already (``metadata_frame``), as soon as it had
     the sources. Every RAG service answers through this one sequence."""
     if not streaming:
-        result = await prompts.invoke(found.template, found.variables, model=model)
+        result = await prompts.invoke(found.template, found.variables, model=model,
+                                      sampling=sampling)
         yield response(response=result.text, end_of_stream=True, end_of_session=True,
                        sources=found.sources, **first, **last(result))
         return
@@ -103,8 +106,8 @@ async def answer_frames(prompts: PromptClient, found: Found, streaming: bool,
         yield metadata_frame(response, found.sources, first)
     # Closed at once when the request is cancelled: the prompt request and its LLM
     # stream with it.
-    async with aclosing(prompts.stream(found.template, found.variables,
-                                       model=model)) as pieces:
+    async with aclosing(prompts.stream(found.template, found.variables, model=model,
+                                       sampling=sampling)) as pieces:
         async for piece in pieces:
             if not piece.end:
                 yield response(message_type="chunk", chunk=piece.text)

@@ -9,13 +9,18 @@ may declare services optional or watch their answers (``core.client.optional``,
 Every route is served the same way (``Core.served``): who is asking is decided
 first (``Auth.identify``), unless the route is public, and a route may be for some
 roles only (``/metrics``: admins); a failure becomes its HTTP status with a JSON
-body; and the request is tracked, so shutdown can drain it. What the caller may ask
-of services is decided where every request passes, ``core.client.frames``, given
-the ``Caller`` the handler receives. The core's own routes are the websocket, the
-service path, ``/api/v1/whoami`` and ``/metrics``.
+body (the gateway's ``{"error": {"type", "message"}}``, or the route's own shape: an
+API speaking another protocol's errors gives ``errors``); and the request is
+tracked, so shutdown can drain it. What the caller may ask of services is decided
+where every request passes, ``core.client.frames``, given the ``Caller`` the handler
+receives. The core's own routes are the websocket, the service path,
+``/api/v1/whoami`` and ``/metrics``. A module that needs something running while the
+gateway serves (a task group of its own) gives ``core.background`` an async context
+manager: entered at start, left at stop, both in one task.
 """
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 
 from aiohttp import web
@@ -41,6 +46,7 @@ from .websocket import Limits as SocketLimits
 from .websocket import SocketEndpoint
 
 Handler = Callable[[web.Request, Caller], Awaitable[web.StreamResponse]]
+ErrorResponse = Callable[[BaseException], web.Response]  # a failure as its HTTP answer
 
 
 @dataclass(frozen=True)
@@ -50,6 +56,7 @@ class Route:
     handler: Handler
     public: bool = False  # answered without asking who is asking (the page, the document)
     roles: frozenset[Role] = EVERYONE  # who may (what they may ask of services: frames)
+    errors: ErrorResponse = error_response  # how a failure is answered
 
 
 class Core:
@@ -66,6 +73,7 @@ class Core:
         self.sockets = SocketEndpoint(self.client, self.auth, SocketLimits(
             settings.tg_gateway_max_inflight, settings.tg_gateway_max_frame))
         self.routes: list[Route] = []
+        self._background: list[Callable[[], AbstractAsyncContextManager[object]]] = []
         self.documents = [services_document(SERVICES.values(), self.client.flows)]
         self._handlers: set[asyncio.Task] = set()
         self.route("POST", SERVICE_PATH, ServiceRoute(self.client))
@@ -79,8 +87,13 @@ class Core:
             await self.keys.start(self.settings.tg_config_wait)
 
     def route(self, method: str, path: str, handler: Handler, public: bool = False,
-              roles: frozenset[Role] = EVERYONE) -> None:
-        self.routes.append(Route(method, path, handler, public, roles))
+              roles: frozenset[Role] = EVERYONE,
+              errors: ErrorResponse = error_response) -> None:
+        self.routes.append(Route(method, path, handler, public, roles, errors))
+
+    def background(self, running: Callable[[], AbstractAsyncContextManager[object]]) -> None:
+        """Keep ``running()`` entered while the gateway serves."""
+        self._background.append(running)
 
     def document(self, document: Document) -> None:
         self.documents.append(document)
@@ -89,6 +102,8 @@ class Core:
         app = web.Application(client_max_size=self.settings.tg_gateway_max_frame,
                               middlewares=[json_errors])
         app.router.add_get("/api/v1/socket", self.sockets.handle)
+        for running in self._background:
+            app.cleanup_ctx.append(_in_own_task(running))
         for route in self.routes:
             if route.method == "GET":
                 app.router.add_get(route.path, self.served(route))  # and HEAD
@@ -110,7 +125,7 @@ class Core:
             except web.HTTPException:
                 raise  # aiohttp's own answer (an unknown asset): JSON from the middleware
             except Exception as exception:
-                return error_response(exception)
+                return route.errors(exception)
             finally:
                 self._handlers.discard(task)
         return handle
@@ -137,3 +152,33 @@ def _jwt(settings: CoreSettings, limits: Limits) -> JwtVerifier | None:
         settings.tg_jwt_key_file, tuple(settings.tg_jwt_algorithms), settings.tg_jwt_issuer,
         settings.tg_jwt_audience, settings.tg_jwt_user_claim, settings.tg_jwt_role_claim),
         limits)
+
+
+def _in_own_task(running: Callable[[], AbstractAsyncContextManager[object]]
+                 ) -> Callable[[web.Application], AsyncIterator[None]]:
+    """``running()`` as an aiohttp cleanup context, entered and left in a task of its
+    own: aiohttp may start and clean up an application from different tasks, and a
+    context holding a task group (anyio's) must be left in the task that entered it."""
+    async def entered(app: web.Application) -> AsyncIterator[None]:
+        started: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        stop = asyncio.Event()
+
+        async def hold() -> None:
+            try:
+                async with running():
+                    started.set_result(None)
+                    await stop.wait()
+            except BaseException as error:
+                if not started.done():
+                    started.set_exception(error)
+                raise
+
+        task = asyncio.create_task(hold())
+        await started
+        try:
+            yield
+        finally:
+            stop.set()
+            await task
+
+    return entered

@@ -176,8 +176,7 @@ class Dispatcher:
         async with aclosing(answer) as batches:
             async for batch in batches:
                 final = json.loads(batch[-1][0])
-        if final.get("error"):
-            raise ServiceError(Error.model_validate(final["error"]))
+        raise_error(final)
         return final
 
     async def _requester(self, service: str, flow: str) -> Requester:
@@ -264,6 +263,12 @@ def count_tokens(batch: list[Frame], usage: Usage) -> None:
             record = json.loads(data)
             if isinstance(record, dict):
                 usage.add(Usage.of(record))
+
+
+def raise_error(record: dict[str, Any]) -> None:
+    """Raise a decoded record's error (``ServiceError``), if it carries one."""
+    if record.get("error"):
+        raise ServiceError(Error.model_validate(record["error"]))
 
 
 def new_request_id() -> str:

@@ -4,6 +4,7 @@ import asyncio
 import copy
 import logging
 from collections.abc import AsyncGenerator
+from typing import Any
 
 from trustgraph.base import Context, ProcessorSpec, Runtime, Service, ServiceError
 from trustgraph.schema import TextCompletionRequest, TextCompletionResponse
@@ -16,21 +17,28 @@ from .retry import Retrying
 log = logging.getLogger(__name__)
 
 
-def with_model(provider: Provider, model: str | None) -> Provider:
-    """``provider`` answering with ``model`` instead of its configured one. Providers
-    keep their model in ``model`` and read it per request, so a shallow copy (sharing
-    the HTTP client, settings and retry wrapper's policy) is the same provider with
-    another model; one with no model (not configured) is used as it is."""
-    if not model:
-        return provider
+def with_options(provider: Provider, options: dict[str, Any]) -> Provider:
+    """``provider`` answering with ``options`` (``model``, ``max_tokens``,
+    ``temperature``, ``stop``) instead of its configured ones. A provider keeps each
+    setting it honours in an attribute of that name and reads it per request, so a
+    shallow copy (sharing the HTTP client, settings and retry wrapper's policy) with
+    the attribute changed is the same provider answering otherwise; an option it has
+    no attribute for is ignored (docs/providers says which honour which), and a
+    provider not configured is used as it is."""
     if isinstance(provider, Retrying):
+        inner = with_options(provider.provider, options)
+        if inner is provider.provider:
+            return provider
         wrapped = copy.copy(provider)
-        wrapped.provider = with_model(provider.provider, model)
+        wrapped.provider = inner
         return wrapped
-    if not hasattr(provider, "model"):
+    changes = {name: value for name, value in options.items()
+               if value is not None and hasattr(provider, name)}
+    if not changes:
         return provider
     changed = copy.copy(provider)
-    changed.model = model
+    for name, value in changes.items():
+        setattr(changed, name, value)
     return changed
 
 
@@ -39,7 +47,7 @@ def completion_handler(provider: Provider):
                        ) -> AsyncGenerator[TextCompletionResponse, None]:
         parts: list[str] = []
         usage = Usage(None, None, "")
-        chosen = with_model(provider, request.model)
+        chosen = with_options(provider, {"model": request.model, **request.sampling()})
         async for piece in chosen.stream(request.system, request.prompt):
             if isinstance(piece, Usage):
                 usage = piece

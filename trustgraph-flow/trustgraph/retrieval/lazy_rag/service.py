@@ -90,7 +90,7 @@ def query_handler(settings: LazyRagSettings, cache: CommunityCache):
             async with aclosing(answer_frames(
                     prompts, found, request.streaming, LazyRagResponse, first={},
                     last=last, model=settings.lazy_rag_summary_model,
-                    metadata_sent=True)) as frames:
+                    metadata_sent=True, sampling=request.sampling())) as frames:
                 async for frame in frames:
                     yield frame
         except (ServiceError, RequestTimeout) as failure:

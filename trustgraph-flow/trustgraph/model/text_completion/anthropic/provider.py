@@ -48,6 +48,7 @@ class AnthropicProvider:
         self.client = client
         self.model = model
         self.max_tokens = max_tokens
+        self.stop: list[str] | None = None  # a request's own stop sequences (with_options)
 
     async def stream(self, system: str, prompt: str) -> AsyncGenerator[str | Usage, None]:
         # No temperature: API version 2026-10-21 (SDK 2.x) rejects sampling parameters.
@@ -56,6 +57,8 @@ class AnthropicProvider:
             "messages": [{"role": "user", "content": prompt}]}
         if system:  # the API rejects an empty system text
             request["system"] = system
+        if self.stop:
+            request["stop_sequences"] = self.stop
         usage: dict = {}
         model, finished = self.model, False
         try:

@@ -45,6 +45,7 @@ class CohereProvider:
         self.model = model
         self.temperature = temperature
         self.max_tokens = max_tokens
+        self.stop: list[str] | None = None  # a request's own stop sequences (with_options)
 
     async def stream(self, system: str, prompt: str) -> AsyncGenerator[str | Usage, None]:
         messages: list[cohere.ChatMessageV2] = [cohere.UserChatMessageV2(content=prompt)]
@@ -54,7 +55,7 @@ class CohereProvider:
         try:
             async with self.client.with_raw_response.chat_stream(
                     model=self.model, messages=messages, temperature=self.temperature,
-                    max_tokens=self.max_tokens) as raw:
+                    max_tokens=self.max_tokens, stop_sequences=self.stop or None) as raw:
                 async for line in raw.response.aiter_lines():
                     if not line.startswith("data:"):
                         continue

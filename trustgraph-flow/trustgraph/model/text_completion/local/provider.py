@@ -17,12 +17,14 @@ loop; but a crash, an abort on a bad GGUF or the OOM killer then takes one proce
 that only serves the model, not the one running prompt, RAG and the agent.
 """
 import asyncio
+import copy
 import importlib.util
 import logging
 import os
 import time
 from collections.abc import AsyncGenerator
 from contextlib import aclosing, asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import aiohttp
@@ -124,22 +126,33 @@ def make(settings: Settings) -> "LocalProvider":
     return LocalProvider(ModelProcess(config, settings.tg_local_api_key), settings)
 
 
+@dataclass
+class Shared:
+    """What every copy of one provider shares: its waiting requests and its adapter."""
+    waiting: int = 0
+    adapter: tuple[Running, OpenAiProvider] | None = None
+
+
 class LocalProvider:
     # No ``model`` attribute: a request naming another model is answered by the one
-    # this process serves (service.with_model leaves such a provider as it is).
+    # this process serves (service.with_options leaves it as it is). A request's own
+    # sampling options (with_options sets them on a copy) go to llama.cpp's server.
+    max_tokens: int | None = None
+    temperature: float | None = None
+    stop: list[str] | None = None
 
     def __init__(self, process: ModelProcess, settings: LlmSettings) -> None:
         self.process = process
         self.settings = settings
         self.slots = asyncio.Semaphore(process.config.parallel)
-        self.waiting = 0
-        self._adapter: tuple[Running, OpenAiProvider] | None = None
+        # Shared by the copies a request's sampling options make (with_options).
+        self.shared = Shared()
         # Load the model while the stack starts, not on the first question.
         self._loading = _start_soon(process)
 
     async def stream(self, system: str, prompt: str) -> AsyncGenerator[str | Usage, None]:
         async with self._slot():
-            adapter = await self._openai()
+            adapter = self._sampled(await self._openai())
             try:
                 async with aclosing(adapter.stream(system, prompt)) as pieces:
                     async for piece in pieces:
@@ -151,19 +164,31 @@ class LocalProvider:
                                    f"restarts it") from None
                 raise error
 
+    def _sampled(self, adapter: OpenAiProvider) -> OpenAiProvider:
+        """The adapter answering with this request's sampling options, where it set any."""
+        options = {"max_tokens": self.max_tokens, "temperature": self.temperature,
+                   "stop": self.stop}
+        if all(value is None for value in options.values()):
+            return adapter
+        changed = copy.copy(adapter)
+        for name, value in options.items():
+            if value is not None:
+                setattr(changed, name, value)
+        return changed
+
     @asynccontextmanager
     async def _slot(self):
         """One of the ``parallel`` sequences; waiting for it is logged and counted."""
         if self.slots.locked():
-            self.waiting += 1
+            self.shared.waiting += 1
             WAITING.labels(METRIC).inc()
             log.info("local model: all %d sequences busy; a request waits (%d waiting)",
-                     self.process.config.parallel, self.waiting)
+                     self.process.config.parallel, self.shared.waiting)
             started = time.perf_counter()
             try:
                 await self.slots.acquire()
             finally:
-                self.waiting -= 1
+                self.shared.waiting -= 1
                 WAITING.labels(METRIC).dec()
             SLOT_WAIT.labels(METRIC).observe(time.perf_counter() - started)
         else:
@@ -176,15 +201,15 @@ class LocalProvider:
     async def _openai(self) -> OpenAiProvider:
         """The OpenAI adapter for the running server (a new one after a restart)."""
         running = await self.process.running()
-        if self._adapter is None or self._adapter[0] is not running:
-            if self._adapter is not None:
-                await self._adapter[1].aclose()
+        if self.shared.adapter is None or self.shared.adapter[0] is not running:
+            if self.shared.adapter is not None:
+                await self.shared.adapter[1].aclose()
             client = openai.AsyncOpenAI(api_key=running.api_key, base_url=f"{running.url}/v1",
                                         max_retries=0)
-            self._adapter = (running, _Loopback(
+            self.shared.adapter = (running, _Loopback(
                 client, self.process.config.name, self.settings.tg_llm_temperature,
                 self.settings.tg_llm_max_tokens, label="the local model"))
-        return self._adapter[1]
+        return self.shared.adapter[1]
 
     async def counters(self) -> dict[str, float]:
         """llama.cpp's own counters (``GET /metrics``, without the ``llamacpp:``
@@ -202,8 +227,8 @@ class LocalProvider:
     async def aclose(self) -> None:
         if self._loading is not None:
             self._loading.cancel()
-        if self._adapter is not None:
-            await self._adapter[1].aclose()
+        if self.shared.adapter is not None:
+            await self.shared.adapter[1].aclose()
         await self.process.stop()
 
 

@@ -59,6 +59,7 @@ class OpenAiProvider:
         self.model = model
         self.temperature = temperature
         self.max_tokens = max_tokens
+        self.stop: list[str] | None = None  # a request's own stop sequences (with_options)
         # Servers that report usage unasked and reject ``stream_options`` (Mistral)
         # are given none.
         self.stream_options = {"include_usage": True} if include_usage else None
@@ -69,6 +70,8 @@ class OpenAiProvider:
             messages.insert(0, {"role": "system", "content": system})
         body = {"model": self.model, "messages": messages, "stream": True,
                 "temperature": self.temperature, "max_tokens": self.max_tokens}
+        if self.stop:
+            body["stop"] = self.stop
         if self.stream_options:
             body["stream_options"] = self.stream_options
         answer, opened = _Answer(self.label, self.model), False
