@@ -117,7 +117,20 @@ class MiniLm:
         the event loop: only the start of a long text is looked at."""
         return len(self.tokenizer.encode(text[:WINDOW * 16]).ids)
 
-    def _run(self, token_ids: list[list[int]]) -> np.ndarray:
+    def token_vectors(self, texts: list[str]) -> list[np.ndarray]:
+        """Each text's token states before pooling (the model's last layer, one row
+        per token, [CLS] and [SEP] left out), each row L2-normalised: what late
+        interaction (MaxSim, bench/retrieval_lab.py) compares. Texts run one at a
+        time: no padding, and a candidate list is a few texts."""
+        found = []
+        for encoding in self.tokenizer.encode_batch(texts):
+            states, _ = self._states([encoding.ids])
+            rows = states[0, 1:-1] if len(encoding.ids) > 2 else states[0, :0]
+            norms = np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12)
+            found.append((rows / norms).astype(np.float32))
+        return found
+
+    def _states(self, token_ids: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
         ids = np.zeros((len(token_ids), max(map(len, token_ids))), dtype=np.int64)  # 0: [PAD]
         mask = np.zeros_like(ids)
         for row, tokens in enumerate(token_ids):
@@ -125,6 +138,10 @@ class MiniLm:
             mask[row, :len(tokens)] = 1
         states = self.session.run(None, {"input_ids": ids, "attention_mask": mask,
                                          "token_type_ids": np.zeros_like(ids)})[0]
+        return states, mask
+
+    def _run(self, token_ids: list[list[int]]) -> np.ndarray:
+        states, mask = self._states(token_ids)
         weights = mask[:, :, None].astype(np.float32)
         pooled = (states * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
         return pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)

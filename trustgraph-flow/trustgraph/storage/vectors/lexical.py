@@ -80,7 +80,9 @@ class Fts5Index:
     """FTS5 tables in one SQLite file, one per scope; a plain ``chunks`` table maps
     each row to its document and version, for removal."""
 
-    def __init__(self, path: str | Path):
+    def __init__(self, path: str | Path, weights: dict[str, float] | None = None):
+        """``weights``: BM25's weight of a match in each column (default ``WEIGHTS``)."""
+        self._weights = {**WEIGHTS, **(weights or {})}
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
@@ -147,7 +149,7 @@ class Fts5Index:
         if not terms:
             return []
         match = " OR ".join(map(_quoted, terms))
-        weights = ", ".join(str(w) for w in WEIGHTS.values())
+        weights = ", ".join(str(self._weights[column]) for column in WEIGHTS)
         rows = self._db.execute(
             f"SELECT chunk_id, document, title, body, meta, bm25({table}, {weights}) AS rank "
             f"FROM {table} WHERE {table} MATCH ? ORDER BY rank LIMIT ?",
