@@ -474,6 +474,8 @@ def main() -> None:
     parser.add_argument("--only", default="", help="settings whose name holds one of "
                         "these ('|' between), besides (a) and (b)")
     parser.add_argument("--cache", type=Path, default=Path("/tmp/retrieval-lab"))
+    parser.add_argument("--sets", default="", help="question sets (',' between; "
+                        "default: all of each corpus)")
     parser.add_argument("-n", "--limit", type=int, default=0, help="questions per set")
     args = parser.parse_args()
     for name in args.corpora.split(","):
@@ -481,6 +483,8 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as folder:
             index = build(corpus, args.cache, Path(folder))
             for set_name, queries in corpus.sets.items():
+                if args.sets and set_name not in args.sets.split(","):
+                    continue
                 queries = queries[:args.limit] if args.limit else queries
                 report(index, corpus, set_name, queries, args.only)
                 save(index, corpus, args.cache)

@@ -29,7 +29,7 @@ from trustgraph.schema import (
     ScoredChunk,
 )
 
-from .fusion import Fused, Ranking, fuse
+from .fusion import Fused, Ranking, fuse, fuse_scores
 
 T = TypeVar("T")
 
@@ -114,6 +114,7 @@ def merge_rankings(rankings: Sequence[Sequence[T]], key: Callable[[T], Hashable]
 # -- chunks: vector, lexical or hybrid ---------------------------------------------
 
 RetrievalMode = Literal["vector", "lexical", "hybrid"]
+FusionMethod = Literal["scores", "rrf"]
 
 
 class RetrievalSettings(ProcessorSettings):
@@ -124,6 +125,12 @@ class RetrievalSettings(ProcessorSettings):
     tg_retrieval: RetrievalMode = Field("hybrid", description=(
         "how chunks are found unless a request says: nearest vectors, BM25 word "
         "matches, or both fused by reciprocal rank (hybrid, the default)"))
+    # Scores won on both corpora of bench/retrieval_lab.py (docs/retrieval.md).
+    tg_fusion: FusionMethod = Field("scores", description=(
+        "how hybrid merges the vector and BM25 rankings: 'scores', the weighted sum "
+        "of each ranking's min-max normalised scores, or 'rrf', reciprocal rank"))
+    tg_fusion_vector_share: float = Field(0.6, ge=0, le=1, description=(
+        "with TG_FUSION=scores, the vector scores' share of the sum (BM25's: the rest)"))
     tg_rrf_k: float = Field(60.0, gt=0, description=(
         "reciprocal-rank fusion's k: higher flattens the difference between ranks"))
     tg_rrf_vector_weight: float = Field(1.0, ge=0, description="weight of vector ranks")
@@ -144,6 +151,8 @@ class Fusion:
     weights: dict[str, float] = field(
         default_factory=lambda: {"vector": 1.0, "lexical": 1.0})
     depth: int = 10
+    method: FusionMethod = "rrf"
+    vector_share: float = 0.6  # of the summed scores, with method "scores"
 
     @classmethod
     def of(cls, settings: BaseModel | None) -> "Fusion":
@@ -155,7 +164,16 @@ class Fusion:
             return cls(mode="vector")
         return cls(settings.tg_retrieval, settings.tg_rrf_k,
                    {"vector": settings.tg_rrf_vector_weight,
-                    "lexical": settings.tg_rrf_lexical_weight}, settings.tg_retrieval_depth)
+                    "lexical": settings.tg_rrf_lexical_weight}, settings.tg_retrieval_depth,
+                   settings.tg_fusion, settings.tg_fusion_vector_share)
+
+    def merge(self, rankings: Sequence[Ranking[ScoredChunk]]) -> list[Fused[ScoredChunk]]:
+        """One search text's rankings fused, by this fusion's method."""
+        if self.method == "scores":
+            share = self.vector_share
+            return fuse_scores(rankings, key=_chunk_id, score=_score,
+                               weights={"vector": share, "lexical": 1 - share})
+        return fuse(rankings, key=_chunk_id, score=_score, k=self.k, weights=self.weights)
 
 
 @dataclass
@@ -188,8 +206,7 @@ async def search_chunks(clients: Clients, texts: list[str], scope: Scope, limit:
     # Fused per search text, then interleaved as in vector mode: each sub-question
     # is its own need, and contributes its best rather than losing to the chunks
     # that are middling for all of them.
-    per_text = [fuse([r for r in (*vector, *lexical) if r.text == n], key=_chunk_id,
-                     score=_score, k=fusion.k, weights=fusion.weights)
+    per_text = [fusion.merge([r for r in (*vector, *lexical) if r.text == n])
                 for n in range(len(texts))]
     merged = merge_rankings(per_text, key=lambda entry: entry.item.chunk_id,
                             score=lambda entry: entry.fused, limit=limit)
