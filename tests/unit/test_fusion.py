@@ -41,9 +41,9 @@ def test_an_item_keeps_its_best_score_per_retriever_across_search_texts():
 
 
 def test_retrieval_settings_default_to_hybrid_and_read_each_variable(monkeypatch):
-    assert Fusion.of(RetrievalSettings()) == Fusion(mode="hybrid", method="scores")
+    assert Fusion.of(RetrievalSettings()) == Fusion(mode="hybrid")  # scores, share 0.6
     monkeypatch.setenv("TG_RETRIEVAL", "vector")
-    assert Fusion.of(RetrievalSettings()) == Fusion(mode="vector", method="scores")
+    assert Fusion.of(RetrievalSettings()) == Fusion(mode="vector")
     assert Fusion.of(ProcessorSettings()).mode == "vector"  # built as before: as before
     monkeypatch.setenv("TG_RETRIEVAL", "lexical")
     monkeypatch.setenv("TG_RRF_K", "10")

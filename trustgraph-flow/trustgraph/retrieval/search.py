@@ -151,7 +151,7 @@ class Fusion:
     weights: dict[str, float] = field(
         default_factory=lambda: {"vector": 1.0, "lexical": 1.0})
     depth: int = 10
-    method: FusionMethod = "rrf"
+    method: FusionMethod = "scores"
     vector_share: float = 0.6  # of the summed scores, with method "scores"
 
     @classmethod
