@@ -244,7 +244,7 @@ async def test_end_to_end_with_the_real_model_and_vector_store(broker, data_dir)
     try:
         for service in ("embeddings", "document-embeddings", "graph-embeddings"):
             requesters[service] = Requester(pipeline.bus, service, pipeline.flow,
-                                            f"test-{uuid.uuid4().hex[:8]}", timeout=60)
+                                            f"test-{uuid.uuid4().hex[:8]}", timing=Timing(timeout=60))
             await requesters[service].start()
         for user in ("alice", "bob"):
             for name, texts in DOCUMENTS.items():

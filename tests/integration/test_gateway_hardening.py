@@ -126,7 +126,7 @@ async def test_a_requester_that_cannot_encode_leaves_nothing_registered(broker):
         with pytest.raises(ValueError):
             await requester.call(TextCompletionRequest(prompt=SURROGATE),
                                  TextCompletionResponse)
-        assert requester._pending == {}
+        assert requester.in_flight() == 0
     finally:
         await bus.close()
 

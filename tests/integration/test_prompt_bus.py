@@ -92,7 +92,7 @@ class PromptProcessors:
             tg_request_timeout=10)))
 
     async def requester(self, flow: str) -> Requester:
-        requester = Requester(self.bus, "prompt", flow, self._name(), timeout=10)
+        requester = Requester(self.bus, "prompt", flow, self._name(), timing=Timing(timeout=10))
         await requester.start()
         return requester
 

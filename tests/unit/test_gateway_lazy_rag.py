@@ -9,7 +9,7 @@ from prometheus_client import REGISTRY
 from trustgraph.base import ServiceError
 from trustgraph.gateway.answers import (AnswerLines, LazyCollectedAnswer, LazyDoneLine,
                                         LazyResult, LazySubgraph, parse)
-from trustgraph.gateway.dispatch import Dispatcher, _absent_as_disabled
+from trustgraph.gateway.dispatch import Dispatcher, absent_as_disabled
 from trustgraph.gateway.errors import GatewayError
 from trustgraph.gateway.lazy_rag import (EXPAND_FIELDS, STATUS_FIELDS, LazyRagEndpoint,
                                          LazyRagSettings, LazyStatus)
@@ -55,23 +55,22 @@ def test_a_service_turned_off_is_a_404_saying_how_to_enable_it(service):
     assert OFF.resolve("graph-rag", "default").name == "graph-rag"
 
 
-async def failing(type: str):
-    raise ServiceError(Error(type=type, message=f"{type} happened"))
-    yield  # an async generator that fails at once
+def failure(type: str) -> ServiceError:
+    return ServiceError(Error(type=type, message=f"{type} happened"))
 
 
-async def test_no_lazy_rag_processor_is_the_same_404():
-    with pytest.raises(GatewayError) as failure:
-        async for _ in _absent_as_disabled(SERVICES["lazy-rag"], failing("no-service")):
-            pass
-    assert (failure.value.status, failure.value.type) == (404, "disabled")
-    assert failure.value.message.startswith("no-service happened; to enable it")
+def test_no_lazy_rag_processor_is_the_same_404():
+    error = absent_as_disabled(SERVICES["lazy-rag"], failure("no-service"))
+    assert isinstance(error, GatewayError)
+    assert (error.status, error.type) == (404, "disabled")
+    assert error.message.startswith("no-service happened; to enable it")
 
 
-async def test_other_failures_of_lazy_rag_pass_through():
-    with pytest.raises(ServiceError):
-        async for _ in _absent_as_disabled(SERVICES["lazy-rag"], failing("overloaded")):
-            pass
+def test_other_failures_pass_through():
+    overloaded = failure("overloaded")
+    assert absent_as_disabled(SERVICES["lazy-rag"], overloaded) is overloaded
+    absent = failure("no-service")
+    assert absent_as_disabled(SERVICES["graph-rag"], absent) is absent  # not optional
 
 
 def test_only_optional_services_say_how_to_enable_them():

@@ -7,11 +7,12 @@ from trustgraph.base import Context
 from trustgraph.retrieval.graph_rag import service as graph_rag
 from trustgraph.retrieval.graph_rag.ranking import best, by_document, rank_triples
 from trustgraph.schema import (RDFS_LABEL, DocumentEmbeddingsResponse, Evidence, GraphRagRequest,
+                               RagResponse,
                                ScoredChunk, ScoredEntity, SubgraphRequest, SubgraphResponse,
                                Term, Triple)
 from trustgraph.storage.triples.service import mixed_seeds, with_chunk_triples
 from tests.support.rag_clients import (Answer, Clients, ScriptedEmbeddings, ScriptedPrompts,
-                                       ScriptedStore, ScriptedSubgraph, entities)
+                                       ScriptedStore, ScriptedSubgraph, entities, sent)
 
 I = Term.iri
 REL = I("urn:rel")
@@ -143,8 +144,8 @@ async def test_mixed_graph_rag_seeds_from_the_best_chunks_and_cites_in_relevance
     runtime = SimpleNamespace(settings=settings)
     [service] = graph_rag.SPEC.services(runtime)
     request = GraphRagRequest(query="q", max_subgraph_size=2, user="u", collection="c")
-    [record] = [r async for r in service.handler(request, Context(
-        id="t", flow="default", clients=clients))]
+    [record] = [r async for r in sent(RagResponse, service.handler(request, Context(
+        id="t", flow="default", clients=clients)))]
     [asked] = graph.requests
     assert asked.seed_chunks == ["d2/c5", "d1/c0"] and asked.max_subgraph_size == 4
     # The question embedded once, its vector searched for entities and for chunks.
@@ -170,8 +171,8 @@ async def test_graph_rag_with_graph_mix_off_retrieves_plainly(monkeypatch):
     assert not settings.tg_graph_mix
     [service] = graph_rag.SPEC.services(SimpleNamespace(settings=settings))
     request = GraphRagRequest(query="q", max_subgraph_size=2, user="u", collection="c")
-    [record] = [r async for r in service.handler(request, Context(
-        id="t", flow="default", clients=clients))]
+    [record] = [r async for r in sent(RagResponse, service.handler(request, Context(
+        id="t", flow="default", clients=clients)))]
     [asked] = graph.requests
     assert not asked.seed_chunks and asked.max_subgraph_size == 2
     assert [s.id for s in record.sources] == ["d1/c0"]

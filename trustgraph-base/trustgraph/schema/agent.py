@@ -49,6 +49,10 @@ class AgentRequest(Record):
 
 
 class AgentResponse(Response):
+    delta_field = "content"
+    run_fields = ("chunk_type",)
+    run_end = "end_of_message"
+
     chunk_type: ChunkType | None = None
     message_type: ChunkType | None = None  # always equal to chunk_type
     content: str = ""

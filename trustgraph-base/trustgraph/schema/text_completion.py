@@ -11,6 +11,8 @@ class TextCompletionRequest(Record):
 
 
 class TextCompletionResponse(Response):
+    delta_field = "response"
+
     response: str = ""
     in_token: int | None = None
     out_token: int | None = None

@@ -10,21 +10,21 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Iterable
 from contextlib import aclosing
+from dataclasses import replace
 
 from pydantic import ValidationError
 from pydantic_core import PydanticSerializationError
 
-from trustgraph.base import Requester, ServiceError
+from trustgraph.base import TIMING, Requester, ServiceError
 from trustgraph.pubsub import Bus
+from trustgraph.pubsub.pulsar_shim import MAX_RECORD_BYTES
 from trustgraph.schema import Record, encode
 
 from .errors import GatewayError, bad_request, too_large, validation_message
 from .framing import Frame
 from .services import SERVICES, ServiceRow
 
-# The broker refuses a message of 5,232,640 bytes or more (pulsar-lite; Pulsar's
-# default is close): a request record leaves room for the message's properties.
-MAX_RECORD_BYTES = 5 * 1024 * 1024 - 64 * 1024
+__all__ = ["MAX_RECORD_BYTES", "Dispatcher"]  # the largest request record (a frame's limit)
 
 
 class Dispatcher:
@@ -57,7 +57,7 @@ class Dispatcher:
         requester's own table, read here only: a test's check that nothing leaks)."""
         started = (future.result() for future in self._requesters.values()
                    if future.done() and not future.cancelled() and not future.exception())
-        return sum(len(requester._pending) for requester in started)
+        return sum(requester.in_flight() for requester in started)
 
     @staticmethod
     def prepare(row: ServiceRow, request: object, tenant: object = None,
@@ -85,22 +85,24 @@ class Dispatcher:
         Closing this generator early cancels the request on the bus."""
         requester = await self._requester(row.name, row.bus_flow(flow))
         first, started = True, time.perf_counter()
-        answer = requester.frames(record, request_id or new_request_id())
-        if row.optional is not None:
-            answer = _absent_as_disabled(row, answer)
-        async with aclosing(answer) as batches:
-            async for batch in batches:
-                if row.observe is not None and batch[-1][1]:
-                    row.observe(time.perf_counter() - started, batch[-1][0])
-                yield row.wire(batch, first)
-                first = False
+        try:
+            async with aclosing(requester.frames(record, request_id or new_request_id())
+                                ) as batches:
+                async for batch in batches:
+                    if row.observe is not None and batch[-1][1]:
+                        row.observe(time.perf_counter() - started, batch[-1][0])
+                    yield row.wire(batch, first)
+                    first = False
+        except ServiceError as error:
+            raise absent_as_disabled(row, error) from None
 
     async def _requester(self, service: str, flow: str) -> Requester:
         """One started ``Requester`` per (service, flow), made on first use; a failed
         start is forgotten so the next request tries again."""
         key = (service, flow)
         if key not in self._requesters:
-            requester = Requester(self._bus, service, flow, self._owner, self._timeout)
+            requester = Requester(self._bus, service, flow, self._owner,
+                                  replace(TIMING, timeout=self._timeout))
             self._requesters[key] = future = asyncio.ensure_future(_started(requester))
             # Its failure is reported to whoever awaits it; with nobody left (all
             # cancelled, or shutting down) it would be logged as never retrieved.
@@ -170,19 +172,12 @@ def _path(parts: list[str], where: str) -> str:
     return ".".join(part for part in (where, *parts) if part) or "body"
 
 
-async def _absent_as_disabled(row: ServiceRow, batches: AsyncIterator[list[Frame]]
-                              ) -> AsyncIterator[list[Frame]]:
+def absent_as_disabled(row: ServiceRow, error: ServiceError) -> Exception:
     """An optional service that no processor serves is as good as turned off: its
     ``no-service`` error becomes the 404 saying how to turn it on."""
-    try:
-        async with aclosing(batches):
-            async for batch in batches:
-                yield batch
-    except ServiceError as error:
-        if row.optional is None or error.error.type != "no-service":
-            raise
-        raise GatewayError("disabled", f"{error.error.message}; {row.optional}", 404
-                           ) from None
+    if row.optional is None or error.error.type != "no-service":
+        return error
+    return GatewayError("disabled", f"{error.error.message}; {row.optional}", 404)
 
 
 def new_request_id() -> str:

@@ -1,8 +1,9 @@
 """The services the gateway exposes: one row each. Adding a service is one row."""
 import json
-from collections.abc import Callable, Hashable
+from collections.abc import Callable
 from dataclasses import dataclass
 
+from trustgraph.base import coalesce
 from trustgraph.schema import (
     CONFIG_FLOW,
     LIBRARIAN_FLOW,
@@ -47,7 +48,7 @@ from trustgraph.schema import (
     TriplesQueryResponse,
 )
 
-from .framing import Frame, RunKey, coalesce, same_keys
+from .framing import Frame
 from .metrics import lazy_rag_answered
 
 
@@ -55,9 +56,7 @@ from .metrics import lazy_rag_answered
 class ServiceRow:
     name: str                      # the ``service`` on the socket, ``{kind}`` in REST paths
     request_model: type[Record]
-    response_model: type[Response]
-    delta_field: str | None        # the text field that streaming records carry as deltas;
-                                   # None: the service does not stream, nothing is merged
+    response_model: type[Response]  # its delta field and merge rule: see ``coalesce``
     global_flow: str | None = None  # a service outside flows: always asked on this flow
                                     # on the bus, whatever flow the client names
     hidden: frozenset[str] = frozenset()  # bus-only fields the wire leaves out (the
@@ -65,7 +64,6 @@ class ServiceRow:
     edges: Callable[[dict], dict | None] | None = None
     # normalises a response's first and final records to the protocol's exact shape
     # (None: unchanged); decoded once each per request, the deltas between pass untouched
-    run_key: RunKey = same_keys  # which waiting deltas may be merged (see ``coalesce``)
     observe: Callable[[float, bytes], None] | None = None
     # given the seconds a request took and its final record, whatever transport carried
     # it: for metrics of the service's own (None: nothing beyond the request counts)
@@ -84,7 +82,7 @@ class ServiceRow:
         """A batch of bus records as the client gets them: deltas coalesced, the
         edges normalised (``first``: this batch opens the response), hidden fields
         dropped (only rows with hidden fields pay for a decode of every record)."""
-        batch = coalesce(batch, self.delta_field, self.run_key)
+        batch = coalesce(batch, self.response_model)
         if self.edges is not None:
             batch = [_edge(data, final, self.edges) if final or (first and i == 0)
                      else (data, final) for i, (data, final) in enumerate(batch)]
@@ -126,16 +124,6 @@ def rag_edges(record: dict) -> dict | None:
     return None
 
 
-def agent_run(record: dict) -> Hashable | None:
-    """Waiting agent deltas merge only within one message: the same ``chunk_type``
-    (a thought never runs into the answer after it) and the same fields. A frame that
-    ends its message (every action, the last piece of a thought) stands alone, so a
-    client still sees where each thought, observation and answer ends."""
-    if record.get("end_of_message") or record.get("end_of_dialog"):
-        return None
-    return record.get("chunk_type"), frozenset(record)
-
-
 # LazyRAG is optional (LAZY_RAG_ENABLED); its answers carry the subgraph they were
 # written from, the confidence and what is missing, beyond the RAG fields.
 LAZY_RAG_HOW = ("to enable it, set LAZY_RAG_ENABLED=true (the default) where tg-start and "
@@ -147,32 +135,31 @@ LAZY_RAG_RESULT = tuple(name for name in LazyRagResponse.model_fields
 LOADED = frozenset({"end_of_stream"})
 
 SERVICES: dict[str, ServiceRow] = {row.name: row for row in (
-    ServiceRow("text-completion", TextCompletionRequest, TextCompletionResponse, "response"),
-    ServiceRow("prompt", PromptRequest, PromptResponse, "text"),
-    ServiceRow("config", ConfigRequest, ConfigResponse, None, global_flow=CONFIG_FLOW),
-    ServiceRow("text-load", TextLoadRequest, LoadResponse, None, hidden=LOADED),
-    ServiceRow("document-load", DocumentLoadRequest, LoadResponse, None, hidden=LOADED),
-    ServiceRow("librarian", LibrarianRequest, LibrarianResponse, None,
+    ServiceRow("text-completion", TextCompletionRequest, TextCompletionResponse),
+    ServiceRow("prompt", PromptRequest, PromptResponse),
+    ServiceRow("config", ConfigRequest, ConfigResponse, global_flow=CONFIG_FLOW),
+    ServiceRow("text-load", TextLoadRequest, LoadResponse, hidden=LOADED),
+    ServiceRow("document-load", DocumentLoadRequest, LoadResponse, hidden=LOADED),
+    ServiceRow("librarian", LibrarianRequest, LibrarianResponse,
                global_flow=LIBRARIAN_FLOW),
-    ServiceRow("embeddings", EmbeddingsRequest, EmbeddingsResponse, None),
-    ServiceRow("triples", TriplesQueryRequest, TriplesQueryResponse, None),
-    ServiceRow("graph-embeddings", GraphEmbeddingsRequest, GraphEmbeddingsResponse, None),
-    ServiceRow("document-embeddings", DocumentEmbeddingsRequest, DocumentEmbeddingsResponse,
-               None),
-    ServiceRow("lexical-search", LexicalSearchRequest, DocumentEmbeddingsResponse, None),
-    ServiceRow("knowledge-load", KnowledgeLoadRequest, KnowledgeLoadResponse, None),
-    ServiceRow("load-status", LoadStatusRequest, LoadStatusResponse, None),
-    ServiceRow("subgraph", SubgraphRequest, SubgraphResponse, None),
+    ServiceRow("embeddings", EmbeddingsRequest, EmbeddingsResponse),
+    ServiceRow("triples", TriplesQueryRequest, TriplesQueryResponse),
+    ServiceRow("graph-embeddings", GraphEmbeddingsRequest, GraphEmbeddingsResponse),
+    ServiceRow("document-embeddings", DocumentEmbeddingsRequest, DocumentEmbeddingsResponse),
+    ServiceRow("lexical-search", LexicalSearchRequest, DocumentEmbeddingsResponse),
+    ServiceRow("knowledge-load", KnowledgeLoadRequest, KnowledgeLoadResponse),
+    ServiceRow("load-status", LoadStatusRequest, LoadStatusResponse),
+    ServiceRow("subgraph", SubgraphRequest, SubgraphResponse),
     # RAG: the metadata record has no ``chunk``, so it is never merged with the deltas.
-    ServiceRow("graph-rag", GraphRagRequest, RagResponse, "chunk", edges=rag_edges),
-    ServiceRow("document-rag", DocumentRagRequest, RagResponse, "chunk", edges=rag_edges),
-    ServiceRow("agent", AgentRequest, AgentResponse, "content", run_key=agent_run),
-    ServiceRow("lazy-rag", LazyRagRequest, LazyRagResponse, "chunk", edges=rag_edges,
+    ServiceRow("graph-rag", GraphRagRequest, RagResponse, edges=rag_edges),
+    ServiceRow("document-rag", DocumentRagRequest, RagResponse, edges=rag_edges),
+    ServiceRow("agent", AgentRequest, AgentResponse),
+    ServiceRow("lazy-rag", LazyRagRequest, LazyRagResponse, edges=rag_edges,
                observe=lazy_rag_answered, optional=LAZY_RAG_HOW,
                result_fields=LAZY_RAG_RESULT),
-    ServiceRow("lazy-rag-expand", LazyRagExpandRequest, LazyRagExpandResponse, None,
+    ServiceRow("lazy-rag-expand", LazyRagExpandRequest, LazyRagExpandResponse,
                optional=LAZY_RAG_HOW),
-    ServiceRow("lazy-rag-status", LazyRagStatusRequest, LazyRagStatusResponse, None,
+    ServiceRow("lazy-rag-status", LazyRagStatusRequest, LazyRagStatusResponse,
                optional=LAZY_RAG_HOW),
 )}
 

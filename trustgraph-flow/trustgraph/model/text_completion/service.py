@@ -6,7 +6,7 @@ import os
 from collections.abc import AsyncIterator
 from types import ModuleType
 
-from trustgraph.base import Context, ProcessorSpec, Runtime, Service
+from trustgraph.base import Context, Delta, ProcessorSpec, Runtime, Service
 from trustgraph.schema import TextCompletionRequest, TextCompletionResponse
 
 from .provider import LlmSettings, NotConfigured, Provider, Usage
@@ -54,7 +54,9 @@ def with_model(provider: Provider, model: str | None) -> Provider:
 
 def completion_handler(provider: Provider):
     async def complete(request: TextCompletionRequest, ctx: Context
-                       ) -> AsyncIterator[TextCompletionResponse]:
+                       ) -> AsyncIterator[Delta | TextCompletionResponse]:
+        """Streaming: each piece of text as a ``Delta`` (a ``TextCompletionResponse``
+        once it leaves the process), then the totals; else the whole answer once."""
         parts: list[str] = []
         usage = Usage(None, None, "")
         chosen = with_model(provider, request.model)
@@ -62,7 +64,7 @@ def completion_handler(provider: Provider):
             if isinstance(piece, Usage):
                 usage = piece
             elif request.streaming:
-                yield TextCompletionResponse(response=piece)
+                yield Delta(piece)
             else:
                 parts.append(piece)
         yield TextCompletionResponse(
