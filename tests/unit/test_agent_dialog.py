@@ -13,7 +13,9 @@ from trustgraph.agent.react import MAX_MALFORMED, ReactLimits, react
 from trustgraph.agent.sessions import SessionStore, Turn
 from trustgraph.agent.toolbox import Toolbox
 from trustgraph.base import Delta, HandledError, Items, PromptResult, ServiceError
-from trustgraph.schema import (AgentRequest, DocumentEmbeddingsResponse, EmbeddingsResponse,
+from trustgraph.base.relay import as_record
+from trustgraph.schema import (AgentRequest, AgentResponse, DocumentEmbeddingsResponse,
+                               EmbeddingsResponse,
                                Error, PromptResponse, RagResponse, ScoredChunk, Usage, encode)
 
 STEP_1 = 'Thought: I need facts.\nAction: knowledge-query\nArgs: {"question": "Who?"}\n'
@@ -102,9 +104,11 @@ def react_pattern(max_iterations=10):
 
 
 async def frames_of(d: Dialog, pattern, sessions) -> list:
-    """The dialog's frames as its runner reads them."""
+    """The dialog's frames as its runner reads them, as records (as they leave the
+    process)."""
     d.sessions = sessions
-    return [frame async for frame in Items(run_dialog(d, pattern))]
+    return [as_record(AgentResponse, frame) if isinstance(frame, Delta) else frame
+            async for frame in Items(run_dialog(d, pattern))]
 
 
 def kinds(frames) -> list[tuple[str, bool, bool]]:
@@ -222,7 +226,7 @@ async def test_closing_an_ask_dialog_mid_answer_closes_the_llm_stream(sessions):
     d = dialog(prompts, clients(), sessions=sessions, streaming=True, pattern="ask")
     async with aclosing(Items(run_dialog(d, ask(AskLimits("document", 5))))) as frames:
         assert (await anext(frames)).route == "code"
-        assert (await anext(frames)).content == "a lo"
+        assert (await anext(frames)).text == "a lo"
     assert prompts.closed == 1
     assert await sessions.turns("ann", "s1", 10) == []
 

@@ -33,6 +33,12 @@ def test_a_delta_is_written_exactly_as_its_record_would_be(model, marks, text):
     assert Delta(text).encoded_as(model) == encode(model(**marks, **{model.delta_field: text}))
 
 
+@pytest.mark.parametrize("kind", ["thought", "answer"])
+def test_an_agent_delta_is_written_as_its_kind_of_frame(kind):
+    assert Delta("tok", kind).encoded_as(AgentResponse) == encode(
+        AgentResponse(chunk_type=kind, content="tok"))
+
+
 def test_the_delta_field_is_declared_once_per_record():
     assert [m.delta_field for m in (TextCompletionResponse, PromptResponse, RagResponse,
                                     LazyRagResponse, AgentResponse)] == [
@@ -124,6 +130,13 @@ def test_waiting_deltas_join_into_one_and_records_stay_apart():
     assert (joined.text, joined_final, last, last_final) == ("ab", False, final, True)
     lone = (Delta("x"), False)
     assert coalesce([lone, (final, True)], TextCompletionResponse)[0][0] is lone[0]
+
+
+def test_waiting_deltas_of_different_kinds_stay_apart():
+    batch = [(Delta("a", "thought"), False), (Delta("b", "thought"), False),
+             (Delta("c", "answer"), False), (Delta("d", "answer"), False)]
+    assert [(d.text, d.kind) for d, _ in coalesce(batch, AgentResponse)] == [
+        ("ab", "thought"), ("cd", "answer")]
 
 
 # --- relay --------------------------------------------------------------------------------

@@ -8,7 +8,8 @@ import asyncio
 import pytest
 
 from trustgraph.base import Delta, RequestTimeout, ServiceError, Timing
-from trustgraph.base.rpc import MAX_PENDING, BusReply, Call, LocalReply
+from trustgraph.base.local import LocalReply
+from trustgraph.base.rpc import MAX_PENDING, BusReply, Call
 from trustgraph.schema import TextCompletionResponse, encode
 
 TIMING = Timing(timeout=30.0, resend=1.0, accept_timeout=5.0, keep_alive=2.0, beats=5,

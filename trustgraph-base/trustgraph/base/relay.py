@@ -31,44 +31,48 @@ TOKEN_FIELDS = ("in_token", "out_token")  # summed when records merge (they are 
 
 
 class Delta:
-    """A piece of an answer's text, between the services of one process."""
+    """A piece of an answer's text, between the services of one process; ``kind``
+    for a record that streams several kinds of text (the agent's ``thought`` or
+    ``answer``), else None."""
 
-    __slots__ = ("text",)
+    __slots__ = ("text", "kind")
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, kind: str | None = None) -> None:
         self.text = text
+        self.kind = kind
 
     def encoded_as(self, model: type[Response]) -> bytes:
         """``model``'s delta record with this text, as the bus carries it: the bytes
-        ``model(<delta_field>=text, **delta_marks).encoded()`` would be, without
-        building the record."""
-        head, tail = _templates.get(model) or _template(model)
+        ``as_record(model, self).encoded()`` would be, without building the record."""
+        head, tail = _templates.get((model, self.kind)) or _template(model, self.kind)
         return head + to_json(self.text) + tail
 
     def __repr__(self) -> str:
-        return f"Delta({self.text!r})"
+        return f"Delta({self.text!r}, {self.kind!r})"
 
 
 Frame = tuple[bytes | Delta, bool]  # (a record's JSON, or a delta; is it the final one)
 
-_templates: dict[type[Response], tuple[bytes, bytes]] = {}
+_templates: dict[tuple[type[Response], str | None], tuple[bytes, bytes]] = {}
 
 
-def _template(model: type[Response]) -> tuple[bytes, bytes]:
-    """``model``'s delta record as JSON around where its text goes."""
+def _template(model: type[Response], kind: str | None) -> tuple[bytes, bytes]:
+    """``model``'s delta record (of ``kind``) as JSON around where its text goes."""
     field = model.delta_field
     if field is None:
         raise TypeError(f"{model.__name__} declares no delta_field: it streams no text")
-    empty = as_record(model, Delta("")).encoded()
+    empty = as_record(model, Delta("", kind)).encoded()
     at = empty.index(b'"%s":""' % field.encode()) + len(field) + 3
-    _templates[model] = empty[:at], empty[at + 2:]
-    return _templates[model]
+    _templates[model, kind] = empty[:at], empty[at + 2:]
+    return _templates[model, kind]
 
 
 def as_record(model: type[S], payload: bytes | Delta) -> S:
     """A frame's payload as a ``model`` record."""
     if isinstance(payload, Delta):
         fields: dict[str, Any] = {**model.delta_marks, str(model.delta_field): payload.text}
+        if payload.kind is not None:
+            fields.update((name, payload.kind) for name in model.delta_kinds)
         return model(**fields)
     return decode(model, payload)
 
@@ -126,14 +130,11 @@ def coalesce(batch: list[Frame], model: type[Response]) -> list[Frame]:
     return merged
 
 
-_IN_PROCESS = ("delta",)  # the run key of every ``Delta``
-
-
 def _mergeable(payload: bytes | Delta, model: type[Response]
                ) -> tuple[Any, Hashable | None]:
     """What merging reads of ``payload``, and its run key (None: stands alone)."""
     if isinstance(payload, Delta):
-        return payload, _IN_PROCESS
+        return payload, (Delta, payload.kind)
     record = from_json(payload)
     if not isinstance(record, dict) or not isinstance(record.get(model.delta_field), str):
         return None, None
@@ -147,7 +148,7 @@ def _joined(run: list[tuple[bytes | Delta, Any]], model: type[Response]) -> Fram
         return run[0][0], False  # nothing to join: the original as it came
     entries = [entry for _, entry in run]
     if isinstance(entries[0], Delta):
-        return Delta("".join(delta.text for delta in entries)), False
+        return Delta("".join(delta.text for delta in entries), entries[0].kind), False
     field = model.delta_field
     merged = dict(entries[-1])
     merged[field] = "".join(record[field] for record in entries)

@@ -21,7 +21,7 @@ cancel topic.
 
 ``Call`` is one request at its requester, driven by the bus ``Requester`` and the
 in-process ``LocalRequester`` alike; ``Reply`` is its answer at the serving runner:
-``BusReply`` over the bus, ``LocalReply`` straight into the caller's ``Call``.
+``BusReply`` over the bus (``local.LocalReply`` straight into the caller's ``Call``).
 """
 import asyncio
 import logging
@@ -309,29 +309,6 @@ class BusReply(Reply):
             await self._producer.send(data, properties)  # its receipt: all went out
         else:
             await self._producer.post(data, properties)
-
-
-class LocalReply(Reply):
-    """The answer to a request made in this process, straight into its ``Call``.
-    Records are encoded as on the bus (the caller decodes them into its own model);
-    a delta is handed over as it is: a token is encoded once, when it leaves the
-    process."""
-
-    __slots__ = ("_call", "final")
-
-    def __init__(self, call: Call) -> None:
-        super().__init__()
-        self._call = call
-        self.final = False
-
-    async def _accept(self) -> None:
-        self._call.accept()
-
-    async def send(self, item: Any, final: bool) -> None:
-        self._sending()
-        self.final = final
-        self._call.put((item.encoded() if isinstance(item, Response) else item, final),
-                       None)
 
 
 class ReplyProducers:

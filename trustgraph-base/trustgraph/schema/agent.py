@@ -50,6 +50,7 @@ class AgentRequest(Record):
 
 class AgentResponse(Response):
     delta_field = "content"
+    delta_kinds = ("chunk_type", "message_type")
     run_fields = ("chunk_type",)
     run_end = "end_of_message"
 

@@ -56,6 +56,9 @@ class Response(Record):
     delta_field: ClassVar[str | None] = None
     # What every delta record says besides its text (RAG: ``message_type`` "chunk").
     delta_marks: ClassVar[dict[str, Any]] = {}
+    # Where a delta's kind goes, for a record that streams several kinds of text (the
+    # agent: a thought or an answer, in ``chunk_type`` and ``message_type``).
+    delta_kinds: ClassVar[tuple[str, ...]] = ()
     # Deltas waiting together merge only with neighbours equal in these fields (the
     # agent: ``chunk_type``, so a thought never runs into the answer after it) ...
     run_fields: ClassVar[tuple[str, ...]] = ()

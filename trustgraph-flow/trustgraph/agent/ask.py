@@ -68,7 +68,7 @@ async def answer_frames(dialog: Dialog, template: str, variables: dict[str, Any]
         async for piece in pieces:
             if isinstance(piece, Delta):
                 answer.append(piece.text)
-                yield frames.answer(piece.text)
+                yield Delta(piece.text, "answer")
     yield await dialog.end("".join(answer))
 
 

@@ -14,7 +14,8 @@ from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
 
-from trustgraph.base import Items, PromptClient
+from trustgraph.base import Delta, Items, PromptClient
+from trustgraph.base.relay import as_record
 from trustgraph.schema import AgentResponse, PromptResponse, Usage
 
 from .frames import dialog_end
@@ -53,11 +54,14 @@ def run_dialog(dialog: Dialog, pattern: Pattern) -> AsyncIterator[AgentResponse 
         _collected(dialog, frames)
 
 
-async def _opened(dialog: Dialog, frames: Items) -> AsyncIterator[AgentResponse | Items]:
+async def _opened(dialog: Dialog, frames: Items
+                  ) -> AsyncIterator[AgentResponse | Items]:
     """The first frame with the session id (the client learns it at once, and again at
     the end), then the others as they come."""
     async with aclosing(frames):
         first = await anext(frames)
+        if isinstance(first, Delta):
+            first = as_record(AgentResponse, first)
         first.session_id = dialog.session_id
         yield first
         yield frames
@@ -69,6 +73,10 @@ async def _collected(dialog: Dialog, frames: Items) -> AsyncIterator[AgentRespon
     found: dict[str, Any] = {}
     async with aclosing(frames):
         async for frame in frames:
+            if isinstance(frame, Delta):
+                if frame.kind == "answer":
+                    answer.append(frame.text)
+                continue
             if frame.chunk_type == "answer":
                 answer.append(frame.content)
             found.update({name: value for name, value in

@@ -1,11 +1,12 @@
 """The frames of a dialog (PROTOCOL §2 "agent", seed 003 "Agent Streaming
 Behavior"), built here and nowhere else.
 
-A thought streams as ``thought`` frames, the last with ``end_of_message``; an action
-is one frame naming the tool and its arguments; an observation is one frame; the
-answer streams as ``answer`` frames, and the dialog's end is one more answer frame,
-with no text, ``end_of_message`` and ``end_of_dialog``, the token totals and the
-session id.
+A thought streams as ``thought`` frames (``Delta``s of kind ``thought`` in the
+agent's process), the last with ``end_of_message``; an action is one frame naming
+the tool and its arguments; an observation is one frame; the answer streams as
+``answer`` frames (``Delta``s of kind ``answer``), and the dialog's end is one more
+answer frame, with no text, ``end_of_message`` and ``end_of_dialog``, the token
+totals and the session id.
 """
 from typing import Any
 
@@ -23,10 +24,6 @@ def action(tool: str, arguments: dict[str, Any]) -> AgentResponse:
 
 def observation(text: str) -> AgentResponse:
     return AgentResponse(chunk_type="observation", content=text, end_of_message=True)
-
-
-def answer(text: str, done: bool = False) -> AgentResponse:
-    return AgentResponse(chunk_type="answer", content=text, end_of_message=done)
 
 
 def route_thought(route: str, question: str, sources: list[Source]) -> AgentResponse:

@@ -93,10 +93,12 @@ async def _think(dialog: Dialog, tools: dict[str, ToolDefinition], steps: list[A
         yield _frame(kind, text)
 
 
-def _frame(kind: str, text: str) -> AgentResponse:
-    if kind == "answer":
-        return frames.answer(text)
-    return frames.thought(text, done=kind == "thought_end")
+def _frame(kind: str, text: str) -> Delta | AgentResponse:
+    """A parser event as a frame: text as the model writes it is a delta of its kind
+    (thought, answer); the end of a thought is a frame of its own."""
+    if kind == "thought_end":
+        return frames.thought(text, done=True)
+    return Delta(text, kind)
 
 
 def _chosen(step: Step, tools: dict[str, ToolDefinition]) -> tuple[ToolDefinition, dict]:
