@@ -102,7 +102,7 @@ class Call:
     and what the protocol makes of them, of markers and of silence."""
 
     __slots__ = ("timing", "service", "flow", "finished", "accepted", "_frames", "_seq",
-                 "_failure", "_arrived", "_loop", "_alive_at", "_quiet_until",
+                 "_failure", "_arrived", "_loop", "_heard", "_alive_at", "_quiet_until",
                  "_resend_at", "_give_up", "_timer", "_timer_at")
 
     def __init__(self, timing: Timing, service: str, flow: str) -> None:
@@ -116,6 +116,7 @@ class Call:
         self._arrived = asyncio.Event()
         self._loop = asyncio.get_running_loop()
         now = self._loop.time()
+        self._heard = False  # records were read since the last wait
         self._alive_at = now  # the last word from the service
         self._quiet_until = 0.0  # when the next record is due (once accepted)
         self._resend_at = now + timing.resend
@@ -168,12 +169,14 @@ class Call:
                 batch = list(self._frames)
                 self._frames.clear()
                 self.finished = batch[-1][1]
-                self._alive_at = now = self._loop.time()
-                self._quiet_until = now + self.timing.timeout
+                self._heard = True
                 return batch
             if self._failure is not None:
                 raise self._failure
             now = self._loop.time()
+            if self._heard:  # records were read: the next is due from now
+                self._heard = False
+                self._alive_at, self._quiet_until = now, now + self.timing.timeout
             if self.accepted:
                 lost_at = self._alive_at + self.timing.liveness
                 if now >= self._quiet_until:
@@ -189,26 +192,23 @@ class Call:
                     self._resend_at = now + self.timing.resend
                     return None
                 deadline = min(self._resend_at, self._give_up)
-            await self._wait(deadline)
+            # Until something arrives, or the deadline. One timer per call, moved only
+            # when it would ring too late, not set and cancelled for every wait: a
+            # stream waits once per delta, and a timer per wait cost ~4 µs of a
+            # delta's ~40-60 µs in the gateway. A ring before the deadline (it moved
+            # on) wakes this loop, which finds nothing due and waits again.
+            self._arrived.clear()
+            if self._timer is None or self._timer_at > deadline:
+                self.close()
+                self._timer = self._loop.call_at(deadline, self._ring)
+                self._timer_at = deadline
+            await self._arrived.wait()
 
     def close(self) -> None:
         """The request is over: its timer goes."""
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-
-    async def _wait(self, deadline: float) -> None:
-        """Until something arrives, or ``deadline`` (loop time). One timer per call,
-        moved only when it would ring too late, not set and cancelled for every wait:
-        a stream waits once per delta, and a timer per wait cost ~4 µs of a delta's
-        ~40-60 µs in the gateway. A ring before the deadline (it moved on) wakes the
-        caller, which finds nothing due and waits again."""
-        self._arrived.clear()
-        if self._timer is None or self._timer_at > deadline:
-            self.close()
-            self._timer = self._loop.call_at(deadline, self._ring)
-            self._timer_at = deadline
-        await self._arrived.wait()
 
     def _ring(self) -> None:
         self._timer = None

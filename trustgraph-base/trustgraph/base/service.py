@@ -145,8 +145,8 @@ class Items:
                     raise
                 thrown = error
                 continue
-            if not isinstance(item, AsyncIterator):
-                return item
+            if isinstance(item, Delta | Response) or not isinstance(item, AsyncIterator):
+                return item  # (the common case first: ABCs check slowly)
             self._open.append(item)
             thrown = None
         raise StopAsyncIteration
