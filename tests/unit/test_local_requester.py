@@ -16,7 +16,7 @@ from trustgraph.base import (Context, HandledError, RequestTimeout, Service, Ser
 from trustgraph.base.local import LocalRequester, LocalServices
 from trustgraph.base.runtime import Clients
 from trustgraph.base.service import ServiceRunner
-from trustgraph.schema import (Record, TextCompletionRequest, TextCompletionResponse,
+from trustgraph.schema import (Error, Record, TextCompletionRequest, TextCompletionResponse,
                                decode, encode)
 
 ASK = TextCompletionRequest(prompt="hi", streaming=True)
@@ -111,6 +111,10 @@ async def test_a_request_the_service_cannot_read_is_a_bad_request():
 @pytest.mark.parametrize("exception, type, message", [
     (RuntimeError("boom"), "llm-error", "RuntimeError: boom"),
     (HandledError("rate-limited", "slow down"), "rate-limited", "slow down"),
+    # a service called on the way: its error passed on as it said it
+    (ServiceError(Error(type="overloaded", message="try later")), "overloaded", "try later"),
+    (RequestTimeout("store on flow f sent nothing for 3 s"), "llm-error",
+     "store on flow f sent nothing for 3 s"),
 ])
 async def test_an_exception_mid_stream_ends_it_with_the_service_error(exception, type, message):
     async def handle(request, ctx):
