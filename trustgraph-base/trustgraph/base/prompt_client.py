@@ -5,7 +5,7 @@ deltas as they come, then whatever ``last`` makes of its final record:
     yield prompts.stream("kg-prompt", variables, last=lambda final: my_record(final))
 """
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -41,7 +41,7 @@ class PromptClient:
 
     def stream(self, id: str, variables: dict[str, Any],
                last: Callable[[PromptResponse], R], model: str | None = None
-               ) -> AsyncIterator[Delta | R]:
+               ) -> AsyncGenerator[Delta | R, None]:
         """Run text template ``id`` streaming: its deltas as they arrive (those
         already waiting joined into one), then ``last(the final record)``, which has
         the token totals and no text. The requester reads ahead into its own bounded

@@ -15,9 +15,9 @@ are waiting together, so a reader that fell behind gets them as one (the relay f
 the services, the gateway for its clients); nothing waits for more than is already
 there, so no token is held back.
 """
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Hashable
+from collections.abc import AsyncGenerator, Callable, Hashable, Sequence
 from contextlib import aclosing
-from typing import Any, TypeVar
+from typing import Any, TypeVar, overload
 
 from pydantic_core import from_json, to_json
 
@@ -52,6 +52,7 @@ class Delta:
 
 
 Frame = tuple[bytes | Delta, bool]  # (a record's JSON, or a delta; is it the final one)
+BusFrame = tuple[bytes, bool]  # what the bus carries: always a record's JSON
 
 _templates: dict[tuple[type[Response], str | None], tuple[bytes, bytes]] = {}
 
@@ -77,8 +78,8 @@ def as_record(model: type[S], payload: bytes | Delta) -> S:
     return decode(model, payload)
 
 
-async def relay(batches: AsyncGenerator[list[Frame], None], source: type[S],
-                last: Callable[[S], R]) -> AsyncIterator[Delta | R]:
+async def relay(batches: AsyncGenerator[Sequence[Frame], None], source: type[S],
+                last: Callable[[S], R]) -> AsyncGenerator[Delta | R, None]:
     """Another service's answer (``source`` records) passed on: its deltas as they
     come, those already waiting joined into one, then ``last(its final record)``.
     Records that carry no text before the final one (RAG's metadata) are not passed
@@ -103,7 +104,13 @@ def _text(model: type[Response], data: bytes) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def coalesce(batch: list[Frame], model: type[Response]) -> list[Frame]:
+@overload
+def coalesce(batch: list[BusFrame], model: type[Response]) -> list[BusFrame]: ...
+@overload
+def coalesce(batch: Sequence[Frame], model: type[Response]) -> list[Frame]: ...
+
+
+def coalesce(batch: Sequence[Frame], model: type[Response]) -> Sequence[Frame]:
     """``batch`` with every run of waiting deltas joined into one: consecutive
     non-final records of ``model`` carrying text in its ``delta_field`` that its run
     rule lets merge (and, from the bus, with the same fields) become one record, the
@@ -111,7 +118,7 @@ def coalesce(batch: list[Frame], model: type[Response]) -> list[Frame]:
     and everything else, pass through as they are; a batch of one, or of a model
     that streams no text, comes back untouched."""
     if len(batch) < 2 or model.delta_field is None:
-        return batch
+        return batch  # bytes in, bytes out: ``_joined`` makes a ``Delta`` of ``Delta``s only
     merged: list[Frame] = []
     run: list[tuple[bytes | Delta, Any]] = []
     run_of: Hashable | None = None  # the run key of what is in ``run``

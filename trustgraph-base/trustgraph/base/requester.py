@@ -9,7 +9,7 @@ the final record.
 import asyncio
 import logging
 import uuid
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from contextlib import aclosing
 from typing import TypeVar
 
@@ -24,7 +24,7 @@ from ..schema import (
     request_topic,
     response_topic,
 )
-from .relay import Frame, as_record
+from .relay import BusFrame, Frame, as_record
 from .rpc import ACCEPTED, END, ID, REPLY_TO, SEQ, TIMING, YES, Call, ServiceError, Timing
 
 log = logging.getLogger(__name__)
@@ -47,7 +47,7 @@ class Calls:
     timing: Timing
 
     def frames(self, request: Record, request_id: str | None = None
-               ) -> AsyncGenerator[list[Frame], None]:
+               ) -> AsyncGenerator[Sequence[Frame], None]:
         """Batches of the response's frames, whatever has arrived, ending after the
         final one; leaving early cancels the request."""
         raise NotImplementedError
@@ -113,7 +113,7 @@ class Requester(Calls):
                  int(seq) if seq is not None else None)
 
     async def frames(self, request: Record, request_id: str | None = None
-                     ) -> AsyncGenerator[list[Frame], None]:
+                     ) -> AsyncGenerator[list[BusFrame], None]:
         """Send ``request`` and yield its response frames in order, as batches of
         whatever has already arrived, ending after the final frame. Leaving the loop
         early (a break, an exception, a cancelled task) sends a cancel for the

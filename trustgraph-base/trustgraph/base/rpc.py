@@ -110,7 +110,7 @@ class Call:
         self.service, self.flow = service, flow
         self.finished = False  # the final record has been read
         self.accepted = False  # a replica has the request
-        self._frames: deque[Frame] = deque()
+        self._frames: deque[Any] = deque()  # ``Frame``s (only bytes ones on the bus)
         self._seq = 0  # the ``seq`` the next record must carry
         self._failure: Exception | None = None
         self._arrived = asyncio.Event()
@@ -159,7 +159,7 @@ class Call:
 
     # -- what the requester asks -------------------------------------------------------
 
-    async def next(self) -> "list[Frame] | None":
+    async def next(self) -> list[Any] | None:
         """The records that have arrived (all of them, in order), waiting for some as
         long as the protocol allows; None when the request is to be sent again
         (nobody has accepted it yet). Raises ``ServiceError`` (``no-service``, records

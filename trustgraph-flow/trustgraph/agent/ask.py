@@ -49,8 +49,8 @@ class Prepared:
 
 
 def ask(limits: AskLimits):
-    async def pattern(dialog: Dialog
-                      ) -> AsyncIterator[AgentResponse | AsyncIterator[AgentResponse]]:
+    async def pattern(dialog: Dialog) -> AsyncIterator[
+            AgentResponse | AsyncIterator[Delta | AgentResponse]]:
         prepared = await prepare(dialog, limits)
         yield frames.route_thought(prepared.route, prepared.question, prepared.sources)
         template, variables = final_prompt(prepared, dialog.turns)
@@ -60,7 +60,7 @@ def ask(limits: AskLimits):
 
 
 async def answer_frames(dialog: Dialog, template: str, variables: dict[str, Any]
-                        ) -> AsyncIterator[AgentResponse]:
+                        ) -> AsyncIterator[Delta | AgentResponse]:
     """Template ``template``'s text streamed as answer frames, then the dialog's end.
     Closing this closes the prompt request and its LLM stream."""
     answer: list[str] = []

@@ -12,7 +12,7 @@ cannot drift.
 from collections.abc import AsyncIterator, Callable
 from contextlib import aclosing
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from trustgraph.base import Delta, Items, PromptClient
 from trustgraph.base.relay import as_record
@@ -59,9 +59,9 @@ async def _opened(dialog: Dialog, frames: Items
     """The first frame with the session id (the client learns it at once, and again at
     the end), then the others as they come."""
     async with aclosing(frames):
-        first = await anext(frames)
-        if isinstance(first, Delta):
-            first = as_record(AgentResponse, first)
+        item = await anext(frames)
+        first = as_record(AgentResponse, item) if isinstance(item, Delta) else \
+            cast(AgentResponse, item)
         first.session_id = dialog.session_id
         yield first
         yield frames
@@ -72,11 +72,12 @@ async def _collected(dialog: Dialog, frames: Items) -> AsyncIterator[AgentRespon
     answer: list[str] = []
     found: dict[str, Any] = {}
     async with aclosing(frames):
-        async for frame in frames:
-            if isinstance(frame, Delta):
-                if frame.kind == "answer":
-                    answer.append(frame.text)
+        async for item in frames:
+            if isinstance(item, Delta):
+                if item.kind == "answer":
+                    answer.append(item.text)
                 continue
+            frame = cast(AgentResponse, item)
             if frame.chunk_type == "answer":
                 answer.append(frame.content)
             found.update({name: value for name, value in

@@ -45,8 +45,8 @@ class ReactLimits:
 
 def react(tools: dict[str, ToolDefinition], limits: ReactLimits):
     """The pattern, over the tools offered to this dialog."""
-    async def pattern(dialog: Dialog
-                      ) -> AsyncIterator[AgentResponse | AsyncIterator[AgentResponse]]:
+    async def pattern(dialog: Dialog) -> AsyncIterator[
+            AgentResponse | AsyncIterator[Delta | AgentResponse]]:
         steps = list(dialog.request.history or [])
         malformed = 0
         iterations = dialog.request.max_iterations or limits.max_iterations
@@ -75,7 +75,7 @@ def react(tools: dict[str, ToolDefinition], limits: ReactLimits):
 
 
 async def _think(dialog: Dialog, tools: dict[str, ToolDefinition], steps: list[AgentStep],
-                 parser: ReactParser) -> AsyncIterator[AgentResponse]:
+                 parser: ReactParser) -> AsyncIterator[Delta | AgentResponse]:
     variables = {"question": dialog.request.question, "tools": described(tools),
                  "history": [step.model_dump() for step in steps],
                  "context": conversation(dialog.turns)}

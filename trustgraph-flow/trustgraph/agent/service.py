@@ -9,7 +9,7 @@ import logging
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -55,7 +55,7 @@ def agent_handler(settings: AgentSettings, toolbox: Toolbox, sessions: SessionSt
     react_limits = ReactLimits(settings.agent_max_iterations, settings.tg_request_timeout)
     ask_pattern = ask(AskLimits(settings.agent_retrieval, settings.agent_doc_limit))
 
-    async def handle(request: AgentRequest, ctx: Context) -> AsyncIterator[AgentResponse]:
+    async def handle(request: AgentRequest, ctx: Context) -> AsyncIterator[Any]:
         """The dialog's frames (returned: the runner reads them, and closes them, its
         LLM stream and tool call with them, when the request is cancelled)."""
         session_id = request.session_id or uuid.uuid4().hex

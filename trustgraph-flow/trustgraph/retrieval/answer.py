@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from trustgraph.base import Clients, Context, Delta, PromptClient, Service
+from trustgraph.base import Clients, Context, PromptClient, Service
 from trustgraph.schema import (
     DocumentRagRequest,
     GraphRagRequest,
@@ -58,8 +58,7 @@ def rag_service(name: str, error_type: str, request: type[RagRequest],
     """Service ``name``: ``retrieve(request, search texts, clients)`` finds the
     evidence; this does the rest. Failures are ``error_type`` errors."""
 
-    async def handle(request: RagRequest, ctx: Context
-                     ) -> AsyncIterator[RagResponse | AsyncIterator[Delta | RagResponse]]:
+    async def handle(request: RagRequest, ctx: Context) -> AsyncIterator[Any]:
         started = time.perf_counter()
         prompts = PromptClient(await ctx.clients.get("prompt"))
         progress = request.streaming and request.progress
@@ -95,7 +94,7 @@ def _progress(text: str) -> RagResponse:
 async def answer_frames(prompts: PromptClient, found: Found, streaming: bool,
                         response: type[R], first: dict[str, Any], last: Last,
                         model: str | None = None, metadata_sent: bool = False
-                        ) -> AsyncIterator[R | AsyncIterator[Delta | R]]:
+                        ) -> AsyncIterator[Any]:
     """The answer's frames, as ``response`` records: ``first`` goes on the metadata
     record (and on the one record of a non-streaming answer), ``last(the prompt's
     final record)`` on the final record; ``model`` overrides the LLM's own;

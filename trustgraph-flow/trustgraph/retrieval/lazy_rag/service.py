@@ -21,10 +21,10 @@ import logging
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 from trustgraph.base import (
     Context,
-    Delta,
     ProcessorSpec,
     PromptClient,
     RequestTimeout,
@@ -63,8 +63,7 @@ def _ms(started: float) -> float:
 
 
 def query_handler(settings: LazyRagSettings, cache: CommunityCache):
-    async def handle(request: LazyRagRequest, ctx: Context
-                     ) -> AsyncIterator[LazyRagResponse | AsyncIterator[Delta | LazyRagResponse]]:
+    async def handle(request: LazyRagRequest, ctx: Context) -> AsyncIterator[Any]:
         started = time.perf_counter()
         retrieval = await find(request, Limits.of(request, settings), cache, ctx.clients)
         try:
