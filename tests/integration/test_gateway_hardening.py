@@ -13,7 +13,7 @@ from tests.support.gateway_rig import MAX_TEXTS, gateway_rig
 from tests.support.openai_server import OpenAiServer, expected_text
 from trustgraph.base import Requester
 from trustgraph.gateway.app import Gateway, GatewaySettings
-from trustgraph.gateway.core.dispatch import MAX_RECORD_BYTES
+from trustgraph.pubsub.pulsar_shim import MAX_RECORD_BYTES
 from trustgraph.pubsub import Bus
 from trustgraph.pubsub.embedded import free_port
 from trustgraph.schema import TextCompletionRequest, TextCompletionResponse
@@ -126,7 +126,7 @@ async def test_a_requester_that_cannot_encode_leaves_nothing_registered(broker):
         with pytest.raises(ValueError):
             await requester.call(TextCompletionRequest(prompt=SURROGATE),
                                  TextCompletionResponse)
-        assert requester._pending == {}
+        assert requester.in_flight() == 0
     finally:
         await bus.close()
 

@@ -11,8 +11,9 @@ from collections import Counter
 import aiohttp
 import pytest
 
-from trustgraph.base import Processor, ProcessorSpec, Requester, ServiceError, Stage
-from trustgraph.base.stage import MAX_RECORD_BYTES, Emitters
+from trustgraph.base import Processor, ProcessorSpec, Requester, ServiceError, Stage, Timing
+from trustgraph.base.stage import Emitters
+from trustgraph.pubsub.pulsar_shim import MAX_RECORD_BYTES
 from trustgraph.gateway.app import Gateway, GatewaySettings
 from trustgraph.pubsub.embedded import free_port
 from trustgraph.schema import (
@@ -75,7 +76,7 @@ class TriplesStore:
         self.processor = Processor(spec, settings)
         await self.processor.start()
         self.requester = Requester(self.processor.bus, "subgraph", self.flow,
-                                   f"test-{uuid.uuid4().hex[:8]}", timeout=20)
+                                   f"test-{uuid.uuid4().hex[:8]}", timing=Timing(timeout=20))
         await self.requester.start()
         self.emit = Emitters(self.processor.bus, self.flow).emit
         return self

@@ -14,7 +14,7 @@ from typing import Any
 
 from tests.support.openai_server import OpenAiServer, Script
 from tests.support.waiting import eventually
-from trustgraph.base import Processor, ProcessorSettings, Requester
+from trustgraph.base import Processor, ProcessorSettings, Requester, Timing
 from trustgraph.base.stage import Emitters
 from trustgraph.config.service import SPEC as CONFIG_SPEC
 from trustgraph.config.service import ConfigSettings
@@ -125,8 +125,7 @@ class RagProcessors:
             await processor.stop()
 
     async def requester(self, service: str) -> Requester:
-        requester = Requester(self.bus, service, self.flow, f"test-{uuid.uuid4().hex[:8]}",
-                              timeout=30)
+        requester = Requester(self.bus, service, self.flow, f"test-{uuid.uuid4().hex[:8]}", timing=Timing(timeout=30))
         await requester.start()
         return requester
 

@@ -4,7 +4,7 @@ keys: two users' keys, an admin's, a reader's, a revoked and an expiring one."""
 import time
 from dataclasses import dataclass
 
-from trustgraph.base import Requester
+from trustgraph.base import Requester, Timing
 from trustgraph.pubsub import Bus
 from trustgraph.schema import KEYS_FLOW, KeyLimits, KeysRequest, KeysResponse
 
@@ -29,7 +29,7 @@ class Keys:
 async def make_keys(broker_url: str, limits: KeyLimits | None = None) -> Keys:
     bus = Bus(broker_url)
     try:
-        keys = Requester(bus, "keys", KEYS_FLOW, "test-keys", timeout=10)
+        keys = Requester(bus, "keys", KEYS_FLOW, "test-keys", Timing(timeout=10))
         await keys.start()
 
         async def ask(**request) -> KeysResponse:

@@ -11,6 +11,7 @@ from tests.support.rag_clients import (
     ScriptedStore,
     ScriptedSubgraph,
     entities,
+    sent,
 )
 from trustgraph.base import Context
 from trustgraph.retrieval.graph_rag import service as graph_rag
@@ -20,6 +21,7 @@ from trustgraph.schema import (
     DocumentEmbeddingsResponse,
     Evidence,
     GraphRagRequest,
+    RagResponse,
     ScoredChunk,
     ScoredEntity,
     SubgraphRequest,
@@ -161,8 +163,8 @@ async def test_mixed_graph_rag_seeds_from_the_best_chunks_and_cites_in_relevance
     runtime = SimpleNamespace(settings=settings)
     [service] = graph_rag.SPEC.services(runtime)
     request = GraphRagRequest(query="q", max_subgraph_size=2, user="u", collection="c")
-    [record] = [r async for r in service.handler(request, Context(
-        id="t", flow="default", clients=clients))]
+    [record] = [r async for r in sent(RagResponse, service.handler(request, Context(
+        id="t", flow="default", clients=clients)))]
     [asked] = graph.requests
     assert asked.seed_chunks == ["d2/c5", "d1/c0"] and asked.max_subgraph_size == 4
     # The question embedded once, its vector searched for entities and for chunks.
@@ -188,8 +190,8 @@ async def test_graph_rag_with_graph_mix_off_retrieves_plainly(monkeypatch):
     assert not settings.tg_graph_mix
     [service] = graph_rag.SPEC.services(SimpleNamespace(settings=settings))
     request = GraphRagRequest(query="q", max_subgraph_size=2, user="u", collection="c")
-    [record] = [r async for r in service.handler(request, Context(
-        id="t", flow="default", clients=clients))]
+    [record] = [r async for r in sent(RagResponse, service.handler(request, Context(
+        id="t", flow="default", clients=clients)))]
     [asked] = graph.requests
     assert not asked.seed_chunks and asked.max_subgraph_size == 2
     assert [s.id for s in record.sources] == ["d1/c0"]
@@ -199,8 +201,7 @@ async def test_graph_sources_cite_document_and_heading_never_a_chunk_id_as_a_sta
     """Provenance edges (entity mentioned in a chunk, chunk in a document) are where
     a statement came from, not statements: the LLM never sees them, and each source
     names its document's title and its chunk's heading path (the store's labels)."""
-    from trustgraph.extract.vocabulary import (IN_DOCUMENT, MENTIONED_IN, chunk_iri,
-                                               document_iri)
+    from trustgraph.extract.vocabulary import IN_DOCUMENT, MENTIONED_IN, chunk_iri, document_iri
     fact = Evidence(triple=Triple(s=I("urn:a"), p=I("urn:tg:rel:is-a"), o=I("urn:b")),
                     chunk_id="d1/c2", document_id="d1")
     mention = Evidence(triple=Triple(s=I("urn:a"), p=I(MENTIONED_IN), o=I(chunk_iri("d1/c2"))),
@@ -218,8 +219,8 @@ async def test_graph_sources_cite_document_and_heading_never_a_chunk_id_as_a_sta
                                                    labels=labels)))
     [service] = graph_rag.SPEC.services(SimpleNamespace(settings=None))
     request = GraphRagRequest(query="q", user="u", collection="c")
-    [record] = [r async for r in service.handler(request, Context(
-        id="t", flow="default", clients=clients))]
+    [record] = [r async for r in sent(RagResponse, service.handler(request, Context(
+        id="t", flow="default", clients=clients)))]
     [source] = record.sources
     assert source.text == "Cockatoo | is a | parrot"
     assert (source.title, source.header_titles, source.id) == (

@@ -13,6 +13,7 @@ from tests.support.rag_clients import (
     ScriptedStore,
     ScriptedSubgraph,
     entities,
+    sent,
 )
 from trustgraph.base import Context, HandledError, ProcessorSettings, ServiceError
 from trustgraph.retrieval.graph_rag import service as graph_rag
@@ -60,7 +61,8 @@ class Rig:
     async def records(self, **request) -> list[RagResponse]:
         request = GraphRagRequest(**{"query": QUESTION, **request})
         ctx = Context(id="t", flow="default", clients=self.clients)
-        return [record async for record in self.service.handler(request, ctx)]
+        return [record async for record in sent(RagResponse,
+                                                self.service.handler(request, ctx))]
 
     def knowledge(self) -> list[dict]:
         [asked] = [r for r in self.prompts.asked if r.id == "kg-prompt"]

@@ -14,6 +14,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import replace
 from typing import Any, TypeVar
 
 from ..pubsub import Bus, Message
@@ -28,7 +29,8 @@ from ..schema import (
     Error,
     decode,
 )
-from .requester import Requester, RequestTimeout, ServiceError
+from .requester import Requester
+from .rpc import TIMING, RequestTimeout, ServiceError
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +61,7 @@ class ConfigClient:
     @classmethod
     async def connect(cls, bus: Bus, owner: str, timeout: float = 10.0) -> "ConfigClient":
         """A client on ``bus``; ``owner`` names this process's response subscription."""
-        requester = Requester(bus, "config", CONFIG_FLOW, owner, timeout)
+        requester = Requester(bus, "config", CONFIG_FLOW, owner, replace(TIMING, timeout=timeout))
         await requester.start()
         return cls(requester)
 

@@ -16,15 +16,17 @@ import os
 import signal
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..pubsub import Bus, Message
 from ..schema import CANCEL_TOPIC, Cancel, decode
+from . import rpc
 from .heap import freeze_startup_heap
 from .local import LocalServices
+from .rpc import ReplyProducers
 from .runtime import Runtime
-from .service import KEEP_ALIVE_INTERVAL, ReplyProducers, Service, ServiceRunner
+from .service import Service, ServiceRunner
 from .settings import ProcessorSettings
 from .stage import Stage, StageRunner
 
@@ -44,10 +46,12 @@ class ProcessorSpec:
 
 class Processor:
     def __init__(self, spec: ProcessorSpec, settings: ProcessorSettings,
-                 local: LocalServices | None = None) -> None:
+                 local: LocalServices | None = None, timing: rpc.Timing = rpc.TIMING) -> None:
         self.spec = spec
         self.settings = settings
         self.instance = f"{spec.name}-{uuid.uuid4().hex[:8]}"
+        # The request/response protocol's times, with this processor's request timeout.
+        self.timing = replace(timing, timeout=settings.tg_request_timeout)
         self.bus = Bus(settings.pulsar_url, consumer_id_offset=settings.tg_replica)
         # Shared by the processors of one process group (set before start()): where
         # this one registers its services and looks up the ones it calls.
@@ -61,7 +65,7 @@ class Processor:
 
     async def start(self) -> None:
         runtime = self.runtime = Runtime(self.spec.name, self.instance, self.settings,
-                                         self.bus, self.local)
+                                         self.bus, self.local, self.timing)
         made = self.spec.services(runtime)
         services = await made if inspect.isawaitable(made) else made
         self._services = services
@@ -81,7 +85,7 @@ class Processor:
                     await stage.start()
                     continue
                 runner = ServiceRunner(self.bus, part, flow, runtime, self._inflight,
-                                       limit, self.settings.tg_backlog, replies)
+                                       limit, self.settings.tg_backlog, replies, self.timing)
                 self._runners.append(runner)
                 await runner.start()
                 if self.local is not None:
@@ -93,7 +97,7 @@ class Processor:
 
     async def _keep_alive(self) -> None:
         while True:
-            await asyncio.sleep(KEEP_ALIVE_INTERVAL)
+            await asyncio.sleep(self.timing.keep_alive)
             for runner in self._runners:
                 await runner.keep_alive()
 

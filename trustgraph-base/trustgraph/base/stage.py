@@ -24,13 +24,14 @@ from pydantic import ValidationError
 
 from ..pubsub import Bus, Message
 from ..pubsub.bus import Consumer, Producer
+from ..pubsub.pulsar_shim import MAX_RECORD_BYTES
 from ..schema import Record, decode, encode, flow_topic
 
 log = logging.getLogger(__name__)
 
-# pulsar-lite refuses messages of 5 MiB or more (metadata included) and its chunking
-# is broken, so stages split large work before it reaches the broker.
-MAX_RECORD_BYTES = 4 * 1024 * 1024
+# A record must fit one broker message (``MAX_RECORD_BYTES``: the broker's chunking is
+# not relied on), so stages split large work before it reaches the broker.
+__all__ = ["MAX_RECORD_BYTES"]  # sized by, among others, the stores' answers
 # Records a stage consumer lets the broker push ahead of its handlers. Its handlers
 # take each record as soon as a concurrency slot is free, so a few are enough; a
 # small prefetch also spreads a backlog evenly over replicas. And it keeps pulsar-lite

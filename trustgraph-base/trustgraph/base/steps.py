@@ -10,7 +10,7 @@ from collections.abc import Coroutine, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar, overload
 
-from .requester import RequestTimeout, ServiceError
+from .rpc import RequestTimeout, ServiceError
 from .service import HandledError
 
 T = TypeVar("T")

@@ -40,6 +40,8 @@ class PromptRequest(Sampling):  # max_tokens, temperature, stop: passed to text-
 
 
 class PromptResponse(Response):
+    delta_field = "text"
+
     text: str | None = None  # text templates: a delta (streaming) or the full text
     object: str | None = None  # json/jsonl templates: the whole answer as JSON text
     in_token: int | None = None

@@ -78,6 +78,9 @@ class Source(Record):
 
 
 class RagResponse(Response):
+    delta_field = "chunk"
+    delta_marks = {"message_type": "chunk"}
+
     message_type: Literal["metadata", "chunk", "progress"] | None = None  # streaming only
     chunk: str | None = None  # a streamed delta
     progress: str | None = None  # what retrieval is doing ("progress" records, opt-in)

@@ -35,6 +35,8 @@ class TextCompletionRequest(Sampling):
 
 
 class TextCompletionResponse(Response):
+    delta_field = "response"
+
     response: str = ""
     in_token: int | None = None
     out_token: int | None = None

@@ -28,7 +28,7 @@ from trustgraph.base import (
     ServiceError,
     Stage,
 )
-from trustgraph.base.stage import MAX_RECORD_BYTES
+from trustgraph.pubsub.pulsar_shim import MAX_RECORD_BYTES
 from trustgraph.schema import (
     Chunk,
     ChunkEntities,

@@ -16,13 +16,15 @@ import time
 import uuid
 from collections.abc import AsyncGenerator, Callable, Iterable
 from contextlib import aclosing
+from dataclasses import replace
 from typing import Any
 
 from pydantic import ValidationError
 from pydantic_core import PydanticSerializationError
 
-from trustgraph.base import Requester, ServiceError
+from trustgraph.base import TIMING, Requester, ServiceError
 from trustgraph.pubsub import Bus
+from trustgraph.pubsub.pulsar_shim import MAX_RECORD_BYTES
 from trustgraph.schema import Error, Record, Usage, encode
 
 from .access import authorize
@@ -32,10 +34,6 @@ from .framing import Frame
 from .limits import Limiter, Meter
 from .metrics import CALLER_REQUESTS, LLM_TOKENS, REFUSED
 from .services import SERVICES, ServiceRow
-
-# The broker refuses a message of 5,232,640 bytes or more (pulsar-lite; Pulsar's
-# default is close): a request record leaves room for the message's properties.
-MAX_RECORD_BYTES = 5 * 1024 * 1024 - 64 * 1024
 
 # Given the seconds a request took and its final record, whatever transport carried it.
 Observer = Callable[[float, bytes], None]
@@ -91,7 +89,7 @@ class Dispatcher:
         requester's own table, read here only: a test's check that nothing leaks)."""
         started = (future.result() for future in self._requesters.values()
                    if future.done() and not future.cancelled() and not future.exception())
-        return sum(len(requester._pending) for requester in started)
+        return sum(requester.in_flight() for requester in started)
 
     @staticmethod
     def prepare(row: ServiceRow, request: object, tenant: object = None,
@@ -185,7 +183,8 @@ class Dispatcher:
         key = (service, flow)
         future: asyncio.Future[Requester]
         if key not in self._requesters:
-            requester = Requester(self._bus, service, flow, self.owner, self._timeout)
+            requester = Requester(self._bus, service, flow, self.owner,
+                                  replace(TIMING, timeout=self._timeout))
             self._requesters[key] = future = asyncio.ensure_future(_started(requester))
             # Its failure is reported to whoever awaits it; with nobody left (all
             # cancelled, or shutting down) it would be logged as never retrieved.

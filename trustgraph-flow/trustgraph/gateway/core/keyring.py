@@ -15,8 +15,9 @@ the requests' path.
 import asyncio
 import logging
 import time
+from dataclasses import replace
 
-from trustgraph.base import Requester, RequestTimeout, ServiceError
+from trustgraph.base import TIMING, Requester, RequestTimeout, ServiceError
 from trustgraph.pubsub import Bus, Message
 from trustgraph.schema import (
     CONFIG_NOTIFY_TOPIC,
@@ -48,7 +49,8 @@ class KeyRing:
         self._defaults = defaults
         self._report_every = report_every
         # A response topic of its own: the dispatcher's keys requester has ``owner``'s.
-        self._requester = Requester(bus, "keys", KEYS_FLOW, f"{owner}-keyring", timeout=10)
+        self._requester = Requester(bus, "keys", KEYS_FLOW, f"{owner}-keyring",
+                                    replace(TIMING, timeout=10))
         self._keys: dict[str, tuple[KeyVerifier, Caller]] = {}
         self._reading = asyncio.Lock()
         self._reporter: asyncio.Task | None = None
@@ -62,7 +64,7 @@ class KeyRing:
     async def start(self, wait: float) -> bool:
         """Subscribe to change notices, then read the keys, trying for ``wait``
         seconds. False when the keys service did not answer (read when it starts)."""
-        self._requester.accept_timeout = wait
+        self._requester.timing = replace(self._requester.timing, accept_timeout=wait)
         await self._requester.start()
         await self._bus.consume(CONFIG_NOTIFY_TOPIC, f"{self._owner}-keys", self._notified,
                                 name="key change notices")

@@ -1,9 +1,9 @@
 """The services the gateway exposes: one row each. Adding a service is one row."""
 import json
-from collections.abc import Hashable
 from dataclasses import dataclass
 from functools import cached_property
 
+from trustgraph.base import coalesce
 from trustgraph.schema import (
     CONFIG_FLOW,
     KEYS_FLOW,
@@ -53,19 +53,18 @@ from trustgraph.schema import (
     TriplesQueryResponse,
 )
 
-from .framing import Frame, RunKey, coalesce, same_keys
+from .framing import Frame
 
 
 @dataclass(frozen=True)
 class ServiceRow:
     name: str                      # the ``service`` on the socket, ``{kind}`` in REST paths
     request_model: type[Record]
-    response_model: type[Response]  # also how the wire shows it (``Response.wire_*``)
-    delta_field: str | None        # the text field that streaming records carry as deltas;
-                                   # None: the service does not stream, nothing is merged
+    # also how the wire shows it (``Response.wire_*``), its delta field and merge rule
+    # (``coalesce``)
+    response_model: type[Response]
     global_flow: str | None = None  # a service outside flows: always asked on this flow
                                     # on the bus, whatever flow the client names
-    run_key: RunKey = same_keys  # which waiting deltas may be merged (see ``coalesce``)
 
     def bus_flow(self, flow: str) -> str:
         """The flow the request goes to on the bus."""
@@ -80,7 +79,7 @@ class ServiceRow:
         edges shaped by the response model (``first``: this batch opens the
         response), its hidden fields dropped. Only a response model that declares
         either pays for decoding records."""
-        batch = coalesce(batch, self.delta_field, self.run_key)
+        batch = coalesce(batch, self.response_model)
         model = self.response_model
         if self._reshapes_edges:
             batch = [_edge(data, final, model) if final or (first and i == 0)
@@ -105,40 +104,29 @@ def _encoded(record: dict) -> bytes:
     return json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode()
 
 
-def agent_run(record: dict) -> Hashable | None:
-    """Waiting agent deltas merge only within one message: the same ``chunk_type``
-    (a thought never runs into the answer after it) and the same fields. A frame that
-    ends its message (every action, the last piece of a thought) stands alone, so a
-    client still sees where each thought, observation and answer ends."""
-    if record.get("end_of_message") or record.get("end_of_dialog"):
-        return None
-    return record.get("chunk_type"), frozenset(record)
-
-
 SERVICES: dict[str, ServiceRow] = {row.name: row for row in (
-    ServiceRow("text-completion", TextCompletionRequest, TextCompletionResponse, "response"),
-    ServiceRow("prompt", PromptRequest, PromptResponse, "text"),
-    ServiceRow("config", ConfigRequest, ConfigResponse, None, global_flow=CONFIG_FLOW),
-    ServiceRow("text-load", TextLoadRequest, LoadResponse, None),
-    ServiceRow("document-load", DocumentLoadRequest, LoadResponse, None),
-    ServiceRow("librarian", LibrarianRequest, LibrarianResponse, None,
+    ServiceRow("text-completion", TextCompletionRequest, TextCompletionResponse),
+    ServiceRow("prompt", PromptRequest, PromptResponse),
+    ServiceRow("config", ConfigRequest, ConfigResponse, global_flow=CONFIG_FLOW),
+    ServiceRow("text-load", TextLoadRequest, LoadResponse),
+    ServiceRow("document-load", DocumentLoadRequest, LoadResponse),
+    ServiceRow("librarian", LibrarianRequest, LibrarianResponse,
                global_flow=LIBRARIAN_FLOW),
-    ServiceRow("keys", KeysRequest, KeysResponse, None, global_flow=KEYS_FLOW),
-    ServiceRow("embeddings", EmbeddingsRequest, EmbeddingsResponse, None),
-    ServiceRow("triples", TriplesQueryRequest, TriplesQueryResponse, None),
-    ServiceRow("graph-embeddings", GraphEmbeddingsRequest, GraphEmbeddingsResponse, None),
-    ServiceRow("document-embeddings", DocumentEmbeddingsRequest, DocumentEmbeddingsResponse,
-               None),
-    ServiceRow("lexical-search", LexicalSearchRequest, DocumentEmbeddingsResponse, None),
-    ServiceRow("reembed", ReembedRequest, ReembedResponse, None),
-    ServiceRow("knowledge-load", KnowledgeLoadRequest, KnowledgeLoadResponse, None),
-    ServiceRow("load-status", LoadStatusRequest, LoadStatusResponse, None),
-    ServiceRow("subgraph", SubgraphRequest, SubgraphResponse, None),
+    ServiceRow("keys", KeysRequest, KeysResponse, global_flow=KEYS_FLOW),
+    ServiceRow("embeddings", EmbeddingsRequest, EmbeddingsResponse),
+    ServiceRow("triples", TriplesQueryRequest, TriplesQueryResponse),
+    ServiceRow("graph-embeddings", GraphEmbeddingsRequest, GraphEmbeddingsResponse),
+    ServiceRow("document-embeddings", DocumentEmbeddingsRequest, DocumentEmbeddingsResponse),
+    ServiceRow("lexical-search", LexicalSearchRequest, DocumentEmbeddingsResponse),
+    ServiceRow("reembed", ReembedRequest, ReembedResponse),
+    ServiceRow("knowledge-load", KnowledgeLoadRequest, KnowledgeLoadResponse),
+    ServiceRow("load-status", LoadStatusRequest, LoadStatusResponse),
+    ServiceRow("subgraph", SubgraphRequest, SubgraphResponse),
     # RAG: the metadata record has no ``chunk``, so it is never merged with the deltas.
-    ServiceRow("graph-rag", GraphRagRequest, RagResponse, "chunk"),
-    ServiceRow("document-rag", DocumentRagRequest, RagResponse, "chunk"),
-    ServiceRow("agent", AgentRequest, AgentResponse, "content", run_key=agent_run),
-    ServiceRow("lazy-rag", LazyRagRequest, LazyRagResponse, "chunk"),
-    ServiceRow("lazy-rag-expand", LazyRagExpandRequest, LazyRagExpandResponse, None),
-    ServiceRow("lazy-rag-status", LazyRagStatusRequest, LazyRagStatusResponse, None),
+    ServiceRow("graph-rag", GraphRagRequest, RagResponse),
+    ServiceRow("document-rag", DocumentRagRequest, RagResponse),
+    ServiceRow("agent", AgentRequest, AgentResponse),
+    ServiceRow("lazy-rag", LazyRagRequest, LazyRagResponse),
+    ServiceRow("lazy-rag-expand", LazyRagExpandRequest, LazyRagExpandResponse),
+    ServiceRow("lazy-rag-status", LazyRagStatusRequest, LazyRagStatusResponse),
 )}

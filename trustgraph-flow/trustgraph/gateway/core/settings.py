@@ -6,8 +6,7 @@ from pydantic import Field
 from trustgraph.base import Settings
 from trustgraph.base.settings import CommaList
 from trustgraph.pubsub import DEFAULT_PULSAR_URL
-
-from .dispatch import MAX_RECORD_BYTES
+from trustgraph.pubsub.pulsar_shim import MAX_RECORD_BYTES
 
 
 class CoreSettings(Settings):

@@ -6,7 +6,7 @@ import logging
 from collections.abc import AsyncGenerator
 from typing import Any
 
-from trustgraph.base import Context, ProcessorSpec, Runtime, Service, ServiceError
+from trustgraph.base import Context, Delta, ProcessorSpec, Runtime, Service, ServiceError
 from trustgraph.schema import TextCompletionRequest, TextCompletionResponse
 from trustgraph.schema.config import LLM_CONFIG_KEY, LLM_CONFIG_TYPE
 
@@ -44,7 +44,9 @@ def with_options(provider: Provider, options: dict[str, Any]) -> Provider:
 
 def completion_handler(provider: Provider):
     async def complete(request: TextCompletionRequest, ctx: Context
-                       ) -> AsyncGenerator[TextCompletionResponse, None]:
+                       ) -> AsyncGenerator[Delta | TextCompletionResponse, None]:
+        """Streaming: each piece of text as a ``Delta`` (a ``TextCompletionResponse``
+        once it leaves the process), then the totals; else the whole answer once."""
         parts: list[str] = []
         usage = Usage(None, None, "")
         chosen = with_options(provider, {"model": request.model, **request.sampling()})
@@ -52,7 +54,7 @@ def completion_handler(provider: Provider):
             if isinstance(piece, Usage):
                 usage = piece
             elif request.streaming:
-                yield TextCompletionResponse(response=piece)
+                yield Delta(piece)
             else:
                 parts.append(piece)
         yield TextCompletionResponse(

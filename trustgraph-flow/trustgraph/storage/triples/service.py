@@ -39,7 +39,7 @@ from trustgraph.base import (
     Service,
     Stage,
 )
-from trustgraph.base.stage import MAX_RECORD_BYTES
+from trustgraph.pubsub.pulsar_shim import MAX_RECORD_BYTES
 from trustgraph.schema import (
     RDFS_LABEL,
     ChunkEntities,

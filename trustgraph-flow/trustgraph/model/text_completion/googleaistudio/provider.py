@@ -14,7 +14,7 @@ stream's HTTP response, and closes it itself when the stream stops.
 """
 import contextlib
 import contextvars
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, AsyncIterator
 
 import httpx
 from google import genai
@@ -78,8 +78,8 @@ class GeminiProvider:
     async def stream(self, system: str, prompt: str) -> AsyncGenerator[str | Usage, None]:
         usage, model, finish = None, self.model, None
         try:
-            async with contextlib.aclosing(self._chunks(system, prompt)) as chunks:
-                async for chunk in chunks:
+            async with self._chunks(system, prompt) as (chunk, chunks):
+                while chunk is not None:
                     candidate = chunk.candidates[0] if chunk.candidates else None
                     if candidate and candidate.content:
                         for part in candidate.content.parts or ():
@@ -92,6 +92,7 @@ class GeminiProvider:
                                        f"{_name(chunk.prompt_feedback.block_reason)}")
                     usage = chunk.usage_metadata or usage  # running totals: keep the last
                     model = chunk.model_version or model
+                    chunk = await anext(chunks, None)
         except errors.APIError as error:
             overloaded = error.code in OVERLOAD_CODES or error.status in OVERLOAD_STATUSES
             raise (Overloaded if overloaded else LlmError)(
@@ -107,9 +108,12 @@ class GeminiProvider:
             raise LlmError(f"{self.name} stopped the answer: {_name(finish)}")
         yield _usage(usage, model)
 
-    async def _chunks(self, system: str, prompt: str
-                      ) -> AsyncGenerator[types.GenerateContentResponse, None]:
-        """The SDK's chunks; the HTTP response is closed however they end."""
+    @contextlib.asynccontextmanager
+    async def _chunks(self, system: str, prompt: str) -> AsyncIterator[
+            tuple[types.GenerateContentResponse | None,
+                  AsyncGenerator[types.GenerateContentResponse, None]]]:
+        """The SDK's first chunk (None: there was none) and the rest of them; the HTTP
+        response is closed however they end."""
         config = self.config.model_copy(update={"system_instruction": system or None})
         opened: list[httpx.Response] = []
         try:
@@ -123,10 +127,7 @@ class GeminiProvider:
             finally:
                 _opened.reset(noting)
             async with contextlib.aclosing(chunks):
-                if first is not None:
-                    yield first
-                async for chunk in chunks:
-                    yield chunk
+                yield first, chunks
         finally:
             for response in opened:  # a no-op unless the stream stopped early
                 await response.aclose()

@@ -15,7 +15,6 @@ import aiohttp
 import openai
 from pydantic_core import from_json
 
-from ..lines import waiting_lines
 from ..provider import DEFAULT_CONNECTIONS, LlmError, LlmSettings, Overloaded, Usage
 
 DEFAULT_MODEL = "gpt-4o-mini"
@@ -81,7 +80,6 @@ class OpenAiProvider:
                 if response.status >= 400:
                     raise await self._refusal(response)
                 opened = True
-                # Lines that arrived together become one delta (lines.py).
                 async for lines in waiting_lines(response.content):
                     text, failure = answer.read(lines)
                     if text:  # what came before a failure is still the answer's start
@@ -123,6 +121,24 @@ class OpenAiProvider:
         if self._session is not None:
             await self._session.close()
             self._session = None
+
+
+async def waiting_lines(body: aiohttp.StreamReader) -> AsyncGenerator[list[bytes], None]:
+    """Every complete line of ``body`` (without its ``\\n``), grouped by what one read
+    found waiting; a last line with no newline comes at the end of the body.
+
+    When this process falls behind the stream (many streams on two cores), several
+    events are waiting in the socket's buffer: read together, they are one delta, so
+    one record, one broker message and one websocket frame downstream instead of one
+    each. Nothing waits for more than is there, so no token is held back."""
+    rest = b""
+    while data := await body.readany():
+        lines = (rest + data).split(b"\n") if rest else data.split(b"\n")
+        rest = lines.pop()
+        if lines:
+            yield lines
+    if rest:
+        yield [rest]
 
 
 class _Answer:
