@@ -41,7 +41,7 @@ def test_an_item_keeps_its_best_score_per_retriever_across_search_texts():
 
 
 def test_retrieval_settings_default_to_hybrid_and_read_each_variable(monkeypatch):
-    assert Fusion.of(RetrievalSettings()) == Fusion(mode="hybrid")  # scores, share 0.6
+    assert Fusion.of(RetrievalSettings()) == Fusion(mode="hybrid")  # scores, share 0.5
     monkeypatch.setenv("TG_RETRIEVAL", "vector")
     assert Fusion.of(RetrievalSettings()) == Fusion(mode="vector")
     assert Fusion.of(ProcessorSettings()).mode == "vector"  # built as before: as before
@@ -89,7 +89,7 @@ def test_score_fusion_of_equal_scores_and_of_an_empty_ranking():
 
 def test_retrieval_settings_choose_the_fusion_method(monkeypatch):
     assert Fusion.of(RetrievalSettings()).method == "scores"
-    assert Fusion.of(RetrievalSettings()).vector_share == 0.6
+    assert Fusion.of(RetrievalSettings()).vector_share == 0.5
     monkeypatch.setenv("TG_FUSION", "rrf")
     monkeypatch.setenv("TG_FUSION_VECTOR_SHARE", "0.3")
     fusion = Fusion.of(RetrievalSettings())

@@ -129,7 +129,7 @@ class RetrievalSettings(ProcessorSettings):
     tg_fusion: FusionMethod = Field("scores", description=(
         "how hybrid merges the vector and BM25 rankings: 'scores', the weighted sum "
         "of each ranking's min-max normalised scores, or 'rrf', reciprocal rank"))
-    tg_fusion_vector_share: float = Field(0.6, ge=0, le=1, description=(
+    tg_fusion_vector_share: float = Field(0.5, ge=0, le=1, description=(
         "with TG_FUSION=scores, the vector scores' share of the sum (BM25's: the rest)"))
     tg_rrf_k: float = Field(60.0, gt=0, description=(
         "reciprocal-rank fusion's k: higher flattens the difference between ranks"))
@@ -152,7 +152,7 @@ class Fusion:
         default_factory=lambda: {"vector": 1.0, "lexical": 1.0})
     depth: int = 10
     method: FusionMethod = "scores"
-    vector_share: float = 0.6  # of the summed scores, with method "scores"
+    vector_share: float = 0.5  # of the summed scores, with method "scores"
 
     @classmethod
     def of(cls, settings: BaseModel | None) -> "Fusion":
