@@ -23,6 +23,7 @@ from pydantic_settings import NoDecode
 from trustgraph.base import Settings, load_settings
 from trustgraph.pubsub.embedded import BrokerUnavailable, EmbeddedBroker
 
+from .leftovers import holding
 from .registry import (
     DEFAULT_STACK,
     GROUP_SEPARATOR,
@@ -123,6 +124,17 @@ def accepts(host: str, port: int) -> bool:
             return True
     except OSError:
         return False
+
+
+def check_free(host: str, port: int, setting: str) -> None:
+    """Refuse to start on a port something else listens on, naming what does (this
+    data dir's own leftovers were stopped already: ``RunDir.claim``)."""
+    if not accepts(host, port):
+        return
+    holder = holding(port)
+    who = f" by {holder}" if holder else ""
+    raise StartError(f"port {port} is already in use{who}; stop it or choose another "
+                     f"port with {setting}")
 
 
 async def accepts_async(host: str, port: int) -> bool:
@@ -284,9 +296,10 @@ def main(argv: list[str] | None = None) -> int:
         say(f"error: {error}", sys.stderr)
         return 1
     try:
-        if GATEWAY in parts and accepts(settings.tg_gateway_host, settings.tg_gateway_port):
-            raise StartError(f"port {settings.tg_gateway_port} is already in use; stop "
-                             f"what holds it or choose another with TG_GATEWAY_PORT")
+        if GATEWAY in parts:
+            check_free(settings.tg_gateway_host, settings.tg_gateway_port, "TG_GATEWAY_PORT")
+        if not settings.pulsar_url:
+            check_free("127.0.0.1", settings.tg_broker_port, "TG_BROKER_PORT")
         asyncio.run(serve(settings, parts, run_dir))
     except StartError as error:
         say(f"error: {error}", sys.stderr)
