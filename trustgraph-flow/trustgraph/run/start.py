@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Annotated
 from urllib.parse import urlsplit
 
-from pydantic import field_validator
+from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import NoDecode
 
 from trustgraph.base import Settings, load_settings
@@ -32,6 +32,7 @@ from .registry import (
     members,
     switched_off,
 )
+from .replicas import ReplicasError, replica_counts, replica_name
 from .rundir import AlreadyRunning, RunDir
 from .supervisor import BrokerKeeper, Child
 
@@ -49,8 +50,11 @@ class StartSettings(Settings):
     tg_gateway_port: int = 8888
     tg_gateway_token: str = ""
     tg_processors: Annotated[list[str], NoDecode] = DEFAULT_STACK
+    # NAME=N: N processes of that part sharing its work (replicas.py); also --replicas
+    tg_replicas: Annotated[list[str], NoDecode] = Field(
+        [], validation_alias=AliasChoices("tg_replicas", "replicas"))
 
-    @field_validator("tg_processors", mode="before")
+    @field_validator("tg_processors", "tg_replicas", mode="before")
     @classmethod
     def _comma_separated(cls, value: object) -> object:
         if isinstance(value, str):
@@ -151,7 +155,8 @@ class Platform:
     """The broker (embedded or not), the processors and the gateway of one tg-start."""
 
     def __init__(self, settings: StartSettings, parts: list[str], run_dir: RunDir,
-                 shutdown: asyncio.Event) -> None:
+                 shutdown: asyncio.Event, replicas: dict[str, int] | None = None) -> None:
+        """``replicas``: processes of each part that runs more than one."""
         self.settings = settings
         self.run_dir = run_dir
         self.data_dir = run_dir.path.parent
@@ -164,10 +169,12 @@ class Platform:
         self.http_url = f"http://{host}:{settings.tg_gateway_port}/"
         self.ws_url = f"ws://{host}:{settings.tg_gateway_port}/api/v1/socket"
         env = self._child_env()
-        self.children = [Child(name, [sys.executable, "-m", "trustgraph.run.single", name],
-                               env | {"TG_READY_FILE": str(run_dir.ready_file(name))},
-                               run_dir, shutdown, on_spawn=self._child_started)
-                         for name in parts]
+        self.children = [
+            Child(replica_name(part, i), [sys.executable, "-m", "trustgraph.run.single", part],
+                  env | {"TG_READY_FILE": str(run_dir.ready_file(replica_name(part, i))),
+                         "TG_REPLICA": str(i)},
+                  run_dir, shutdown, on_spawn=self._child_started)
+            for part in parts for i in range((replicas or {}).get(part, 1))]
 
     def _child_env(self) -> dict[str, str]:
         s = self.settings
@@ -255,13 +262,14 @@ class Platform:
                 f"retrying")
 
 
-async def serve(settings: StartSettings, parts: list[str], run_dir: RunDir) -> None:
+async def serve(settings: StartSettings, parts: list[str], run_dir: RunDir,
+                replicas: dict[str, int] | None = None) -> None:
     started = time.monotonic()
     shutdown = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         loop.add_signal_handler(sig, shutdown.set)
-    platform = Platform(settings, parts, run_dir, shutdown)
+    platform = Platform(settings, parts, run_dir, shutdown, replicas)
     try:
         await platform.start()
         settled = asyncio.ensure_future(platform.settled())
@@ -291,8 +299,9 @@ def main(argv: list[str] | None = None) -> int:
     run_dir = RunDir(Path(settings.tg_data_dir).absolute() / "run")
     try:
         parts = plan(settings.tg_processors)
+        replicas = replica_counts(settings.tg_replicas, parts, os.environ)
         run_dir.claim()
-    except (StartError, AlreadyRunning) as error:
+    except (StartError, ReplicasError, AlreadyRunning) as error:
         say(f"error: {error}", sys.stderr)
         return 1
     try:
@@ -300,7 +309,7 @@ def main(argv: list[str] | None = None) -> int:
             check_free(settings.tg_gateway_host, settings.tg_gateway_port, "TG_GATEWAY_PORT")
         if not settings.pulsar_url:
             check_free("127.0.0.1", settings.tg_broker_port, "TG_BROKER_PORT")
-        asyncio.run(serve(settings, parts, run_dir))
+        asyncio.run(serve(settings, parts, run_dir, replicas))
     except StartError as error:
         say(f"error: {error}", sys.stderr)
         return 1
