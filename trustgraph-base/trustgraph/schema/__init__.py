@@ -131,3 +131,16 @@ from .lazy_rag import (  # noqa: E402
 __all__ += ["CommunityCacheState", "LazyCommunity", "LazyEntity", "LazyRagExpandRequest",
             "LazyRagExpandResponse", "LazyRagRequest", "LazyRagResponse",
             "LazyRagStatusRequest", "LazyRagStatusResponse", "LazyRelationship"]
+
+from .cores import (  # noqa: E402
+                     CORE_SERVICES,
+                     CoreChunk,
+                     CoreDocument,
+                     CoreEntity,
+                     CoreRequest,
+                     CoreResponse,
+                     CoreTriple,
+)
+
+__all__ += ["CORE_SERVICES", "CoreChunk", "CoreDocument", "CoreEntity", "CoreRequest",
+            "CoreResponse", "CoreTriple"]

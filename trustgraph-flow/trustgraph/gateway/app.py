@@ -24,6 +24,7 @@ from trustgraph.schema import CANCEL_TOPIC
 
 from .answers import QUERY_PATHS
 from .auth import Auth
+from .cores import CoreEndpoint, add_core_routes
 from .dispatch import MAX_RECORD_BYTES, Dispatcher
 from .errors import GatewayError
 from .http_errors import AppRunner, json_errors
@@ -162,6 +163,7 @@ def _application(sockets: SocketEndpoint, rest: RestEndpoint, lazy: LazyRagEndpo
     app.router.add_post(f"{LAZY_RAG_PATH}/query", rest.served(lazy.query))
     app.router.add_post(f"{LAZY_RAG_PATH}/expand", rest.served(lazy.expand))
     app.router.add_get(f"{LAZY_RAG_PATH}/status", rest.served(lazy.status))
+    add_core_routes(app, CoreEndpoint(rest.dispatcher), rest.served)
     app.router.add_get("/api/v1/openapi.json", openapi_json)
     app.router.add_get("/metrics", metrics)
     add_page_routes(app)

@@ -10,6 +10,8 @@ from trustgraph.schema import (
     AgentResponse,
     ConfigRequest,
     ConfigResponse,
+    CoreRequest,
+    CoreResponse,
     DocumentEmbeddingsRequest,
     DocumentEmbeddingsResponse,
     DocumentLoadRequest,
@@ -174,6 +176,10 @@ SERVICES: dict[str, ServiceRow] = {row.name: row for row in (
                optional=LAZY_RAG_HOW),
     ServiceRow("lazy-rag-status", LazyRagStatusRequest, LazyRagStatusResponse, None,
                optional=LAZY_RAG_HOW),
+    # Knowledge cores, a page at a time (gateway/cores.py streams whole ones).
+    ServiceRow("core-documents", CoreRequest, CoreResponse, None, global_flow=LIBRARIAN_FLOW),
+    ServiceRow("core-vectors", CoreRequest, CoreResponse, None),
+    ServiceRow("core-triples", CoreRequest, CoreResponse, None),
 )}
 
 # The services LAZY_RAG_ENABLED=false turns off at the gateway.

@@ -171,6 +171,15 @@ class LibraryStore:
                 "AND id > ? ORDER BY id LIMIT ?", (user, collection, after, limit))
             return [_metadata(row) for row in rows]
 
+    def add_metadata(self, documents: list[DocumentMetadata]) -> int:
+        """Documents known by their metadata alone (a knowledge core's: the content
+        stays where it was), each unless the collection has it already; how many."""
+        with self._transaction(write=True) as db:
+            before = db.total_changes
+            db.executemany(f"INSERT OR IGNORE INTO document ({_COLUMNS}) "
+                           "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", map(_row, documents))
+            return db.total_changes - before
+
     def read(self, user: str, collection: str, id: str) -> tuple[DocumentMetadata, bytes]:
         """Metadata and content that belong together (``ContentMismatch`` when the
         document was replaced while being read, twice in a row)."""

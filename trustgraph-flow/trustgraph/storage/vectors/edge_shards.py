@@ -141,6 +141,17 @@ def referencing(name: str, document: str) -> list[tuple[str, list[float], dict]]
             return points
 
 
+def scroll(name: str, after: str | None, limit: int
+           ) -> tuple[list[tuple[str, list[float], dict]], str | None]:
+    """A page of the shard's points in id order, and the id the next page starts at."""
+    if not (shard := _shard(name)):
+        return [], None
+    page, offset = shard.scroll(ScrollRequest(offset=after, limit=limit, with_payload=True,
+                                              with_vector=True))
+    return [(str(p.id), p.vector, p.payload) for p in page], \
+        None if offset is None else str(offset)
+
+
 def count(name: str) -> int:
     shard = _shard(name)
     return shard.count(CountRequest(exact=True)) if shard else 0
@@ -216,7 +227,7 @@ def build(path: str) -> None:
     shard.close()
 
 
-REQUESTS = {f.__name__: f for f in (upsert, delete, payloads, search, referencing, count,
+REQUESTS = {f.__name__: f for f in (upsert, delete, payloads, search, referencing, scroll, count,
                                     count_matching, drop, indexing, begin_build,
                                     finish_build)}
 

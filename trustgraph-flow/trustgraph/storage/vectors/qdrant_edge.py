@@ -92,6 +92,11 @@ class EdgeBackend:
         rows = await self._call(edge_shards.referencing, space.name, document)
         return [Point(*row) for row in rows]
 
+    async def scroll(self, space: Space, after: str | None,
+                     limit: int) -> tuple[list[Point], str | None]:
+        rows, after = await self._call(edge_shards.scroll, space.name, after, limit)
+        return [Point(*row) for row in rows], after
+
     async def delete(self, space: Space, ids: list[str]) -> None:
         await self._call(edge_shards.delete, space.name, ids)
 

@@ -74,6 +74,15 @@ class QdrantServerBackend:
             if offset is None:
                 return points
 
+    async def scroll(self, space: Space, after: str | None,
+                     limit: int) -> tuple[list[Point], str | None]:
+        if not await self._exists(space.name):
+            return [], None
+        page, offset = await self._client.scroll(space.name, limit=limit, offset=after,
+                                                 with_payload=True, with_vectors=True)
+        return ([Point(str(r.id), r.vector, r.payload) for r in page],
+                None if offset is None else str(offset))
+
     async def delete(self, space: Space, ids: list[str]) -> None:
         if ids and await self._exists(space.name):
             await self._client.delete(space.name, wait=True,

@@ -16,7 +16,9 @@ as valid, and may be replicated:
   the chunk vectors, lexical.py) and ``graph-embeddings`` (entities nearest a
   vector), scoped by user and collection;
 * service ``chunk-count`` (bus only): how many chunk vectors of a version of a
-  document are stored, which the librarian's ``load-status`` reports.
+  document are stored, which the librarian's ``load-status`` reports;
+* service ``core-vectors``: chunks and entity vectors a page at a time, out of and
+  into a collection, for knowledge cores (core.py).
 
 Points are keyed by chunk id or entity, so a redelivered record overwrites itself.
 """
@@ -52,6 +54,7 @@ from ..owner import fits_one_message, removal_stage, scope_of
 from ..settings import StoreSettings
 from ..stores import open_vector_store
 from . import store as stored
+from .core import core_vectors_service
 from .store import VectorStore
 
 log = logging.getLogger(__name__)
@@ -194,7 +197,11 @@ def count_handler(store: VectorStore):
 
 
 def services(runtime: Runtime) -> list[Service | Stage]:
-    store = open_vector_store(runtime.settings)
+    return parts(open_vector_store(runtime.settings))
+
+
+def parts(store: VectorStore) -> list[Service | Stage]:
+    """What ``vector-store`` serves with this store (tests pass a store they made)."""
     return [
         Stage("chunk-vectors", ChunkVector, chunk_vectors_stage(store), subscription=NAME),
         Stage("entity-vectors", EntityVectors, entity_vectors_stage(store),
@@ -207,6 +214,7 @@ def services(runtime: Runtime) -> list[Service | Stage]:
                 lexical_handler(store), error_type="lexical-search-error"),
         Service("chunk-count", ChunkCountRequest, ChunkCountResponse, count_handler(store),
                 error_type="chunk-count-error"),
+        core_vectors_service(store),
         Service("graph-embeddings", GraphEmbeddingsRequest, GraphEmbeddingsResponse,
                 graph_handler(store), error_type="graph-embeddings-error",
                 close=store.close),

@@ -1,0 +1,254 @@
+"""Knowledge cores over HTTP (docs/knowledge-cores.md): a collection out as a core
+file, and a core file into a collection, both streamed a page at a time.
+
+* ``GET /api/v1/collections/{collection}/core?user=&flow=``: the core
+  (``application/gzip``), written as the store owners hand out its pages
+  (``core-documents``, ``core-vectors``, ``core-triples``). A failure after the
+  first bytes ends the file with an ``error.json`` member and without the tar's end,
+  so no reader takes it for a whole core.
+* ``PUT /api/v1/collections/{collection}/core?user=&flow=``: the body is a core,
+  read as it arrives (never held whole); each page goes to its store owner and is
+  stored before the next is read. Answered once all is stored: ``{"manifest",
+  "stored": {part: records}}``. Every store keys what it writes, so a PUT that was
+  cut off and is made again stores the same collection, nothing twice. A core of
+  another embedding model than the collection's is refused (409) before anything is
+  stored.
+"""
+import asyncio
+import base64
+import json
+import logging
+from contextlib import aclosing
+from typing import Any
+
+from aiohttp import web
+
+from trustgraph.base import ServiceError
+from trustgraph.base.stage import MAX_RECORD_BYTES
+from trustgraph.schema import CORE_SERVICES, CoreRequest, Error
+from trustgraph.schema.core_archive import (
+    MANIFEST,
+    PARTS,
+    VECTOR_PARTS,
+    CoreFormatError,
+    CoreReader,
+    CoreWriter,
+    checked_manifest,
+    manifest,
+    member_name,
+    parse_member_name,
+)
+from trustgraph.schema.cores import CorePart
+
+from .dispatch import Dispatcher
+from .errors import GatewayError, bad_request, classify
+
+log = logging.getLogger(__name__)
+
+CORE_PATH = "/api/v1/collections/{collection}/core"
+SERVICE_OF: dict[str, str] = {part: service for service, parts in CORE_SERVICES.items()
+                              for part in parts}
+# Records asked for per export page: ~1-2 MB each (a chunk is its text and 2 KB of
+# vector); a page too big for one message is halved by its store owner.
+PAGE_RECORDS = {"documents": 1000, "chunks": 500, "entities": 1000, "triples": 5000}
+IMPORT_PAGE_BYTES = MAX_RECORD_BYTES // 2  # of records and vectors in one request
+READ_BYTES = 256 * 1024  # read from the body at a time
+
+
+def _scope(request: web.Request) -> tuple[str, str, str]:
+    collection = request.match_info["collection"]
+    user = request.query.get("user", "trustgraph")
+    if not collection or not user:
+        raise bad_request("user and collection must not be empty")
+    return user, collection, request.query.get("flow", "default")
+
+
+class CoreEndpoint:
+    def __init__(self, dispatcher: Dispatcher) -> None:
+        self.dispatcher = dispatcher
+
+    async def call(self, flow: str, request: CoreRequest) -> dict[str, Any]:
+        """The one record a core service answers with; its error raised."""
+        row = self.dispatcher.resolve(SERVICE_OF[request.part], flow)
+        final: dict[str, Any] = {}
+        async with aclosing(self.dispatcher.frames(row, flow, request)) as batches:
+            async for batch in batches:
+                final = json.loads(batch[-1][0])
+        if final.get("error"):
+            raise ServiceError(Error.model_validate(final["error"]))
+        return final
+
+    # -- export ---------------------------------------------------------------------
+
+    async def export(self, request: web.Request) -> web.StreamResponse:
+        user, collection, flow = _scope(request)
+        counts, model, dimension = await self._counts(user, collection, flow)
+        response = web.StreamResponse(headers={
+            "Content-Type": "application/gzip",
+            "Content-Disposition": f'attachment; filename="{collection}.core.tgz"'})
+        await response.prepare(request)
+        writer = CoreWriter()
+        described = manifest(user, collection, model, dimension, counts)
+        await response.write(writer.member(MANIFEST, json.dumps(described).encode()))
+        try:
+            for part in PARTS:
+                await self._export_part(response, writer, part, user, collection, flow)
+        except Exception as exception:  # after the headers: said in the file itself
+            error = classify(exception)
+            log.warning("core export of %s/%s failed: %s: %s", user, collection,
+                        error.type, error.message)
+            await response.write(writer.member("error.json", json.dumps(
+                {"error": error.as_dict()}).encode()))
+            return response  # without the tar's end: no reader takes it for a core
+        await response.write(writer.end())
+        return response
+
+    async def _counts(self, user: str, collection: str, flow: str
+                      ) -> tuple[dict[str, int], str | None, int]:
+        answers = await asyncio.gather(*(self.call(flow, CoreRequest(
+            operation="count", part=part, user=user, collection=collection))
+            for part in PARTS))
+        counts = {part: answer.get("count", 0) for part, answer in zip(PARTS, answers,
+                                                                       strict=True)}
+        vectors = answers[PARTS.index("chunks")]
+        return counts, vectors.get("embedding_model"), vectors.get("dimension", 0)
+
+    async def _export_part(self, response: web.StreamResponse, writer: CoreWriter,
+                           part: CorePart, user: str, collection: str, flow: str) -> None:
+        after: str | None = ""
+        pages = 0
+        while after is not None:
+            page = await self.call(flow, CoreRequest(
+                operation="export", part=part, user=user, collection=collection,
+                after=after, limit=PAGE_RECORDS[part]))
+            after = page.get("next")
+            if not page.get("count"):
+                continue
+            pages += 1
+            members = [(member_name(part, pages), page["records"].encode())]
+            if part in VECTOR_PARTS:
+                members.append((member_name(part, pages, vectors=True),
+                                base64_bytes(page.get("vectors", ""))))
+            for name, data in members:
+                await response.write(await asyncio.to_thread(writer.member, name, data))
+
+    # -- import ---------------------------------------------------------------------
+
+    async def put(self, request: web.Request) -> web.Response:
+        user, collection, flow = _scope(request)
+        reader, importer = CoreReader(), CoreImport(self, user, collection, flow)
+        try:
+            while data := await request.content.read(READ_BYTES):
+                for name, member in reader.feed(data):
+                    await importer.member(name, member)
+            reader.end()
+        except CoreFormatError as error:
+            raise bad_request(f"not a knowledge core this gateway reads: {error}") from None
+        await importer.finish()
+        return web.json_response({"manifest": importer.manifest, "stored": importer.stored})
+
+
+class CoreImport:
+    """One core's members into one collection, in the order they come."""
+
+    def __init__(self, endpoint: CoreEndpoint, user: str, collection: str,
+                 flow: str) -> None:
+        self._endpoint = endpoint
+        self._scope = {"user": user, "collection": collection}
+        self._flow = flow
+        self.manifest: dict[str, Any] | None = None
+        self.stored = dict.fromkeys(PARTS, 0)
+        self._waiting: tuple[str, int, bytes] | None = None  # rows awaiting their vectors
+
+    async def member(self, name: str, data: bytes) -> None:
+        if self.manifest is None:
+            if name != MANIFEST:
+                raise CoreFormatError(f"its first member is {name!r}, not {MANIFEST}")
+            self.manifest = checked_manifest(data)
+            await self._check_model()
+            return
+        if name == "error.json":
+            raise CoreFormatError(f"it is the file of an export that failed: "
+                                  f"{data.decode(errors='replace')[:500]}")
+        page = parse_member_name(name)
+        if page is None:
+            return  # not ours (a README someone added): nothing to store
+        part, number, vectors = page
+        if part not in VECTOR_PARTS:
+            await self._store(part, data, b"")
+        elif not vectors:
+            await self._flush_waiting()
+            self._waiting = (part, number, data)
+        elif self._waiting and self._waiting[:2] == (part, number):
+            rows, self._waiting = self._waiting[2], None
+            await self._store(part, rows, data)
+        else:
+            raise CoreFormatError(f"{name}: vectors without the rows before them")
+
+    async def finish(self) -> None:
+        await self._flush_waiting()
+
+    async def _flush_waiting(self) -> None:
+        if self._waiting is not None:
+            part, number, _ = self._waiting
+            raise CoreFormatError(f"{member_name(part, number)} has no vectors "
+                                  f"({member_name(part, number, vectors=True)})")
+
+    async def _check_model(self) -> None:
+        """Refused before anything is stored: vectors of another model (an import of
+        no records checks only that)."""
+        assert self.manifest is not None
+        if not any(self.manifest.get("counts", {}).get(part) for part in VECTOR_PARTS):
+            return
+        try:
+            await self._endpoint.call(self._flow, CoreRequest(
+                operation="import", part="chunks", **self._scope,
+                embedding_model=self.manifest.get("embedding_model") or ""))
+        except ServiceError as error:
+            if error.error.type == "embedding-model-mismatch":
+                raise GatewayError(error.error.type, error.error.message, 409) from None
+            raise
+
+    async def _store(self, part: CorePart, rows: bytes, vectors: bytes) -> None:
+        assert self.manifest is not None
+        for records, packed in pages_of(rows, vectors):
+            answer = await self._endpoint.call(self._flow, CoreRequest(
+                operation="import", part=part, **self._scope, records=records,
+                vectors=packed, embedding_model=self.manifest.get("embedding_model") or ""))
+            self.stored[part] += answer.get("stored", 0)
+
+
+def pages_of(rows: bytes, vectors: bytes) -> list[tuple[str, str]]:
+    """A member's rows (and their vectors) as requests of at most ``IMPORT_PAGE_BYTES``:
+    (JSON Lines, base64 float32)."""
+    lines = [line for line in rows.decode().splitlines(keepends=True) if line.strip()]
+    if not lines:
+        return []
+    if vectors and len(vectors) % (4 * len(lines)):
+        raise CoreFormatError(f"{len(vectors)} bytes of vectors for {len(lines)} rows")
+    row_bytes = len(vectors) // len(lines)
+    pages, start, size = [], 0, 0
+    for n, line in enumerate(lines):
+        cost = len(line) + row_bytes * 4 // 3
+        if n > start and size + cost > IMPORT_PAGE_BYTES:
+            pages.append((start, n))
+            start, size = n, 0
+        size += cost
+    pages.append((start, len(lines)))
+    return [("".join(lines[a:b]),
+             base64_text(vectors[a * row_bytes:b * row_bytes]) if vectors else "")
+            for a, b in pages]
+
+
+def base64_bytes(text: str) -> bytes:
+    return base64.b64decode(text) if text else b""
+
+
+def base64_text(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+def add_core_routes(app: web.Application, endpoint: CoreEndpoint, served) -> None:
+    """``served``: how the gateway serves a REST route (auth, drain, errors)."""
+    app.router.add_get(CORE_PATH, served(endpoint.export))
+    app.router.add_put(CORE_PATH, served(endpoint.put))

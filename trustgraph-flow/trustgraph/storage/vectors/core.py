@@ -1,0 +1,134 @@
+"""Service ``core-vectors`` of the vector store's owner: the ``chunks`` and ``entities``
+of a collection a page at a time, for knowledge cores (``trustgraph.schema.cores``).
+
+A chunk goes in as the chunk-vectors stage stores one (vector, text, title, citation
+fields, and the lexical index beside them); an entity's documents are added to those
+it already has. Both are keyed by chunk id or entity, so an import run again, whole
+or in part, stores nothing twice. Vectors of another embedding model than the
+collection's are refused.
+"""
+import asyncio
+import importlib
+import logging
+
+from trustgraph.base import BadRequest, Context, HandledError, Service
+from trustgraph.embeddings.provider import EmbeddingsSettings
+from trustgraph.schema import Term
+from trustgraph.schema.cores import (
+    CoreChunk,
+    CoreEntity,
+    CoreRequest,
+    CoreResponse,
+    lines,
+    pack_vectors,
+    rows_of,
+    unpack_vectors,
+)
+
+from ..core_pages import fitting_page
+from .store import CHUNKS, ENTITIES, ChunkVector, EntityVector, VectorStore
+
+log = logging.getLogger(__name__)
+
+KINDS = {"chunks": CHUNKS, "entities": ENTITIES}
+
+
+def embedding_model(user: str, collection: str) -> str:
+    """The embedding model of the collection's vectors. For now the one this
+    deployment's embeddings service is configured with (its settings, read from this
+    process's environment, which tg-start and docker-compose give every processor);
+    once the vector store stamps each collection with its model, that stamp."""
+    settings = EmbeddingsSettings()
+    if settings.tg_embeddings == "minilm":
+        from trustgraph.embeddings.minilm.model_files import MODEL_NAME
+        return MODEL_NAME
+    provider = importlib.import_module(f"trustgraph.embeddings.{settings.tg_embeddings}"
+                                       ".provider")
+    return settings.tg_embeddings_model or provider.DEFAULT_MODEL
+
+
+def core_vectors_handler(store: VectorStore):
+    async def handle(request: CoreRequest, ctx: Context) -> CoreResponse:
+        if request.part not in KINDS:
+            raise BadRequest(f"core-vectors holds chunks and entities, not {request.part}")
+        scope = request.user, request.collection
+        match request.operation:
+            case "count":
+                counts = await store.count(*scope)
+                first, _ = await store.page(KINDS[request.part], *scope, None, 1)
+                return CoreResponse(count=counts[KINDS[request.part]],
+                                    dimension=len(first[0].vector) if first else 0,
+                                    embedding_model=await _model_of(*scope))
+            case "export":
+                return await fitting_page(lambda limit: _page(store, request, limit),
+                                          request.limit)
+            case "import":
+                return CoreResponse(stored=await _import(store, request, ctx))
+        raise BadRequest(f"unknown operation {request.operation!r}")
+    return handle
+
+
+async def _page(store: VectorStore, request: CoreRequest, limit: int) -> CoreResponse:
+    points, after = await store.page(KINDS[request.part], request.user, request.collection,
+                                     request.after or None, limit)
+    rows = [_chunk_row(p.payload) if request.part == "chunks" else _entity_row(p.payload)
+            for p in points]
+    vectors, dimension = pack_vectors([p.vector for p in points])
+    return CoreResponse(count=len(rows), records=lines(rows), vectors=vectors,
+                        dimension=dimension, next=after)
+
+
+def _chunk_row(payload: dict) -> CoreChunk:
+    return CoreChunk(chunk_id=payload["chunk_id"], document=payload["documents"][0],
+                     text=payload.get("text", ""), title=payload.get("title", ""),
+                     version=payload.get("version") or 0, index=payload.get("index"),
+                     meta=payload.get("meta") or {})
+
+
+def _entity_row(payload: dict) -> CoreEntity:
+    return CoreEntity(entity=Term.model_validate(payload["entity"]),
+                      label=payload.get("label", ""), documents=payload.get("documents", []))
+
+
+async def _model_of(user: str, collection: str) -> str:
+    # In a thread: a remote provider's module imports its SDK (seconds, the first time).
+    return await asyncio.to_thread(embedding_model, user, collection)
+
+
+async def _import(store: VectorStore, request: CoreRequest, ctx: Context) -> int:
+    model = await _model_of(request.user, request.collection)
+    if request.embedding_model != model:
+        raise HandledError("embedding-model-mismatch", (
+            f"the core's vectors are of {request.embedding_model or 'no named model'!r}, "
+            f"the vectors of {request.user}/{request.collection} of {model!r}: they "
+            f"cannot be searched together (import into a deployment of that model, or "
+            f"re-embed the documents)"))
+    model_rows = CoreChunk if request.part == "chunks" else CoreEntity
+    try:
+        rows = rows_of(model_rows, request.records)
+        vectors = unpack_vectors(request.vectors, len(rows))
+    except ValueError as error:
+        raise BadRequest(f"{request.part}: {error}") from None
+    scope = request.user, request.collection
+    if request.part == "chunks":
+        await store.upsert_chunks(*scope, [_stored_chunk(row, vector)
+                                           for row, vector in zip(rows, vectors, strict=True)])
+    else:
+        await store.put_entities(*scope, [
+            (EntityVector(entity=row.entity, vector=vector, label=row.label), row.documents)
+            for row, vector in zip(rows, vectors, strict=True)])
+    log.debug("id=%s core import: %d %s into %s/%s", ctx.id, len(rows), request.part, *scope)
+    return len(rows)
+
+
+def _stored_chunk(row: CoreChunk, vector: list[float]) -> ChunkVector:
+    """As the chunk-vectors stage stores a chunk (its heading path is in its citation)."""
+    return ChunkVector(chunk_id=row.chunk_id, document=row.document, vector=vector,
+                       text=row.text, title=row.title, version=row.version, index=row.index,
+                       headings=" > ".join(row.meta.get("header_titles") or []),
+                       meta=row.meta)
+
+
+def core_vectors_service(store: VectorStore) -> Service:
+    return Service("core-vectors", CoreRequest, CoreResponse, core_vectors_handler(store),
+                   error_type="core-vectors-error")
