@@ -157,6 +157,8 @@ ROUTES = [
     Route("GET", "/api/v1/socket"),  # the websocket itself: test_websocket_frames
     Route("GET", "/"),  # the workbench page
     Route("GET", "/assets/{name}"),
+    Route("GET", "/api/v1/collections/{collection}/core"),  # knowledge cores
+    Route("PUT", "/api/v1/collections/{collection}/core"),
 ]
 
 # --- the rig ---------------------------------------------------------------------

@@ -28,6 +28,7 @@ Operations, each with ``user``, ``collection`` and ``part``:
   an import of no records checks that alone.
 """
 import base64
+import math
 import sys
 from array import array
 from typing import Any, Literal
@@ -162,6 +163,8 @@ def unpack_vectors(packed: str | bytes, count: int) -> list[list[float]]:
         return []
     if count <= 0 or len(values) % count:
         raise ValueError(f"{len(values)} vector values do not make {count} vectors")
+    if not math.isfinite(sum(values)):  # NaN and infinities carry through a sum
+        raise ValueError("vectors with values that are not finite numbers")
     dimension = len(values) // count
     flat = values.tolist()
     return [flat[n * dimension:(n + 1) * dimension] for n in range(count)]

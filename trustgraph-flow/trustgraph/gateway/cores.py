@@ -41,7 +41,7 @@ from trustgraph.schema.core_archive import (
 from trustgraph.schema.cores import CorePart
 
 from .dispatch import Dispatcher
-from .errors import GatewayError, bad_request, classify
+from .errors import bad_request, classify
 
 log = logging.getLogger(__name__)
 
@@ -198,16 +198,10 @@ class CoreImport:
         """Refused before anything is stored: vectors of another model (an import of
         no records checks only that)."""
         assert self.manifest is not None
-        if not any(self.manifest.get("counts", {}).get(part) for part in VECTOR_PARTS):
-            return
-        try:
+        if any(self.manifest.get("counts", {}).get(part) for part in VECTOR_PARTS):
             await self._endpoint.call(self._flow, CoreRequest(
                 operation="import", part="chunks", **self._scope,
                 embedding_model=self.manifest.get("embedding_model") or ""))
-        except ServiceError as error:
-            if error.error.type == "embedding-model-mismatch":
-                raise GatewayError(error.error.type, error.error.message, 409) from None
-            raise
 
     async def _store(self, part: CorePart, rows: bytes, vectors: bytes) -> None:
         assert self.manifest is not None

@@ -17,6 +17,7 @@ log = logging.getLogger(__name__)
 SERVICE_STATUS = {
     "bad-request": 400, "too-many-texts": 400,
     "not-found": 404,
+    "embedding-model-mismatch": 409,  # a knowledge core's vectors are of another model
     "too-large": 413,
     "no-service": 503, "overloaded": 503,
 }

@@ -304,6 +304,8 @@ class Neo4jTriplesStore:
     async def provenance_page(self, user: str, collection: str, after: str = "",
                               limit: int = 1000) -> tuple[list[ProvenanceRow], str | None]:
         skip = int(after or 0)
+        if skip < 0:
+            raise ValueError(f"after: {after!r} is not the next of a page")
         records = await self._read(PROVENANCE_PAGE, user=user, collection=collection,
                                    after=skip, limit=limit)
         rows = [(r["s"], r["p"], r["o"], r["ot"] == "i", r["document"], r["chunk"])

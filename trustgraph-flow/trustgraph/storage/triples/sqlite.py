@@ -322,7 +322,7 @@ class SqliteTriplesStore:
 
     async def provenance_page(self, user: str, collection: str, after: str = "",
                               limit: int = 1000) -> tuple[list[ProvenanceRow], str | None]:
-        id, document, chunk = json.loads(after) if after else (0, "", "")
+        id, document, chunk = _cursor(after)
         found = await self._read(lambda db: db.execute(
             PROVENANCE_PAGE, (id, user, collection, id, document, chunk, limit)).fetchall())
         rows = [(s, p, o, bool(o_iri), document, chunk)
@@ -337,6 +337,19 @@ class SqliteTriplesStore:
                 EDGES, (after, user, collection, RDFS_LABEL, limit)).fetchone()
             return EdgePage(edges, labels, last if rows == limit else None)
         return await self._read(page)
+
+
+def _cursor(after: str) -> tuple[int, str, str]:
+    """The key of the last row of the page before: "" or a ``next`` this store gave."""
+    if not after:
+        return 0, "", ""
+    try:
+        id, document, chunk = json.loads(after)
+    except (ValueError, TypeError):
+        raise ValueError(f"after: {after[:100]!r} is not the next of a page") from None
+    if not (isinstance(id, int) and isinstance(document, str) and isinstance(chunk, str)):
+        raise ValueError(f"after: {after[:100]!r} is not the next of a page")
+    return id, document, chunk
 
 
 def _add(db: sqlite3.Connection, user: str, collection: str,

@@ -10,6 +10,7 @@ collection's are refused.
 import asyncio
 import importlib
 import logging
+import uuid
 
 from trustgraph.base import BadRequest, Context, HandledError, Service
 from trustgraph.embeddings.provider import EmbeddingsSettings
@@ -60,12 +61,29 @@ def core_vectors_handler(store: VectorStore):
                                     dimension=len(first[0].vector) if first else 0,
                                     embedding_model=await _model_of(*scope))
             case "export":
+                _check_cursor(request.after)
                 return await fitting_page(lambda limit: _page(store, request, limit),
                                           request.limit)
             case "import":
-                return CoreResponse(stored=await _import(store, request, ctx))
+                try:
+                    return CoreResponse(stored=await _import(store, request, ctx))
+                except Exception as error:
+                    from .service import is_dimension_error  # (service.py imports this)
+                    if is_dimension_error(error):
+                        raise BadRequest(f"{request.part} not stored in {request.user}/"
+                                         f"{request.collection}: {error}") from None
+                    raise
         raise BadRequest(f"unknown operation {request.operation!r}")
     return handle
+
+
+def _check_cursor(after: str) -> None:
+    """An ``after`` is "" or a point id this service gave (a UUID)."""
+    if after:
+        try:
+            uuid.UUID(after)
+        except ValueError:
+            raise BadRequest(f"after: {after[:100]!r} is not the next of a page") from None
 
 
 async def _page(store: VectorStore, request: CoreRequest, limit: int) -> CoreResponse:
