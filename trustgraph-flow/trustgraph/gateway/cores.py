@@ -52,6 +52,11 @@ SERVICE_OF: dict[str, str] = {part: service for service, parts in CORE_SERVICES.
 # vector); a page too big for one message is halved by its store owner.
 PAGE_RECORDS = {"documents": 1000, "chunks": 500, "entities": 1000, "triples": 5000}
 IMPORT_PAGE_BYTES = MAX_RECORD_BYTES // 2  # of records and vectors in one request
+# Import requests of chunks or entities in flight at once: the vector store owner
+# writes one page's vectors while the page before goes into its lexical index (and
+# the next is read and parsed here). Triples go one page at a time: SQLite has one
+# writer anyway, and concurrent MERGEs of the same terms are safe on Neo4j only.
+IMPORTS_IN_FLIGHT = 2
 READ_BYTES = 256 * 1024  # read from the body at a time
 
 
@@ -142,9 +147,11 @@ class CoreEndpoint:
                 for name, member in reader.feed(data):
                     await importer.member(name, member)
             reader.end()
+            await importer.finish()
         except CoreFormatError as error:
             raise bad_request(f"not a knowledge core this gateway reads: {error}") from None
-        await importer.finish()
+        finally:
+            await importer.close()
         return web.json_response({"manifest": importer.manifest, "stored": importer.stored})
 
 
@@ -159,6 +166,7 @@ class CoreImport:
         self.manifest: dict[str, Any] | None = None
         self.stored = dict.fromkeys(PARTS, 0)
         self._waiting: tuple[str, int, bytes] | None = None  # rows awaiting their vectors
+        self._storing: set[asyncio.Task] = set()
 
     async def member(self, name: str, data: bytes) -> None:
         if self.manifest is None:
@@ -187,6 +195,14 @@ class CoreImport:
 
     async def finish(self) -> None:
         await self._flush_waiting()
+        while self._storing:
+            await self._settle(asyncio.FIRST_EXCEPTION)
+
+    async def close(self) -> None:
+        """Abandon what is in flight (the import failed or was cut off)."""
+        for task in self._storing:
+            task.cancel()
+        await asyncio.gather(*self._storing, return_exceptions=True)
 
     async def _flush_waiting(self) -> None:
         if self._waiting is not None:
@@ -205,11 +221,24 @@ class CoreImport:
 
     async def _store(self, part: CorePart, rows: bytes, vectors: bytes) -> None:
         assert self.manifest is not None
+        model = self.manifest.get("embedding_model") or ""
+        in_flight = IMPORTS_IN_FLIGHT if part in VECTOR_PARTS else 1
         for records, packed in pages_of(rows, vectors):
-            answer = await self._endpoint.call(self._flow, CoreRequest(
+            while len(self._storing) >= in_flight:
+                await self._settle(asyncio.FIRST_COMPLETED)
+            self._storing.add(asyncio.ensure_future(self._store_page(CoreRequest(
                 operation="import", part=part, **self._scope, records=records,
-                vectors=packed, embedding_model=self.manifest.get("embedding_model") or ""))
-            self.stored[part] += answer.get("stored", 0)
+                vectors=packed, embedding_model=model))))
+
+    async def _store_page(self, request: CoreRequest) -> None:
+        answer = await self._endpoint.call(self._flow, request)
+        self.stored[request.part] += answer.get("stored", 0)
+
+    async def _settle(self, when: str) -> None:
+        """Wait for stores in flight; the first failure is raised."""
+        done, self._storing = await asyncio.wait(self._storing, return_when=when)
+        for task in done:
+            task.result()
 
 
 def pages_of(rows: bytes, vectors: bytes) -> list[tuple[str, str]]:
