@@ -21,7 +21,7 @@ import time
 import zlib
 from collections.abc import Iterator
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
 from .cores import CorePart
 
@@ -70,13 +70,13 @@ def member_name(part: str, page: int, vectors: bool = False) -> str:
     return f"{part}/{page:06}.{'f32' if vectors else 'jsonl'}"
 
 
-def parse_member_name(name: str) -> tuple[str, int, bool] | None:
+def parse_member_name(name: str) -> tuple[CorePart, int, bool] | None:
     """(part, page, is vectors) of a page member; None for any other member."""
     part, _, file = name.partition("/")
     page, _, kind = file.partition(".")
     if part not in PARTS or not page.isdigit() or kind not in ("jsonl", "f32"):
         return None
-    return part, int(page), kind == "f32"
+    return cast(CorePart, part), int(page), kind == "f32"
 
 
 class CoreWriter:

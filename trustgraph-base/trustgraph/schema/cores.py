@@ -31,6 +31,7 @@ import base64
 import math
 import sys
 from array import array
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from pydantic import Field
@@ -55,7 +56,7 @@ class CoreRequest(Record):
     user: str = Field(DEFAULT_USER, min_length=1)
     collection: str = Field(DEFAULT_COLLECTION, min_length=1)
     after: str = ""  # export: "" for the first page, else the last page's ``next``
-    limit: int = Field(1000, ge=1, le=MAX_CORE_PAGE)  # export: records per page, at most
+    limit: int = Field(default=1000, ge=1, le=MAX_CORE_PAGE)  # export: records per page
     records: str = ""  # import: JSON Lines
     vectors: str = ""  # import: base64 of little-endian float32, one row per record
     embedding_model: str = ""  # import of chunks or entities: the core's
@@ -124,7 +125,7 @@ class CoreTriple(Record):
 
 # The codec of a page: rows as JSON Lines, vectors as base64 float32.
 
-def lines(rows: list[Record]) -> str:
+def lines(rows: Sequence[Record]) -> str:
     """Rows as JSON Lines (each line as ``encode`` writes a record)."""
     return "".join(row.model_dump_json(exclude_none=True) + "\n" for row in rows)
 

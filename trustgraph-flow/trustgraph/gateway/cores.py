@@ -113,8 +113,8 @@ class CoreEndpoint:
         answers = await asyncio.gather(*(self.call(flow, CoreRequest(
             operation="count", part=part, user=user, collection=collection))
             for part in PARTS))
-        counts = {part: answer.get("count", 0) for part, answer in zip(PARTS, answers,
-                                                                       strict=True)}
+        counts: dict[str, int] = {part: answer.get("count", 0)
+                                  for part, answer in zip(PARTS, answers, strict=True)}
         vectors = answers[PARTS.index("chunks")]
         return counts, vectors.get("embedding_model"), vectors.get("dimension", 0)
 
@@ -161,7 +161,7 @@ class CoreImport:
     def __init__(self, endpoint: CoreEndpoint, user: str, collection: str,
                  flow: str) -> None:
         self._endpoint = endpoint
-        self._scope = {"user": user, "collection": collection}
+        self._user, self._collection = user, collection
         self._flow = flow
         self.manifest: dict[str, Any] | None = None
         self.stored = dict.fromkeys(PARTS, 0)
@@ -216,7 +216,8 @@ class CoreImport:
         assert self.manifest is not None
         if any(self.manifest.get("counts", {}).get(part) for part in VECTOR_PARTS):
             await self._endpoint.call(self._flow, CoreRequest(
-                operation="import", part="chunks", **self._scope,
+                operation="import", part="chunks", user=self._user,
+                collection=self._collection,
                 embedding_model=self.manifest.get("embedding_model") or ""))
 
     async def _store(self, part: CorePart, rows: bytes, vectors: bytes) -> None:
@@ -227,8 +228,8 @@ class CoreImport:
             while len(self._storing) >= in_flight:
                 await self._settle(asyncio.FIRST_COMPLETED)
             self._storing.add(asyncio.ensure_future(self._store_page(CoreRequest(
-                operation="import", part=part, **self._scope, records=records,
-                vectors=packed, embedding_model=model))))
+                operation="import", part=part, user=self._user, collection=self._collection,
+                records=records, vectors=packed, embedding_model=model))))
 
     async def _store_page(self, request: CoreRequest) -> None:
         answer = await self._endpoint.call(self._flow, request)

@@ -121,22 +121,26 @@ async def _import(store: VectorStore, request: CoreRequest, ctx: Context) -> int
             f"the vectors of {request.user}/{request.collection} of {model!r}: they "
             f"cannot be searched together (import into a deployment of that model, or "
             f"re-embed the documents)"))
-    model_rows = CoreChunk if request.part == "chunks" else CoreEntity
+    scope = request.user, request.collection
     try:
-        rows = rows_of(model_rows, request.records)
-        vectors = unpack_vectors(request.vectors, len(rows))
+        if request.part == "chunks":
+            chunks = rows_of(CoreChunk, request.records)
+            vectors = unpack_vectors(request.vectors, len(chunks))
+        else:
+            entities = rows_of(CoreEntity, request.records)
+            vectors = unpack_vectors(request.vectors, len(entities))
     except ValueError as error:
         raise BadRequest(f"{request.part}: {error}") from None
-    scope = request.user, request.collection
     if request.part == "chunks":
-        await store.upsert_chunks(*scope, [_stored_chunk(row, vector)
-                                           for row, vector in zip(rows, vectors, strict=True)])
+        await store.upsert_chunks(*scope, [_stored_chunk(row, vector) for row, vector
+                                           in zip(chunks, vectors, strict=True)])
     else:
         await store.put_entities(*scope, [
             (EntityVector(entity=row.entity, vector=vector, label=row.label), row.documents)
-            for row, vector in zip(rows, vectors, strict=True)])
-    log.debug("id=%s core import: %d %s into %s/%s", ctx.id, len(rows), request.part, *scope)
-    return len(rows)
+            for row, vector in zip(entities, vectors, strict=True)])
+    log.debug("id=%s core import: %d %s into %s/%s", ctx.id, len(vectors), request.part,
+              *scope)
+    return len(vectors)
 
 
 def _stored_chunk(row: CoreChunk, vector: list[float]) -> ChunkVector:
