@@ -161,6 +161,8 @@ def memory(stack: Stack) -> dict[str, float]:
     found = {}
     for name, pid in sorted(stack.pids().items()):
         found[name] = scale_stores.rss_mb(pid)
+        if name == "tg-start":
+            continue  # its children are the parts themselves
         for child in scale_stores.children(pid):
             found[f"{name} > {scale_stores.command(child)}"] = scale_stores.rss_mb(child)
     return found
