@@ -18,6 +18,7 @@ import asyncio
 import base64
 import json
 import logging
+import re
 from contextlib import aclosing
 from typing import Any
 
@@ -88,9 +89,10 @@ class CoreEndpoint:
     async def export(self, request: web.Request) -> web.StreamResponse:
         user, collection, flow = _scope(request)
         counts, model, dimension = await self._counts(user, collection, flow)
+        filename = re.sub(r"[^\w.-]", "_", collection)[:100]  # only what a header carries
         response = web.StreamResponse(headers={
             "Content-Type": "application/gzip",
-            "Content-Disposition": f'attachment; filename="{collection}.core.tgz"'})
+            "Content-Disposition": f'attachment; filename="{filename}.core.tgz"'})
         await response.prepare(request)
         writer = CoreWriter()
         described = manifest(user, collection, model, dimension, counts)
@@ -98,6 +100,8 @@ class CoreEndpoint:
         try:
             for part in PARTS:
                 await self._export_part(response, writer, part, user, collection, flow)
+        except ConnectionError:
+            return response  # the client went away: nobody to tell
         except Exception as exception:  # after the headers: said in the file itself
             error = classify(exception)
             log.warning("core export of %s/%s failed: %s: %s", user, collection,
