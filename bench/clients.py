@@ -1,6 +1,7 @@
-"""The three ways the benchmark reads one 200-token stream, each as cheap as a real
-client would be: straight from the LLM server, through the gateway's websocket, and
-through the gateway's REST NDJSON stream. Each returns (ttft, total) in seconds."""
+"""The ways the benchmark reads one 200-token stream, each as cheap as a real client
+would be: straight from the LLM server, through the gateway's websocket, through the
+gateway's REST NDJSON stream, and through the gateway's OpenAI-compatible API (model
+``llm``, read as it reads the LLM server). Each returns (ttft, total) in seconds."""
 import asyncio
 import itertools
 import json
@@ -38,6 +39,9 @@ FAMILIES = {
                                    "stream": True, "messages": MESSAGES}, _anthropic_token),
     "ollama": ("/api/chat", {"model": "fake-llama", "stream": True, "messages": MESSAGES},
                _ollama_token),
+    # The gateway's OpenAI-compatible API in front of the same server: model llm.
+    "gateway-openai": ("/v1/chat/completions", {"model": "llm", "stream": True,
+                                                "messages": MESSAGES}, _openai_token),
 }
 
 
@@ -54,12 +58,21 @@ async def direct(session: aiohttp.ClientSession, server_url: str,
     return first - started, time.perf_counter() - started
 
 
-async def rest(session: aiohttp.ClientSession, gateway: str) -> tuple[float, float]:
+async def openai(session: aiohttp.ClientSession, gateway: str) -> tuple[float, float]:
+    """Through the gateway's OpenAI-compatible API (``gateway`` ends with ``/``)."""
+    return await direct(session, gateway.rstrip("/"), "gateway-openai")
+
+
+async def rest(session: aiohttp.ClientSession, gateway: str, key: str | None = None
+               ) -> tuple[float, float]:
+    """``key``: an API key, sent as a client sends it (Bearer)."""
     started = time.perf_counter()
     first = None
     body = {"system": "", "prompt": "bench", "streaming": True}
+    headers = {"Accept": "application/x-ndjson"} | (
+        {"Authorization": f"Bearer {key}"} if key else {})
     async with session.post(f"{gateway}api/v1/flow/default/service/text-completion",
-                            json=body, headers={"Accept": "application/x-ndjson"}) as response:
+                            json=body, headers=headers) as response:
         async for line in response.content:
             frame = json.loads(line)
             if first is None and frame.get("response"):

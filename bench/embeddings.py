@@ -25,8 +25,9 @@ from dataclasses import asdict, dataclass
 
 
 from bench.stats import percentile
-from trustgraph.chunking import split_text
+from trustgraph.chunking import ModelTokens, split_text
 from trustgraph.embeddings.minilm.batcher import Batcher
+from trustgraph.embeddings.minilm.model_files import load_tokenizer
 from trustgraph.embeddings.minilm.provider import WINDOW, MiniLm
 from trustgraph.embeddings.provider import EmbeddingsSettings
 
@@ -59,7 +60,7 @@ def corpus(n: int = 500) -> list[str]:
     import pydoc_data.topics
     topics = pydoc_data.topics.topics
     text = "\n\n".join(topics[key] for key in sorted(topics))
-    return [chunk.text for chunk in split_text(text)][:n]
+    return [chunk.text for chunk in split_text(text, ModelTokens(load_tokenizer()))][:n]
 
 
 @dataclass

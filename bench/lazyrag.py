@@ -44,7 +44,8 @@ from tests.support.stack import Stack
 from trustgraph.extract.vocabulary import entity_iri
 from trustgraph.schema import RDFS_LABEL, Term, Triple
 from trustgraph.storage.settings import StoreSettings
-from trustgraph.storage.stores import open_triples_store, open_vector_store
+from trustgraph.storage.triples.configured import open_triples_store
+from trustgraph.storage.vectors.configured import open_vector_store
 from trustgraph.storage.vectors.store import EntityVector
 
 USER, COLLECTION = "bench", "default"

@@ -5,7 +5,8 @@ The stores are filled before ``tg-start`` opens them, the way the ingestion pipe
 leaves them: 10k chunk vectors (1k documents of 10 chunks, ~600 characters each),
 100k triples (20k labelled entities, 80k edges, each with its chunk and document as
 provenance) and 20k entity vectors. Vectors are random unit vectors: search costs
-the same as with real ones, and the question is still embedded by the real model.
+the same as with real ones, and the question is still embedded by the real model
+(the stores are stamped with its name, as the pipeline stamps them).
 
 A scripted OpenAI-format server (its own process; first token after 200 ms, then one
 every 10 ms) is the LLM. One question at a time over the gateway websocket, in rounds
@@ -33,8 +34,10 @@ from bench.stats import median, ms, percentile
 from bench.stores import graph
 from bench.streaming import llm_server
 from tests.support.stack import Stack
+from trustgraph.embeddings.minilm.model_files import MODEL_NAME
 from trustgraph.storage.settings import StoreSettings
-from trustgraph.storage.stores import open_triples_store, open_vector_store
+from trustgraph.storage.triples.configured import open_triples_store
+from trustgraph.storage.vectors.configured import open_vector_store
 from trustgraph.storage.vectors.store import ChunkVector, EntityVector
 
 USER, COLLECTION = "bench", "default"
@@ -76,7 +79,7 @@ async def fill_stores(data_dir: Path, chunks: int, triples: int) -> None:
             ChunkVector(chunk_id=chunk_of(i)[1], document=chunk_of(i)[0],
                         vector=embedded[n].tolist(), text=chunk_text(i, rng),
                         title=f"Document {i // CHUNKS_PER_DOCUMENT}")
-            for n, i in enumerate(batch)])
+            for n, i in enumerate(batch)], model=MODEL_NAME)
     statements, entities = graph(triples, rng)
     for start in range(0, len(entities), 1000):
         batch = entities[start:start + 1000]
@@ -84,7 +87,7 @@ async def fill_stores(data_dir: Path, chunks: int, triples: int) -> None:
         await vectors.upsert_entities(USER, COLLECTION, [
             EntityVector(entity=e, vector=embedded[n].tolist(),
                          label=f"entity {start + n}", document=chunk_of(start + n)[0])
-            for n, e in enumerate(batch)])
+            for n, e in enumerate(batch)], model=MODEL_NAME)
     await vectors.close()
     store = await open_triples_store(settings)
     per_chunk = max(1, len(statements) // chunks)
@@ -98,14 +101,15 @@ async def fill_stores(data_dir: Path, chunks: int, triples: int) -> None:
           file=sys.stderr, flush=True)
 
 
-async def ask(ws: aiohttp.ClientWebSocketResponse, service: str, question: str
-              ) -> tuple[float, float, float]:
+async def ask(ws: aiohttp.ClientWebSocketResponse, service: str, question: str,
+              **options: object) -> tuple[float, float, float]:
     """(time to metadata, time to first token, total) of one streamed answer."""
     request_id = f"r{next(_ids)}"
     started = time.perf_counter()
     metadata = first = None
     await ws.send_str(json.dumps({"id": request_id, "service": service, "request": {
-        "query": question, "user": USER, "collection": COLLECTION, "streaming": True}}))
+        "query": question, "user": USER, "collection": COLLECTION, "streaming": True,
+        **options}}))
     async for message in ws:
         frame = json.loads(message.data)
         response = frame.get("response") or {}
@@ -123,7 +127,8 @@ async def ask(ws: aiohttp.ClientWebSocketResponse, service: str, question: str
     raise RuntimeError("socket closed")
 
 
-async def measure(gateway: str, llm_url: str, rounds: int) -> dict[str, list]:
+async def measure(gateway: str, llm_url: str, rounds: int, rerank: bool = False
+                  ) -> dict[str, list]:
     questions = [f"How does the {a} relate to the {b}?"
                  for a, b in itertools.permutations(WORDS[:8], 2)]
     found: dict[str, list] = {"direct": [], "document-rag": [], "graph-rag": []}
@@ -135,7 +140,9 @@ async def measure(gateway: str, llm_url: str, rounds: int) -> dict[str, list]:
         for n in range(rounds):
             found["direct"].append(await clients.direct(session, llm_url))
             for service in ("document-rag", "graph-rag"):
-                found[service].append(await ask(ws, service, questions[n % len(questions)]))
+                options = {"rerank": True} if rerank and service == "document-rag" else {}
+                found[service].append(await ask(ws, service, questions[n % len(questions)],
+                                                **options))
         await ws.close()
     return found
 
@@ -181,6 +188,9 @@ def main() -> None:
     modes.add_argument("--hybrid", action="store_true",
                        help="hybrid search and mixed graph retrieval (TG_RETRIEVAL=hybrid, "
                             "TG_GRAPH_MIX=true): the defaults")
+    parser.add_argument("--rerank", action="store_true", help=(
+        "document-rag reranks through the LLM (the scripted one: its first token after "
+        "200 ms and --tokens tokens, which are no ranking, so the fused order stays)"))
     parser.add_argument("--stores", type=Path, help=(
         "a directory to fill the stores in once and copy them from on later runs "
         "(same --chunks and --triples), to compare builds without refilling"))
@@ -193,10 +203,11 @@ def main() -> None:
                       processors=PROCESSORS, startup_timeout=120.0)
         prepare_stores(stack.data_dir, args)
         with stack:
-            found = asyncio.run(measure(stack.gateway_url, url, args.rounds))
+            found = asyncio.run(measure(stack.gateway_url, url, args.rounds, args.rerank))
     print(f"\n{args.chunks} chunks, {args.triples} triples; "
           f"{'plain (vector, no graph mix)' if args.plain else 'hybrid, mixed graph'} "
-          f"retrieval; one question at a time; LLM "
+          f"retrieval{', document-rag reranking' if args.rerank else ''}; one question at "
+          f"a time; LLM "
           f"first token after 200 ms then every 10 ms ({args.tokens} tokens); "
           f"2-core machine\n")
     print(report(found))

@@ -15,35 +15,37 @@ question ("Return the fields of a dataclass instance as a new dictionary…" →
 fetched; the set is what this Python ships (its version is printed).
 
 The stack is ``tg-start``'s default (LLM-free key-phrase extraction feeds graph
-mode); the LLM is a scripted local server (only the metadata line is read). Fusion
-settings (k, weights) are also compared offline, by fusing the vector and lexical
-rankings the API returned with ``trustgraph.retrieval.fusion.fuse``.
+mode); the LLM is a scripted local server. The questions are asked and scored by
+tg-eval's own runner (``trustgraph.cli.eval_run``), one setting after another:
+vector, lexical, hybrid, hybrid with reranking (the scripted LLM answers the rerank
+prompt with the order it was given, after ``--rerank-latency`` seconds: what
+reranking costs, not what it buys) and graph mode. ``--questions FILE`` writes the
+question file and ``--load URL`` loads the corpus into a running stack, so the same
+set can be run with ``tg-eval`` by hand (docs/evaluation.md).
 """
 import argparse
 import asyncio
 import importlib
 import inspect
 import json
-import statistics
+import re
 import sys
 import time
-from dataclasses import dataclass, field
-
-import aiohttp
+from dataclasses import dataclass
+from pathlib import Path
 
 from tests.support.ingest import StageWatch
+from tests.support.openai_server import Script
 from tests.support.stack import Stack, openai_server_thread
 from trustgraph.api import AsyncTrustGraph
-from trustgraph.retrieval.fusion import Ranking, fuse
+from trustgraph.cli.eval_convert import Question, line_of
+from trustgraph.cli.eval_run import run_setting, summary
+from trustgraph.cli.evaluate import table, write
 
 USER, COLLECTION = "bench", "stdlib"
 DEPTH = 10  # sources asked for, and the deepest rank scored
 SKIPPED = {"antigravity", "this", "idlelib", "turtledemo", "tkinter", "turtle", "test",
            "lib2to3", "ensurepip", "venv"}
-MODES = {"vector": {"mode": "document", "retrieval": "vector"},
-         "lexical": {"mode": "document", "retrieval": "lexical"},
-         "hybrid": {"mode": "document", "retrieval": "hybrid"},
-         "graph": {"mode": "graph"}}
 
 
 @dataclass(frozen=True)
@@ -81,32 +83,46 @@ def module_items(module_name: str, module) -> list[Item]:
     return items
 
 
-async def load(stack: Stack, items: list[Item]) -> None:
-    """Every document loaded; returns once its chunks are stored and extracted."""
+async def load(stack: Stack, items: list[Item], user: str = USER,
+               collection: str = COLLECTION) -> None:
+    """Every document loaded (its ``title``, else its id, as title); returns once
+    its chunks are stored and extracted."""
     watch = await StageWatch(stack.broker_url).start()
     started = time.perf_counter()
-    async with AsyncTrustGraph(stack.gateway_url) as client:
+    await load_into(stack.gateway_url, items, user, collection)
+    await wait_extracted(watch)
+    await watch.close()
+    print(f"loaded {len(items)} documents ({watch.count('chunks')} chunks), extracted in "
+          f"{time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
+
+
+async def load_into(url: str, items: list[Item], user: str = USER,
+                    collection: str = COLLECTION) -> None:
+    """Every document loaded through the gateway at ``url``; returns once every chunk
+    is stored (extraction may go on)."""
+    started = time.perf_counter()
+    async with AsyncTrustGraph(url) as client:
         slots = asyncio.Semaphore(8)
 
         async def one(item: Item) -> None:
             async with slots:
-                await client.load_text(item.text, item.id, title=item.id, user=USER,
-                                       collection=COLLECTION)
+                await client.load_text(item.text, item.id,
+                                       title=getattr(item, "title", item.id), user=user,
+                                       collection=collection)
         await asyncio.gather(*(one(item) for item in items))
-        await wait_stored(client, {item.id for item in items})
-    stored = time.perf_counter() - started
-    await wait_extracted(watch)
-    await watch.close()
-    print(f"loaded {len(items)} documents ({watch.count('chunks')} chunks): stored in "
-          f"{stored:.0f} s, extracted in {time.perf_counter() - started:.0f} s",
+        await wait_stored(client, {item.id for item in items}, user, collection)
+    print(f"stored {len(items)} documents in {time.perf_counter() - started:.0f} s",
           file=sys.stderr, flush=True)
 
 
-async def wait_stored(client: AsyncTrustGraph, pending: set[str]) -> None:
+async def wait_stored(client: AsyncTrustGraph, pending: set[str], user: str = USER,
+                      collection: str = COLLECTION) -> None:
     while pending:
         await asyncio.sleep(0.5)
-        statuses = await client.load_status(sorted(pending), user=USER,
-                                            collection=COLLECTION)
+        ids = sorted(pending)
+        statuses = [status for start in range(0, len(ids), 1000)  # load-status' limit
+                    for status in await client.load_status(ids[start:start + 1000],
+                                                           user=user, collection=collection)]
         if failed := [s for s in statuses if s["state"] == "failed"]:
             raise SystemExit(f"the pipeline failed documents: {failed[:3]}")
         pending -= {s["id"] for s in statuses if s["state"] == "done"}
@@ -128,89 +144,44 @@ async def wait_extracted(watch: StageWatch) -> None:
             return
 
 
-@dataclass
-class Result:
-    ranks: list[int | None] = field(default_factory=list)  # of the right document
-    seconds: list[float] = field(default_factory=list)  # to the metadata line
-    rankings: list[list[str]] = field(default_factory=list)  # chunk ids, for fusion
+# tg-eval settings: the query body's fields beyond the question (docs/evaluation.md).
+SETTINGS = {
+    "vector": {"mode": "document", "retrieval": "vector", "doc_limit": DEPTH},
+    "lexical": {"mode": "document", "retrieval": "lexical", "doc_limit": DEPTH},
+    "hybrid": {"mode": "document", "retrieval": "hybrid", "doc_limit": DEPTH},
+    "hybrid+rerank": {"mode": "document", "retrieval": "hybrid", "doc_limit": DEPTH,
+                      "rerank": True},
+    "graph": {"mode": "graph"},
+}
 
 
-async def ask(session: aiohttp.ClientSession, url: str, item: Item, mode: str
-              ) -> tuple[list[dict], float]:
-    body = {"query": item.question, "stream": True, "user": USER, "collection": COLLECTION,
-            **MODES[mode]}
-    if mode != "graph":
-        body["doc_limit"] = DEPTH
-    started = time.perf_counter()
-    async with session.post(f"{url}api/v1/query", json=body) as response:
-        line = json.loads(await response.content.readline())
-        elapsed = time.perf_counter() - started
-    if line.get("type") != "metadata":
-        raise SystemExit(f"{mode}: {line}")
-    return line["sources"], elapsed
+def question_lines(items: list[Item]) -> list[str]:
+    """The corpus as a tg-eval question file: each summary line expects its docstring."""
+    return [line_of(item.question, [item.id], id=item.id) for item in items]
 
 
-def cited(sources: list[dict]) -> list[str]:
-    """The documents cited, each once, in the order first cited."""
-    return list(dict.fromkeys(s.get("document_id") for s in sources if s.get("document_id")))
+async def measure(url: str, items: list[Item], names: list[str]) -> list[dict]:
+    """Every question through tg-eval's runner, one setting after another, one
+    question at a time (the times are not each other's queueing)."""
+    questions = [Question(item.id, item.question, (item.id,)) for item in items]
+    runs = []
+    for name in names:
+        body = {**SETTINGS[name], "user": USER, "collection": COLLECTION}
+        await run_setting(url, None, questions[:1], body, 1, False, lambda: None)  # warm-up
+        scores = await run_setting(url, None, questions, body, 1, False, lambda: None)
+        runs.append({"setting": name, "body": body, "summary": summary(scores),
+                     "questions": scores})
+        print(f"{name}: done", file=sys.stderr, flush=True)
+    return runs
 
 
-def rank_of(documents: list[str], wanted: str) -> int | None:
-    return documents.index(wanted) + 1 if wanted in documents[:DEPTH] else None
-
-
-async def measure(url: str, items: list[Item]) -> dict[str, Result]:
-    results = {mode: Result() for mode in MODES}
-    async with aiohttp.ClientSession() as session:
-        for mode in MODES:  # warm-up: the model, the requesters, the stores
-            await ask(session, url, items[0], mode)
-        for item in items:
-            for mode, result in results.items():
-                sources, seconds = await ask(session, url, item, mode)
-                result.ranks.append(rank_of(cited(sources), item.id))
-                result.seconds.append(seconds)
-                result.rankings.append([s["id"] for s in sources])
-    return results
-
-
-def scores(ranks: list[int | None]) -> tuple[float, float, float, float]:
-    n = len(ranks)
-    recall = [sum(1 for r in ranks if r is not None and r <= k) / n for k in (1, 5, 10)]
-    return (*recall, sum(1 / r for r in ranks if r is not None) / n)
-
-
-def table(results: dict[str, Result]) -> str:
-    lines = ["| retrieval | questions | R@1 | R@5 | R@10 | MRR@10 | time to metadata p50 ms |"
-             " p95 ms |", "|---|---|---|---|---|---|---|---|"]
-    for mode, result in results.items():
-        r1, r5, r10, mrr = scores(result.ranks)
-        seconds = sorted(result.seconds)
-        p95 = seconds[min(len(seconds) - 1, int(len(seconds) * 0.95))]
-        name = "graph (by cited document)" if mode == "graph" else mode
-        lines.append(f"| {name} | {len(result.ranks)} | {r1:.3f} | {r5:.3f} | {r10:.3f} | "
-                     f"{mrr:.3f} | {statistics.median(seconds) * 1000:.1f} | "
-                     f"{p95 * 1000:.1f} |")
-    return "\n".join(lines)
-
-
-def fusion_table(results: dict[str, Result], items: list[Item]) -> str:
-    """Hybrid R@1/R@5/MRR for other k and weights, fusing the vector and lexical
-    chunk rankings the API returned (chunk ids are ``<document>/c<n>``)."""
-    lines = ["| k | vector weight | lexical weight | R@1 | R@5 | MRR@10 |", "|---|---|---|---|---|---|"]
-    for k in (10, 30, 60, 100):
-        for weights in ((1.0, 1.0), (1.0, 0.5), (0.5, 1.0)):
-            ranks = []
-            for n, item in enumerate(items):
-                fused = fuse([Ranking("vector", results["vector"].rankings[n]),
-                              Ranking("lexical", results["lexical"].rankings[n])],
-                             key=lambda chunk: chunk, score=lambda chunk: 0.0, k=k,
-                             weights={"vector": weights[0], "lexical": weights[1]})
-                documents = list(dict.fromkeys(e.item.rsplit("/c", 1)[0] for e in fused))
-                ranks.append(rank_of(documents, item.id))
-            r1, r5, _, mrr = scores(ranks)
-            lines.append(f"| {k} | {weights[0]} | {weights[1]} | {r1:.3f} | {r5:.3f} | "
-                         f"{mrr:.3f} |")
-    return "\n".join(lines)
+def ranking_answer(text: str) -> str | None:
+    """The scripted LLM's answer to the rerank prompt: the passages in the order given
+    (so reranking costs its LLM round trip and changes nothing); other prompts get the
+    scripted default."""
+    if "Rank the passages" not in text:
+        return None
+    return json.dumps(sorted({int(n) for n in re.findall(r"^\[(\d+)\]", text, re.M)}))
 
 
 def main() -> None:
@@ -218,23 +189,49 @@ def main() -> None:
     parser.add_argument("--documents", type=int, default=0, help="at most (0: all)")
     parser.add_argument("--no-embed-title", action="store_true",
                         help="run the stack with TG_EMBED_TITLE=false (default: true)")
+    parser.add_argument("--settings", nargs="+", choices=list(SETTINGS),
+                        default=list(SETTINGS), help="which to run (default: all)")
+    parser.add_argument("--rerank-latency", type=float, default=0.0, metavar="SECONDS",
+                        help="the scripted LLM's time to answer (a real model's TTFT)")
+    parser.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
+                        help="stack settings over the bench's (e.g. TG_LLM=local, or "
+                             "OPENAI_BASE_URL=http://127.0.0.1:8080/v1 for a real "
+                             "model: then reranking is measured for what it buys)")
+    parser.add_argument("-n", "--questions-limit", type=int, default=0,
+                        help="ask only the first N questions (all documents are loaded)")
+    parser.add_argument("--out", help="also write tg-eval's PREFIX.json and PREFIX.md")
+    parser.add_argument("--questions", metavar="FILE",
+                        help="only write the corpus's tg-eval question file, and stop")
+    parser.add_argument("--load", metavar="URL",
+                        help="only load the corpus into the stack at URL, and stop")
     args = parser.parse_args()
     items = corpus(args.documents)
+    if args.questions:
+        Path(args.questions).write_text("\n".join(question_lines(items)) + "\n")
+        print(f"{len(items)} questions written to {args.questions}", file=sys.stderr)
+        return
+    if args.load:
+        asyncio.run(load_into(args.load, items))
+        return
     env = {"TG_LOG_LEVEL": "WARNING", "TG_LLM": "openai"}
     if args.no_embed_title:
         env["TG_EMBED_TITLE"] = "false"
-    with openai_server_thread() as llm:
+    with openai_server_thread(Script(first=args.rerank_latency)) as llm:
+        llm.reply = ranking_answer
         env["OPENAI_BASE_URL"] = llm.base_url
+        env |= dict(pair.split("=", 1) for pair in args.env)
         with Stack(env=env, startup_timeout=120.0) as stack:
             asyncio.run(load(stack, items))
-            results = asyncio.run(measure(stack.gateway_url, items))
-    print(f"\nPython {sys.version.split()[0]} standard-library docstrings: {len(items)} "
-          f"documents, one question each (its summary line); TG_EMBED_TITLE="
-          f"{'false' if args.no_embed_title else 'true'}; one question at a time; "
-          f"2-core machine\n")
-    print(table(results))
-    print("\nFusion settings compared offline on the same vector and lexical rankings:\n")
-    print(fusion_table(results, items))
+            asked = items[:args.questions_limit] if args.questions_limit else items
+            runs = asyncio.run(measure(stack.gateway_url, asked, args.settings))
+    scripted = f"scripted (rerank answers in {args.rerank_latency:g} s)"
+    text = (f"Python {sys.version.split()[0]} standard-library docstrings: {len(items)} "
+            f"documents, one question each (its summary line); TG_EMBED_TITLE="
+            f"{'false' if args.no_embed_title else 'true'}; one question at a time; "
+            f"LLM: {' '.join(args.env) or scripted}\n\n{table(runs)}")
+    print(text)
+    if args.out:
+        write(Path(args.out), runs, text)
 
 
 if __name__ == "__main__":

@@ -30,8 +30,15 @@ from trustgraph.api import AsyncTrustGraph
 from trustgraph.cli.show_graph import triple_line
 from trustgraph.pubsub import Bus
 from trustgraph.rdf import parse_rdf
-from trustgraph.schema import (RDFS_LABEL, ChunkTriples, ChunkVector, DocumentRemoved,
-                               EntityVectors, Triple, flow_topic)
+from trustgraph.schema import (
+    RDFS_LABEL,
+    ChunkTriples,
+    ChunkVector,
+    DocumentRemoved,
+    EntityVectors,
+    Triple,
+    flow_topic,
+)
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

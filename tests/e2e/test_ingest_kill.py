@@ -32,8 +32,8 @@ import pytest
 import pytest_asyncio
 
 from tests.support.ingest import StageWatch, check_graph_stored, expected, prose
-from tests.support.waiting import eventually
 from tests.support.stack import Stack
+from tests.support.waiting import eventually
 from trustgraph.api import AsyncTrustGraph
 from trustgraph.decoding import PLAIN
 from trustgraph.schema import DocumentMetadata

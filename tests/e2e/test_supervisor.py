@@ -2,6 +2,7 @@
 websocket, survives its parts being killed, and stops cleanly leaving nothing behind."""
 import asyncio
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -112,17 +113,19 @@ def test_second_tg_start_on_the_same_data_dir_is_refused(stack):
     assert f"another tg-start (pid {stack.pid('tg-start')})" in result.stderr
 
 
-async def test_default_stack_without_an_llm_says_how_to_configure_one_and_stops_in_order():
-    async with Stack(env={"TG_REQUEST_TIMEOUT": "3"}) as stack:  # the default stack
-        text, error = await complete(stack)
-        assert text == ""
-        assert error["type"] == "llm-error"
-        assert "TG_LLM" in error["message"] and "OPENAI_API_KEY" in error["message"]
+async def test_default_stack_without_an_llm_answers_with_the_demo_model_and_stops_in_order():
+    async with Stack(env={"TG_REQUEST_TIMEOUT": "60", "TG_LOCAL_THREADS": "1",
+                          "TG_LLM_MAX_TOKENS": "8"}) as stack:  # the default stack
+        text, error = await complete(stack, "Say hello.", timeout=60)
+        assert error is None and text.strip()
+        log = stack.log()
+        assert "tiny offline demo model" in log
+        [model] = re.findall(r"local model \S+ loaded in [\d.]+ s: \S+ \(pid (\d+)", log)
         pids = stack.pids()
         assert await asyncio.to_thread(stack.stop, signal.SIGTERM) == 0
         log = stack.log()
-    assert not any(alive(pid) for pid in pids.values())
-    assert log.index("gateway stopping") < log.index("text-completion stopping")
+    assert not any(alive(pid) for pid in [*pids.values(), int(model)])
+    assert log.index("gateway stopping") < log.index("text-completion-local stopping")
     assert "after SIGTERM; killing it" not in log  # each part exits of itself, in time
     assert log.rstrip().endswith("tg-start: stopped")
 

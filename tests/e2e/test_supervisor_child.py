@@ -22,7 +22,10 @@ time.sleep(60)
 
 def test_a_child_announces_that_it_serves_and_dies_with_its_supervisor(broker, tmp_path):
     ready, pid_file = tmp_path / "text-completion.ready", tmp_path / "child.pid"
-    env = dict(os.environ, PULSAR_URL=broker.url, TG_READY_FILE=str(ready))
+    # An LLM named (never called): with none, text-completion would load the local
+    # model as it starts, CPU this test of a child's lifetime has no use for.
+    env = dict(os.environ, PULSAR_URL=broker.url, TG_READY_FILE=str(ready),
+               TG_LLM="openai", OPENAI_BASE_URL="http://127.0.0.1:9/v1")
     supervisor = subprocess.Popen([sys.executable, "-c", SUPERVISOR, str(pid_file),
                                    TG_RUN, "text-completion"], env=env)
     try:

@@ -101,14 +101,48 @@ def service_known(client: TrustGraph, service: str) -> bool:
 def test_a_wrong_token_is_refused_clearly_and_the_right_one_connects(browser, stack):
     page = WorkbenchPage(browser, stack.gateway_url)
     page.driver.get(stack.gateway_url)
-    page.wait(lambda: page.status() == "This gateway needs an access token.",
-              "the page to ask for a token")
+    page.wait(lambda: page.status() == "This gateway needs an API key: sign in.",
+              "the page to ask for a key")
     page.enter_token("not-the-token")
-    page.wait(lambda: "refused this token" in page.status(), "the refusal")
+    page.wait(lambda: "refused this key (auth failure)" in page.status(), "the refusal")
     assert page.find("#token-form").is_displayed()
     page.enter_token(TOKEN)
     page.wait(lambda: page.status() == "connected", "connected")
     assert not page.find("#token-form").is_displayed()
+    assert page.signed_in() == "trustgraph (admin)"  # TG_GATEWAY_TOKEN's holder
+    assert page.find("#act-for").is_displayed()  # an admin may act for others
+
+
+def test_a_users_key_signs_in_as_that_user_and_shows_only_its_collections(browser, stack,
+                                                                          client):
+    """No user box: the key decides. Alice's collections are offered, not Bob's."""
+    for user in ("wb-alice", "wb-bob"):
+        client.add_user(user)
+        client.add_document(f"{user} notes".encode(), f"{user}-doc", title="notes",
+                            user=user, collection=f"{user}-papers")
+    secret = client.create_key("wb-alice", "user")["secret"]
+    page = WorkbenchPage(browser, stack.gateway_url)
+    page.driver.get(stack.gateway_url)
+    page.js("sessionStorage.clear()")
+    page.driver.refresh()  # a new page: no key held
+    page.wait(lambda: page.find("#token-form").is_displayed(), "the page to ask for a key")
+    page.enter_token(secret)
+    page.wait(lambda: page.status() == "connected", "connected")
+    assert page.signed_in() == "wb-alice (user)"
+    assert not page.find("#act-for").is_displayed()
+    assert "token" not in page.driver.current_url and secret not in page.driver.current_url
+    page.wait(lambda: page.all("#collections option"), "the user's collections")
+    offered = [o.get_attribute("value") for o in page.all("#collections option")]
+    assert offered == ["wb-alice-papers"]
+    page.set_scope(None, "wb-alice-papers")
+    page.tab("load")
+    page.wait(lambda: page.all("#library-rows tr"), "the library list")
+    assert [row.get_attribute("data-id") for row in page.all("#library-rows tr")] == [
+        "wb-alice-doc"]
+    page.find("#sign-out").click()
+    page.wait(lambda: page.find("#token-form").is_displayed(), "signed out")
+    assert page.js("return sessionStorage.getItem('tg-workbench-token')") is None
+    page.js("sessionStorage.clear()")
 
 
 # --- loading --------------------------------------------------------------------------
@@ -158,6 +192,15 @@ def check_streamed(turn: dict, tokens: int) -> None:
     assert "null" not in turn["text"] and "undefined" not in turn["text"]
 
 
+def test_no_demo_model_notice_when_a_real_llm_is_configured(page):
+    # This stack's LLM is configured (OPENAI_BASE_URL): the notice the bundled demo
+    # model gets (tests/unit/test_llm_choice.py, test_gateway_rest.py) stays hidden.
+    told = page.wait(lambda: page.js("return document.querySelector('#llm-notice')"
+                                     ".dataset.provider"), "the page to learn the LLM")
+    assert told == "openai"
+    assert page.js("return document.querySelector('#llm-notice').hidden") is True
+
+
 def test_document_mode_shows_sources_before_the_first_token(page):
     turn = page.ask("document", "Who walked on the Moon? [tokens=40 delay=0.005]")
     check_streamed(turn, 40)
@@ -197,7 +240,9 @@ def test_stop_ends_the_llm_stream(page, llm):
     page.ask("document", "Who walked on the Moon? [tokens=3000 delay=0.01]", wait=False)
     page.wait(lambda: page.turn().find_element("css selector", ".answer").text,
               "the first tokens")
-    page.turn().find_element("css selector", ".stop").click()
+    # Clicked by script: the answer streaming above it keeps moving the button, and a
+    # WebDriver click lands wherever the button was when it looked (a new paragraph).
+    page.js("arguments[0].click()", page.turn().find_element("css selector", ".stop"))
     assert page.finished()["state"] == "stopped"
     page.wait(lambda: len(llm.stats.closed_early) > before, "the LLM server to see the "
               "disconnect", timeout=10)

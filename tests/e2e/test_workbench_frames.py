@@ -16,8 +16,8 @@ import pytest
 from aiohttp import web
 
 from tests.support.browser import chromium, missing
+from tests.support.page import add_page_routes
 from tests.support.workbench import WorkbenchPage
-from trustgraph.gateway.page import add_page_routes
 
 pytestmark = [pytest.mark.skipif(missing() is not None, reason=str(missing())),
               pytest.mark.timeout(60)]

@@ -14,6 +14,7 @@ import pytest
 import pytest_asyncio
 
 from tests.support.arcadedb import ArcadeDb
+from tests.support.local_llm import local_llm, local_llm_long  # noqa: F401  (fixtures)
 from trustgraph.pubsub import Bus
 from trustgraph.pubsub.embedded import free_port
 

@@ -1,5 +1,5 @@
 """The ``accepted`` marker goes only to a request that has sent no record within
-``ACCEPT_AFTER``: a requester takes the first record as acceptance, so a quick answer
+``Timing.accept_after``: a requester takes the first record as acceptance, so a quick answer
 (a store query, an embedding, RAG's sources) is one message, not two, on every hop
 of an answer's path; a slow one is still told at once that a replica has it."""
 import asyncio
@@ -7,18 +7,17 @@ import uuid
 
 import pytest
 
-from trustgraph.base import Processor, ProcessorSettings, ProcessorSpec, Service
-from trustgraph.base import service as service_module
+from trustgraph.base import Processor, ProcessorSettings, ProcessorSpec, Service, Timing
 from trustgraph.pubsub import Bus
-from trustgraph.schema import (TextCompletionRequest, TextCompletionResponse, encode,
-                               request_topic)
+from trustgraph.schema import TextCompletionRequest, TextCompletionResponse, encode, request_topic
 
 pytestmark = pytest.mark.timeout(60)
 
 
 @pytest.fixture
-async def service(broker):
-    """text-completion answering at once, or after a second for "slow"."""
+async def service(broker, request):
+    """text-completion answering at once, or after a second for "slow"; it marks a
+    request accepted after ``request.param`` seconds without a record."""
     flow = f"marker-{uuid.uuid4().hex[:6]}"
 
     async def answer(request: TextCompletionRequest, ctx) -> TextCompletionResponse:
@@ -28,7 +27,8 @@ async def service(broker):
 
     spec = ProcessorSpec(name="marker", settings=ProcessorSettings, services=lambda runtime: [
         Service("text-completion", TextCompletionRequest, TextCompletionResponse, answer)])
-    processor = Processor(spec, ProcessorSettings(pulsar_url=broker.url, tg_flows=[flow]))
+    processor = Processor(spec, ProcessorSettings(pulsar_url=broker.url, tg_flows=[flow]),
+                          timing=Timing(accept_after=request.param, resend=10.0))
     await processor.start()
     yield flow
     await processor.stop()
@@ -54,15 +54,15 @@ async def replies_to(bus: Bus, flow: str, prompt: str) -> list[dict[str, str]]:
     return seen
 
 
-async def test_a_quick_answer_comes_without_a_marker(bus, service, monkeypatch):
-    monkeypatch.setattr(service_module, "ACCEPT_AFTER", 5.0)  # however slow the machine
+@pytest.mark.parametrize("service", [5.0], indirect=True)  # however slow the machine
+async def test_a_quick_answer_comes_without_a_marker(bus, service):
     seen = await replies_to(bus, service, "quick")
     assert [p.get("accepted") for p in seen] == [None]
     assert seen[0].get("end") == "1"
 
 
-async def test_a_slow_answer_is_preceded_by_a_marker(bus, service, monkeypatch):
-    monkeypatch.setattr(service_module, "ACCEPT_AFTER", 0.05)
+@pytest.mark.parametrize("service", [0.05], indirect=True)
+async def test_a_slow_answer_is_preceded_by_a_marker(bus, service):
     seen = await replies_to(bus, service, "slow")
     assert [p.get("accepted") for p in seen] == ["1", None]
     assert seen[1].get("end") == "1"

@@ -26,7 +26,7 @@ from trustgraph.agent.service import SPEC as AGENT_SPEC
 from trustgraph.agent.service import AgentSettings
 from trustgraph.agent.sessions import SessionStore, Turn
 from trustgraph.agent.toolbox import default_values
-from trustgraph.base import ConfigClient, Processor, Requester
+from trustgraph.base import ConfigClient, Processor, Requester, Timing
 from trustgraph.config.service import SPEC as CONFIG_SPEC
 from trustgraph.config.service import ConfigSettings
 from trustgraph.model.text_completion.openai.provider import Settings as OpenAiSettings
@@ -85,8 +85,7 @@ class Agent:
             await self._started(processor)
         await answering(self.url, "agent", self.flow, probe=AgentRequest(
             question="probe [tokens=1]", pattern="ask"), response=AgentResponse)
-        self.agent = Requester(self.bus, "agent", self.flow, f"test-{uuid.uuid4().hex[:6]}",
-                               timeout=DEADLINE)
+        self.agent = Requester(self.bus, "agent", self.flow, f"test-{uuid.uuid4().hex[:6]}", timing=Timing(timeout=DEADLINE))
         await self.agent.start()
         return self
 

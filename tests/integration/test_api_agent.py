@@ -8,12 +8,33 @@ import uuid
 import pytest
 import pytest_asyncio
 
-from tests.support.scripted_agent import (MODEL, PROMPT_TOKENS, TOOL, AgentStack, arguments,
-                                          expected_text, observation, scripted_agent_stack,
-                                          sources_for, thought)
-from trustgraph.api import (AgentAction, AgentAnswer, AgentFinal, AgentObservation,
-                            AgentResult, AgentThought, AsyncTrustGraph, Chunk, Final,
-                            Metadata, TrustGraph, TrustGraphError, Usage)
+from tests.support.scripted_agent import (
+    MODEL,
+    PROMPT_TOKENS,
+    TOOL,
+    AgentStack,
+    arguments,
+    expected_text,
+    observation,
+    scripted_agent_stack,
+    sources_for,
+    thought,
+)
+from trustgraph.api import (
+    AgentAction,
+    AgentAnswer,
+    AgentFinal,
+    AgentObservation,
+    AgentResult,
+    AgentThought,
+    AsyncTrustGraph,
+    Chunk,
+    Final,
+    Metadata,
+    TrustGraph,
+    TrustGraphError,
+    Usage,
+)
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

@@ -16,11 +16,19 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
-from tests.support.scripted_agent import (MODEL, PROMPT_TOKENS, AgentStack, arguments,
-                                          expected_text, observation, scripted_agent_stack,
-                                          thought)
+from tests.support.scripted_agent import (
+    MODEL,
+    PROMPT_TOKENS,
+    AgentStack,
+    arguments,
+    expected_text,
+    observation,
+    scripted_agent_stack,
+    thought,
+)
 from trustgraph.api import AsyncTrustGraph
-from trustgraph.cli import delete_tool, invoke_agent, set_tool, show_tools
+from trustgraph.cli import invoke_agent
+from trustgraph.cli.tools import TOOLS
 from trustgraph.schema.tool import TOOL_CONFIG_TYPE
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -45,12 +53,14 @@ async def start(rig: AgentStack, *args: str) -> asyncio.subprocess.Process:
 
 @pytest.fixture
 def run(rig, capsys):
-    """``await run(module, *args)``: the command's ``main`` in a thread of this
-    process (it runs its own event loop), as ``(exit status, stdout, stderr)``."""
-    async def run(module, *args: str) -> tuple[int, str, str]:
-        flow = ("-f", rig.flow) if module is invoke_agent else ()
+    """``await run(command, *args)``: the command (a module's ``main``, or a
+    function) in a thread of this process (it runs its own event loop), as ``(exit
+    status, stdout, stderr)``."""
+    async def run(command, *args: str) -> tuple[int, str, str]:
+        flow = ("-f", rig.flow) if command is invoke_agent else ()
         argv = ["-u", rig.url, *flow, *args]
-        code = await asyncio.wait_for(asyncio.to_thread(module.main, argv), DEADLINE)
+        main = getattr(command, "main", command)
+        code = await asyncio.wait_for(asyncio.to_thread(main, argv), DEADLINE)
         out, err = capsys.readouterr()
         return code, out, err
     return run
@@ -134,11 +144,11 @@ async def test_ctrl_c_stops_the_dialog(rig):
 # --- the tool commands ---------------------------------------------------------------
 
 async def test_set_show_and_delete_tools(rig, run):
-    assert await run(set_tool, "--id", "graph", "--name", "knowledge",
+    assert await run(TOOLS.set, "--id", "graph", "--name", "knowledge",
                     "--description", "Ask the knowledge graph.", "--kind", "knowledge-query",
                     "--group", "research", "--group", "default",
                     "--argument", "question:string:The question: whole") == (0, "", "")
-    assert await run(set_tool, "--id", "weather", "--description", "Weather now.",
+    assert await run(TOOLS.set, "--id", "weather", "--description", "Weather now.",
                     "--kind", "mcp-tool", "--mcp-url", "http://127.0.0.1:9/mcp",
                     "--argument", "city") == (0, "", "")
     async with AsyncTrustGraph(rig.url) as client:
@@ -151,7 +161,7 @@ async def test_set_show_and_delete_tools(rig, run):
     assert stored["weather"]["arguments"] == [{"name": "city", "type": "string",
                                                "description": ""}]
 
-    code, out, err = await run(show_tools)
+    code, out, err = await run(TOOLS.show)
     assert (code, err) == (0, "")
     assert out == ("graph\n  name: knowledge\n  kind: knowledge-query\n"
                    "  groups: research, default\n  description:\n    Ask the knowledge graph.\n"
@@ -159,12 +169,12 @@ async def test_set_show_and_delete_tools(rig, run):
                    "weather\n  name: weather\n  kind: mcp-tool\n  url: http://127.0.0.1:9/mcp\n"
                    "  description:\n    Weather now.\n  arguments:\n    city (string)\n")
 
-    assert await run(delete_tool, "--id", "weather") == (0, "", "")
-    code, _, err = await run(delete_tool, "--id", "weather")
+    assert await run(TOOLS.delete, "--id", "weather") == (0, "", "")
+    code, _, err = await run(TOOLS.delete, "--id", "weather")
     assert (code, err) == (1, "tg-delete-tool: not-found: no agent tool 'weather' "
                               "(known: graph)\n")
-    assert await run(delete_tool, "--id", "graph") == (0, "", "")
-    assert await run(show_tools) == (0, "no agent tools in config\n", "")
+    assert await run(TOOLS.delete, "--id", "graph") == (0, "", "")
+    assert await run(TOOLS.show) == (0, "no agent tools in config\n", "")
 
 
 async def test_the_commands_are_installed():

@@ -8,12 +8,27 @@ import asyncio
 import pytest
 import pytest_asyncio
 
-from tests.support.scripted_lazy_rag import (MODEL, PROMPT_TOKENS, STATUS, SUMMARY_ERROR,
-                                             expected_text, scripted_lazy_rag_stack,
-                                             wire_subgraph)
+from tests.support.scripted_lazy_rag import (
+    MODEL,
+    PROMPT_TOKENS,
+    STATUS,
+    SUMMARY_ERROR,
+    expected_text,
+    scripted_lazy_rag_stack,
+    wire_subgraph,
+)
 from tests.support.scripted_rag import wire_sources
-from trustgraph.api import (AsyncTrustGraph, Chunk, Final, LazyAnswer, LazyResult, Metadata,
-                            TrustGraph, TrustGraphError, Usage)
+from trustgraph.api import (
+    AsyncTrustGraph,
+    Chunk,
+    Final,
+    LazyAnswer,
+    LazyResult,
+    Metadata,
+    TrustGraph,
+    TrustGraphError,
+    Usage,
+)
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

@@ -6,8 +6,14 @@ import pytest
 import pytest_asyncio
 
 from tests.support.cli import tg_command
-from tests.support.scripted_lazy_rag import (CONFIDENCE, MODEL, SUMMARY_ERROR, expected_text,
-                                             missing_for, scripted_lazy_rag_stack)
+from tests.support.scripted_lazy_rag import (
+    CONFIDENCE,
+    MODEL,
+    SUMMARY_ERROR,
+    expected_text,
+    missing_for,
+    scripted_lazy_rag_stack,
+)
 from tests.support.scripted_rag import ScriptedRagGateway
 from trustgraph.cli import invoke_lazy_rag
 

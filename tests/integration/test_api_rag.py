@@ -10,10 +10,25 @@ from collections.abc import Callable
 import pytest
 import pytest_asyncio
 
-from tests.support.scripted_rag import (MODEL, PROMPT_TOKENS, ScriptedRagGateway,
-                                        expected_text, scripted_rag_gateway, wire_sources)
-from trustgraph.api import (Answer, AsyncTrustGraph, Chunk, Final, Metadata, RagStream,
-                            TrustGraph, TrustGraphError, Usage)
+from tests.support.scripted_rag import (
+    MODEL,
+    PROMPT_TOKENS,
+    ScriptedRagGateway,
+    expected_text,
+    scripted_rag_gateway,
+    wire_sources,
+)
+from trustgraph.api import (
+    Answer,
+    AsyncTrustGraph,
+    Chunk,
+    Final,
+    Metadata,
+    RagStream,
+    TrustGraph,
+    TrustGraphError,
+    Usage,
+)
 from trustgraph.pubsub.embedded import free_port
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")

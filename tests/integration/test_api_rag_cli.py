@@ -12,8 +12,12 @@ import pytest
 import pytest_asyncio
 
 from tests.support.cli import tg_command
-from tests.support.scripted_rag import (MODEL, ScriptedRagGateway, expected_text,
-                                        scripted_rag_gateway)
+from tests.support.scripted_rag import (
+    MODEL,
+    ScriptedRagGateway,
+    expected_text,
+    scripted_rag_gateway,
+)
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

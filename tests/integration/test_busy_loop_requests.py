@@ -15,7 +15,7 @@ import uuid
 import pytest
 
 from tests.support.openai_server import expected_text
-from trustgraph.base import Processor, Requester, ServiceError
+from trustgraph.base import Processor, Requester, ServiceError, Timing
 from trustgraph.model.text_completion.openai.provider import Settings
 from trustgraph.model.text_completion.service import spec_for
 from trustgraph.pubsub import Bus
@@ -44,8 +44,7 @@ async def test_a_burst_of_requests_on_a_busy_loop_is_accepted_not_no_service(
         pulsar_url=broker.url, openai_base_url=openai_server.base_url, tg_flows=[flow]))
     await processor.start()
     bus = Bus(broker.url)
-    requester = Requester(bus, "text-completion", flow, f"t-{uuid.uuid4().hex[:6]}",
-                          timeout=60)  # accept_timeout: the product's 5 s
+    requester = Requester(bus, "text-completion", flow, f"t-{uuid.uuid4().hex[:6]}", timing=Timing(timeout=60))  # accept_timeout: the product's 5 s
     await requester.start()
     stop = asyncio.Event()
     load = [asyncio.create_task(busy(stop)) for _ in range(BUSY_TASKS)]

@@ -6,8 +6,7 @@ import uuid
 import pytest
 
 from tests.support.waiting import answered
-from trustgraph.base import Processor
-from trustgraph.base import ConfigClient, ConfigWatcher, ServiceError
+from trustgraph.base import ConfigClient, ConfigWatcher, Processor, ServiceError
 from trustgraph.config.service import SPEC as CONFIG_SPEC
 from trustgraph.config.service import ConfigSettings
 from trustgraph.schema import ConfigRequest, ConfigResponse, Record

@@ -19,7 +19,9 @@ so every part takes several pages and several members. Then:
   (each engine normalises cosine vectors itself), one that stayed on Edge is bit
   for bit the same;
 * an import cut off midway, run again, stores the same collection, nothing twice;
-* a core of another embedding model is refused before anything is stored;
+* the core carries the collection's embedding model (its stamp, stamps.py), and an
+  import stamps an unstamped collection with it; a core of another model than a
+  collection's is refused before anything is stored;
 * a file that is not a core, or a cut one, is refused and says why.
 """
 import asyncio
@@ -35,7 +37,7 @@ from qdrant_client import AsyncQdrantClient
 
 from trustgraph.api import AsyncTrustGraph, TrustGraphError
 from trustgraph.base import Processor, ProcessorSettings, ProcessorSpec
-from trustgraph.gateway import cores
+from trustgraph.gateway.apis import cores
 from trustgraph.gateway.app import Gateway, GatewaySettings
 from trustgraph.librarian.service import SPEC as LIBRARIAN_SPEC
 from trustgraph.librarian.service import LibrarianSettings
@@ -57,6 +59,7 @@ pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.timeout(300)
               pytest.mark.filterwarnings("ignore:Payload indexes have no effect")]
 
 DIM = 16
+MODEL = "test-embedder-16"  # what A's collection is stamped with, as the pipeline stamps
 USER, COLLECTION = "ada", "moved"
 SCOPE = {"user": USER, "collection": COLLECTION}
 WORDS = ("engine analytical difference loom punched card bernoulli numbers note "
@@ -95,7 +98,8 @@ async def deployment(root: Path, vectors: VectorStore, triples):
             await processor.start()
             stack.push_async_callback(processor.stop)
         gateway = Gateway(GatewaySettings(pulsar_url=url, tg_gateway_host="127.0.0.1",
-                                          tg_gateway_port=free_port()))
+                                          tg_gateway_port=free_port(),
+                                          tg_gateway_keys=False))  # no config service
         stack.push_async_callback(gateway.stop)
         yield await gateway.start()
 
@@ -129,7 +133,8 @@ async def deployments(tmp_path_factory, arcadedb, small_pages):
     async with deployment(root / "a", a_vectors, a_triples) as a, \
             deployment(root / "b", b_vectors, b_triples) as b, \
             deployment(root / "c", c_vectors, c_triples) as c:
-        yield {"a": a, "b": b, "c": c, "root": root}
+        yield {"a": a, "b": b, "c": c, "root": root, "b_vectors": b_vectors,
+               "c_vectors": c_vectors}
 
 
 async def fill(root: Path, vectors: VectorStore, triples) -> None:
@@ -146,10 +151,11 @@ async def fill(root: Path, vectors: VectorStore, triples) -> None:
         headings=f"Note {n % 4} > Part {n}",
         meta={"order": n // 4, "header_titles": [f"Note {n % 4}", f"Part {n}"],
               "char_range": [n * 100, n * 100 + 99], "page_range": [1, 2]})
-        for n in range(40)])
+        for n in range(40)], MODEL)
     await vectors.put_entities(USER, COLLECTION, [
         (EntityVector(entity=I(f"{E}e{n}"), vector=unit(f"e{n}"), label=f"entity {n}"),
-         [f"note-{n % 4}.md", f"note-{(n + 1) % 4}.md"][:1 + n % 2]) for n in range(25)])
+         [f"note-{n % 4}.md", f"note-{(n + 1) % 4}.md"][:1 + n % 2]) for n in range(25)],
+        MODEL)
     for n in range(40):
         found = [Triple(s=I(f"{E}e{n % 25}"), p=I(f"{E}relates"), o=I(f"{E}e{(n * 7) % 25}")),
                  Triple(s=I(f"{E}e{n % 25}"), p=I("http://www.w3.org/2000/01/rdf-schema#label"),
@@ -271,7 +277,9 @@ async def test_a_collection_goes_to_neo4j_and_qdrant_and_back_with_the_same_answ
     manifest = json.loads(dict(CoreReader().feed(core_a))["manifest.json"])
     assert (manifest["format"], manifest["version"], manifest["dimension"]) == (
         "trustgraph-core", 1, DIM)
-    assert manifest["source"] == SCOPE and manifest["embedding_model"]
+    assert manifest["source"] == SCOPE and manifest["embedding_model"] == MODEL
+    for imported in (deployments["b_vectors"], deployments["c_vectors"]):
+        assert await imported.model_of(USER, COLLECTION) == MODEL
 
 
 async def test_an_import_cut_off_midway_and_run_again_stores_everything_once(deployments):
@@ -291,18 +299,20 @@ async def test_an_import_cut_off_midway_and_run_again_stores_everything_once(dep
 
 
 async def test_a_core_of_another_embedding_model_is_refused_before_anything_is_stored(
-        deployments, monkeypatch):
+        deployments):
     a, c = deployments["a"], deployments["c"]
     core = await export(a)
-    monkeypatch.setenv("TG_EMBEDDINGS", "openai")
-    monkeypatch.setenv("TG_EMBEDDINGS_MODEL", "text-embedding-3-large")
-    with pytest.raises(TrustGraphError, match="all-MiniLM-L6-v2.*text-embedding-3-large") \
-            as refused:
+    # C's collection already holds vectors of another model (its stamp says which).
+    await deployments["c_vectors"].upsert_chunks(USER, "other-model", [ChunkVector(
+        chunk_id="x.md/c0", document="x.md", vector=unit("x"), text="already here")],
+        "text-embedding-3-large")
+    with pytest.raises(TrustGraphError, match=f"{MODEL}.*text-embedding-3-large") as refused:
         await put(c, core, collection="other-model")
     assert refused.value.type == "embedding-model-mismatch"
-    monkeypatch.delenv("TG_EMBEDDINGS")
     found = rows(await export(c, "other-model"))
-    assert not any(found.values())
+    assert [len(found[part]) for part in found] == [0, 1, 0, 0]  # what it held before
+    assert await deployments["c_vectors"].model_of(USER, "other-model") == \
+        "text-embedding-3-large"
 
 
 @pytest.mark.parametrize("body, why", [

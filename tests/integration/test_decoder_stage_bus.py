@@ -16,8 +16,7 @@ from tests.support.waiting import eventually, signalled
 from trustgraph.base import Processor, ProcessorSpec
 from trustgraph.base.stage import Emitters
 from trustgraph.decoding import decode
-from trustgraph.ingest.decoder import (DecoderSettings, chunk_records, decoder_parts,
-                                       token_counter)
+from trustgraph.ingest.decoder import DecoderSettings, chunk_records, decoder_parts, token_counter
 from trustgraph.librarian.service import SPEC as LIBRARIAN_SPEC
 from trustgraph.librarian.service import LibrarianSettings
 from trustgraph.librarian.store import LibraryStore

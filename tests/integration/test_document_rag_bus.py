@@ -13,8 +13,16 @@ import pytest_asyncio
 
 from tests.support.openai_server import PROMPT_TOKENS, Script, expected_text
 from tests.support.rag_processors import REWRITE, SUBQUERIES, rag_processors
-from trustgraph.schema import DocumentRagRequest, RagResponse, decode
-
+from trustgraph.base import ServiceError
+from trustgraph.schema import (
+    DocumentEmbeddingsRequest,
+    DocumentEmbeddingsResponse,
+    DocumentRagRequest,
+    RagResponse,
+    ReembedRequest,
+    ReembedResponse,
+    decode,
+)
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -89,6 +97,18 @@ async def test_not_streaming_answers_in_one_record(corpus):
     assert (record.in_token, record.out_token, record.model) == (PROMPT_TOKENS, 12, "fake-gpt")
 
 
+@pytest.mark.parametrize("streaming", [True, False])
+async def test_the_request_s_sampling_options_reach_the_answer_s_llm_call(corpus, streaming):
+    # max_tokens, temperature, stop: through prompt and text-completion to the provider,
+    # for the answer only (the question rewrite keeps the provider's settings).
+    sampling = {"max_tokens": 64, "temperature": 0.5, "stop": ["\n\n"]}
+    *_, final = await corpus.frames("document-rag", ask(streaming=streaming, **sampling))
+    assert final.error is None and final.end_of_stream
+    assert corpus.llm.sampled(corpus.llm.last_body) == sampling
+    [record] = await corpus.frames("document-rag", ask())
+    assert corpus.llm.sampled(corpus.llm.last_body)["stop"] is None
+
+
 @pytest.mark.parametrize("user, collection, documents, absent", [
     ("alice", "acme", {"acme-history", "acme-catalogue"}, ["1961", "2001"]),
     ("alice", "zeta", {"zeta-notes"}, ["1952", "2001"]),
@@ -145,3 +165,34 @@ async def test_a_client_leaving_mid_answer_stops_the_llm_stream(corpus):
     assert corpus.llm.stats.open_streams == 1  # ~10 s of tokens still to come
     await frames.aclose()  # sends the cancel
     await asyncio.wait_for(corpus.llm.disconnected.wait(), 3.0)
+
+
+async def test_a_collection_embedded_by_one_model_refuses_another_models_vectors(corpus):
+    """The chunk stage stamped the collection with the embeddings service's model;
+    a search whose vector says another model is a bad request naming both."""
+    store = await corpus.requester("document-embeddings")
+    vector = await corpus.vector(QUESTION)
+
+    def search(model: str | None) -> DocumentEmbeddingsRequest:
+        return DocumentEmbeddingsRequest(vector=vector, user="alice", collection="acme",
+                                         limit=2, model=model)
+    found = await store.call(search("all-MiniLM-L6-v2"), DocumentEmbeddingsResponse)
+    assert found.chunks[0].chunk_id == "acme-history/c0"
+    assert (await store.call(search(None), DocumentEmbeddingsResponse)).chunks
+    with pytest.raises(ServiceError) as refused:
+        await store.call(search("text-embedding-3-small"), DocumentEmbeddingsResponse)
+    assert refused.value.error.type == "bad-request"
+    assert "alice/acme was embedded with 'all-MiniLM-L6-v2'" in refused.value.error.message
+    assert "tg-reembed -C acme" in refused.value.error.message
+
+
+async def test_reembedding_a_collection_through_the_bus_reports_progress(corpus):
+    reembedding = await corpus.requester("reembed")
+    records = [r async for r in reembedding.stream(
+        ReembedRequest(user="alice", collection="zeta", page=1), ReembedResponse)]
+    *progress, last = records
+    assert [r.chunks for r in progress] == [1, 2] and not any(r.end_of_stream for r in progress)
+    assert last.end_of_stream and (last.chunks, last.total) == (2, 2)
+    assert (last.model, last.previous_model) == ("all-MiniLM-L6-v2", "all-MiniLM-L6-v2")
+    metadata, *_ = await corpus.frames("document-rag", ask(collection="zeta", streaming=True))
+    assert metadata.sources[0].document_id == "zeta-notes"

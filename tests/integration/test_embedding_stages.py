@@ -8,15 +8,34 @@ import pytest
 
 from tests.support.handled import Handled
 from tests.support.waiting import eventually
-from trustgraph.base import (HandledError, Processor, ProcessorSettings, ProcessorSpec,
-                             Requester, Service, Stage)
+from trustgraph.base import (
+    HandledError,
+    Processor,
+    ProcessorSettings,
+    ProcessorSpec,
+    Requester,
+    Service,
+    Stage,
+    Timing,
+)
 from trustgraph.base.stage import Emitters
 from trustgraph.ingest import embedding_stages as stages
 from trustgraph.pubsub import Bus
-from trustgraph.schema import (Chunk, ChunkEntities, ChunkVector, DocumentEmbeddingsRequest,
-                               DocumentEmbeddingsResponse, DocumentRef, EmbeddingsRequest,
-                               EmbeddingsResponse, EntityContext, EntityVectors,
-                               GraphEmbeddingsRequest, GraphEmbeddingsResponse, Term)
+from trustgraph.schema import (
+    Chunk,
+    ChunkEntities,
+    ChunkVector,
+    DocumentEmbeddingsRequest,
+    DocumentEmbeddingsResponse,
+    DocumentRef,
+    EmbeddingsRequest,
+    EmbeddingsResponse,
+    EntityContext,
+    EntityVectors,
+    GraphEmbeddingsRequest,
+    GraphEmbeddingsResponse,
+    Term,
+)
 from trustgraph.storage.vectors import service as service_vectors
 
 I = Term.iri
@@ -156,14 +175,14 @@ async def test_entities_are_embedded_as_label_and_definition(pipeline, script):
 
 
 async def test_many_entities_are_batched_per_request_and_split_per_record(pipeline, script):
-    names = [f"entity-{i:03d}" for i in range(300)]
+    names = [f"entity-{i:03d}" for i in range(400)]
     await pipeline.emit("entities", ChunkEntities(document=doc(), chunk_id="d1/c0",
                                                   entities=[entity(n) for n in names]))
     await pipeline.handled.until("entities", 1)
-    assert [len(r) for r in script.requests] == [8] * 37 + [4]  # 8 texts per request
-    # 300 vectors of 384 dimensions is too much for one record: several, none lost
-    await eventually(lambda: sum(len(r.entities) for r in pipeline.entity_vectors) >= 300,
-                     "300 entity vectors")
+    assert [len(r) for r in script.requests] == [8] * 50  # 8 texts per request
+    # 400 vectors of 384 dimensions (~3 MB) is too much for one record: several, none lost
+    await eventually(lambda: sum(len(r.entities) for r in pipeline.entity_vectors) >= 400,
+                     "400 entity vectors")
     assert len(pipeline.entity_vectors) >= 2
     got = [e.label for r in pipeline.entity_vectors for e in r.entities]
     assert sorted(got) == names
@@ -244,7 +263,7 @@ async def test_end_to_end_with_the_real_model_and_vector_store(broker, data_dir)
     try:
         for service in ("embeddings", "document-embeddings", "graph-embeddings"):
             requesters[service] = Requester(pipeline.bus, service, pipeline.flow,
-                                            f"test-{uuid.uuid4().hex[:8]}", timeout=60)
+                                            f"test-{uuid.uuid4().hex[:8]}", timing=Timing(timeout=60))
             await requesters[service].start()
         for user in ("alice", "bob"):
             for name, texts in DOCUMENTS.items():

@@ -6,12 +6,11 @@ import math
 import pytest
 import pytest_asyncio
 
-from trustgraph.base import Processor, Requester, ServiceError
+from trustgraph.base import Processor, Requester, ServiceError, Timing
 from trustgraph.embeddings.provider import EmbeddingsSettings
 from trustgraph.embeddings.service import SPEC
 from trustgraph.pubsub import Bus
 from trustgraph.schema import EmbeddingsRequest, EmbeddingsResponse
-
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -23,7 +22,7 @@ async def embeddings(broker):
         pulsar_url=broker.url, tg_embeddings_max_texts=64, tg_flows=["emb-test"]))
     await processor.start()
     bus = Bus(broker.url)
-    requester = Requester(bus, "embeddings", "emb-test", "emb-test-requester", timeout=60)
+    requester = Requester(bus, "embeddings", "emb-test", "emb-test-requester", timing=Timing(timeout=60))
     await requester.start()
     yield requester
     await bus.close()

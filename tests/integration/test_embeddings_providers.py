@@ -8,7 +8,7 @@ import openai
 import pytest
 from aiohttp import web
 
-from trustgraph.base import Processor, Requester, ServiceError
+from trustgraph.base import Processor, Requester, ServiceError, Timing
 from trustgraph.embeddings.ollama.provider import OllamaEmbedder
 from trustgraph.embeddings.openai.provider import OpenAiEmbedder
 from trustgraph.embeddings.provider import EmbeddingsError, EmbeddingsSettings
@@ -130,7 +130,7 @@ async def test_service_with_remote_provider(broker, server, provider):
         tg_embeddings_url=url, tg_embeddings_model="served-model"))
     await processor.start()
     bus = Bus(broker.url)
-    requester = Requester(bus, "embeddings", flow, f"{flow}-requester", timeout=30)
+    requester = Requester(bus, "embeddings", flow, f"{flow}-requester", timing=Timing(timeout=30))
     await requester.start()
     try:
         response = await requester.call(EmbeddingsRequest(texts=TEXTS), EmbeddingsResponse)
@@ -151,7 +151,7 @@ async def test_service_reports_provider_failure(broker, server):
         tg_embeddings_url=server.url, tg_embeddings_model=MISSING_MODEL))
     await processor.start()
     bus = Bus(broker.url)
-    requester = Requester(bus, "embeddings", "emb-fail", "emb-fail-requester", timeout=30)
+    requester = Requester(bus, "embeddings", "emb-fail", "emb-fail-requester", timing=Timing(timeout=30))
     await requester.start()
     try:
         with pytest.raises(ServiceError) as failure:

@@ -10,11 +10,25 @@ import aiohttp
 import pytest
 import pytest_asyncio
 
-from tests.support.scripted_agent import (MODEL, PROMPT_TOKENS, TOOL, AgentStack, arguments,
-                                          expected_text, observation, scripted_agent_stack,
-                                          sources_for, thought)
-from trustgraph.gateway.answers import (CollectedAgentAnswer, ContentLine, DoneLine,
-                                        MetadataLine, StepLine)
+from tests.support.scripted_agent import (
+    MODEL,
+    PROMPT_TOKENS,
+    TOOL,
+    AgentStack,
+    arguments,
+    expected_text,
+    observation,
+    scripted_agent_stack,
+    sources_for,
+    thought,
+)
+from trustgraph.gateway.apis.query import (
+    CollectedAgentAnswer,
+    ContentLine,
+    DoneLine,
+    MetadataLine,
+    StepLine,
+)
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

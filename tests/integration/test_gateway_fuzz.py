@@ -6,6 +6,10 @@ Whatever arrives, the gateway answers: over HTTP a 2xx or a 4xx with a JSON
 websocket a frame for that id (an answer or an error) while the socket keeps
 serving; and within a deadline, with nothing left registered in its requesters.
 
+Each test runs twice: on an open gateway, and on one that checks API keys, where
+each case is sent with an admin's, a user's or a reader's key, or none, and asks for
+its own user, another, or none (a refusal is a 4xx like any other).
+
 ``make test`` runs a fixed seed and ``FUZZ_EXAMPLES`` cases per test; ``make fuzz``
 raises it (``TG_FUZZ_EXAMPLES``). Adding a route is one line in ``ROUTES``;
 ``test_every_route_is_fuzzed`` fails for a served route the table does not name. A
@@ -30,9 +34,10 @@ from hypothesis import strategies as st
 
 from tests.support.gateway_rig import gateway_rig
 from tests.support.openai_server import OpenAiServer, expected_text
-from trustgraph.gateway.answers import QueryRequest
-from trustgraph.gateway.services import SERVICES, ServiceRow
+from trustgraph.gateway.apis.query import QueryRequest
+from trustgraph.gateway.core.services import SERVICES, ServiceRow
 from trustgraph.schema import Record
+from trustgraph.schema.core_archive import MANIFEST, PARTS, CoreWriter, manifest, member_name
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -136,6 +141,36 @@ class LazyRagShape(Record):
     flow: str = ""
 
 
+# The OpenAI-compatible API's body: its models (and some it does not have), messages
+# of every role, its options of their types and hostile values.
+ROLE = st.sampled_from(["system", "developer", "user", "assistant", "tool", "banana"])
+MESSAGE = st.fixed_dictionaries({"role": ROLE}, optional={"content": st.one_of(
+    TEXT, st.none(), st.lists(st.fixed_dictionaries({"type": st.sampled_from(
+        ["text", "image_url"])}, optional={"text": TEXT}), max_size=2))})
+
+
+def mostly(valid: st.SearchStrategy) -> st.SearchStrategy:
+    """A valid value three times in four, anything the rest (one bad option fails the
+    whole request, and many options are drawn)."""
+    return st.one_of(valid, valid, valid, JSON | HOSTILE)
+
+
+CHAT = bodies(st.fixed_dictionaries({
+    "model": mostly(st.sampled_from(["llm", "document-rag", "graph-rag", "lazy-rag", "agent",
+                                     "document-rag:c", "llm:c", "gpt-4"])),
+    # Mostly a conversation that ends with the user's text, so that many are answered.
+    "messages": st.one_of(st.lists(MESSAGE, max_size=3), *[st.tuples(
+        st.lists(MESSAGE, max_size=2), TEXT).map(
+        lambda parts: [*parts[0], {"role": "user", "content": parts[1] + "?"}])] * 3)},
+    optional={
+        "stream": mostly(st.booleans()),
+        "stream_options": mostly(st.fixed_dictionaries({"include_usage": st.booleans()})),
+        "max_tokens": mostly(st.integers(1, 50)), "temperature": mostly(st.floats(0, 2)),
+        "stop": mostly(st.lists(CLEAN_TEXT, max_size=4)), "n": mostly(st.just(1)),
+        "collection": mostly(CLEAN_TEXT), "citations": mostly(st.booleans()),
+        "session_id": mostly(CLEAN_TEXT), "flow": mostly(st.just(FLOW))}))
+
+
 @dataclass(frozen=True)
 class Route:
     method: str
@@ -152,24 +187,35 @@ ROUTES = [
     Route("POST", "/api/v1/lazy-rag/query", on_our_flow(LazyRagShape)),
     Route("POST", "/api/v1/lazy-rag/expand", on_our_flow(LazyRagShape)),
     Route("GET", "/api/v1/lazy-rag/status"),
+    Route("GET", "/v1/models"),
+    Route("GET", "/v1/models/{model}"),
+    Route("POST", "/v1/chat/completions", CHAT),
+    Route("GET", "/api/v1/openai/models"),
+    Route("GET", "/api/v1/openai/models/{model}"),
+    Route("POST", "/api/v1/openai/chat/completions", CHAT),
+    Route("POST", "/mcp"),  # test_mcp_requests, with MCP's headers
+    Route("GET", "/mcp"),
+    Route("DELETE", "/mcp"),
     Route("GET", "/api/v1/openapi.json"),
+    Route("GET", "/api/v1/llm"),
     Route("GET", "/metrics"),
+    Route("GET", "/api/v1/whoami"),
     Route("GET", "/api/v1/socket"),  # the websocket itself: test_websocket_frames
     Route("GET", "/"),  # the workbench page
     Route("GET", "/assets/{name}"),
     Route("GET", "/api/v1/collections/{collection}/core"),  # knowledge cores
-    Route("PUT", "/api/v1/collections/{collection}/core"),
+    Route("PUT", "/api/v1/collections/{collection}/core"),  # test_core_upload
 ]
 
 # --- the rig ---------------------------------------------------------------------
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def rig(broker, tmp_path_factory):
+@pytest_asyncio.fixture(scope="module", loop_scope="module", params=["open", "keys"])
+async def rig(broker, tmp_path_factory, request):
     llm = await OpenAiServer().start()
     try:
-        async with gateway_rig(broker.url, llm.base_url, tmp_path_factory.mktemp("fuzz")
-                               ) as rig:
+        async with gateway_rig(broker.url, llm.base_url, tmp_path_factory.mktemp("fuzz"),
+                               keys=request.param == "keys") as rig:
             yield rig
     finally:
         await llm.stop()
@@ -183,8 +229,18 @@ async def http(rig):
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def ws(rig, http):
-    async with http.ws_connect(rig.socket_url, max_msg_size=0) as ws:
+    async with http.ws_connect(rig.socket_url, max_msg_size=0,
+                               headers=credentials(rig, "alice")) as ws:
         yield ws
+
+
+# Whose key a case is sent with (on the gateway with keys; the open one takes none).
+WHO = st.sampled_from(["admin", "alice", "reader", "none"])
+
+
+def credentials(rig, who: str) -> dict[str, str]:
+    key = rig.keys.by_name().get(who) if rig.keys else None
+    return {"Authorization": f"Bearer {key}"} if key else {}
 
 
 # --- what every answer must be ---------------------------------------------------
@@ -197,8 +253,13 @@ async def assert_http_answer(response: aiohttp.ClientResponse) -> None:
     body = (await response.read()).decode("utf-8", "replace")
     event(f"HTTP {response.status}")  # --hypothesis-show-statistics: what the cases reached
     assert_no_traceback(body)
+    if response.url.path.startswith("/mcp"):
+        # The MCP SDK's own answers: a JSON-RPC error or a line of text, never a 5xx.
+        assert response.status < 500, (response.status, body[:2000])
+        return
     if response.status == 502:
-        assert json.loads(body)["error"]["type"] in SERVICE_FAILURES, body[:2000]
+        error = json.loads(body)["error"]  # the OpenAI API's shape: the type is the code
+        assert error.get("code", error["type"]) in SERVICE_FAILURES, body[:2000]
     else:
         assert response.status < 500, (response.status, body[:2000])
     if response.status >= 400 and response.method != "HEAD":
@@ -222,24 +283,29 @@ ACCEPT = st.sampled_from([None, "application/json", "application/x-ndjson",
 
 
 @FUZZ
-@given(case=SERVICE_BODIES, accept=ACCEPT, flow=st.sampled_from([FLOW, FLOW, "nope"]))
-async def test_service_route(rig, http, case, accept, flow):
+@given(case=SERVICE_BODIES, accept=ACCEPT, flow=st.sampled_from([FLOW, FLOW, "nope"]),
+       who=WHO)
+async def test_service_route(rig, http, case, accept, flow, who):
     kind, body = case
-    await post(rig, http, f"api/v1/flow/{flow}/service/{kind}", body, accept)
+    await post(rig, http, f"api/v1/flow/{flow}/service/{kind}", body, accept,
+               credentials(rig, who))
 
 
 @pytest.mark.parametrize("route", [route for route in ROUTES if route.bodies is not None],
                          ids=lambda route: route.path)
 @FUZZ
-@given(data=st.data())
-async def test_body_route(rig, http, route, data):
+@given(data=st.data(), who=WHO)
+async def test_body_route(rig, http, route, data, who):
     body = data.draw(route.bodies)
     await post(rig, http, route.path.lstrip("/"), body.replace(
-        json.dumps(FLOW).encode(), json.dumps(rig.flow).encode()))
+        json.dumps(FLOW).encode(), json.dumps(rig.flow).encode()),
+        credentials=credentials(rig, who))
 
 
-async def post(rig, http, path: str, body: bytes, accept: str | None = None) -> None:
-    headers = {"Content-Type": "application/json"} | ({"Accept": accept} if accept else {})
+async def post(rig, http, path: str, body: bytes, accept: str | None = None,
+               credentials: dict[str, str] | None = None) -> None:
+    headers = {"Content-Type": "application/json"} | ({"Accept": accept} if accept else {}) \
+        | (credentials or {})
     async with asyncio.timeout(DEADLINE):
         async with http.post(rig.url + path.replace(FLOW, rig.flow), data=body,
                              headers=headers) as response:
@@ -254,16 +320,89 @@ SEGMENT = st.text(st.characters(codec="utf-8"), max_size=12)
 @given(method=st.sampled_from(["GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS"]),
        route=st.sampled_from([route.path for route in ROUTES]),
        segments=st.lists(SEGMENT, max_size=3), query=st.dictionaries(SEGMENT, SEGMENT,
-                                                                     max_size=2))
-async def test_any_method_and_path(rig, http, method, route, segments, query):
+                                                                     max_size=2), who=WHO)
+async def test_any_method_and_path(rig, http, method, route, segments, query, who):
     # Path parameters filled in (any not named here: "x"), then junk segments added.
     path = route.format_map(defaultdict(lambda: "x", flow=FLOW, kind="text-completion"))
     path = path.lstrip("/")
     path = "/".join([path, *(aiohttp.helpers.quote(s, safe="") for s in segments)])
     async with asyncio.timeout(DEADLINE):
         async with http.request(method, rig.url + path.replace(FLOW, rig.flow),
-                                params=query) as response:
+                                params=query, headers=credentials(rig, who)) as response:
             await assert_http_answer(response)
+    await settled(rig)
+
+
+# A knowledge core: a real manifest (its fields sometimes anything) and page members
+# of any part whose lines are rows, JSON or text, vectors of any bytes; or any bytes.
+CORE_MANIFEST = st.builds(lambda model, dimension, counts, junk: {
+    **manifest("fuzz", "c", model, dimension, counts), **junk},
+    st.none() | CLEAN_TEXT, st.integers(-1, 4), st.fixed_dictionaries(
+        {part: st.integers(0, 3) for part in PARTS}), st.dictionaries(
+        st.sampled_from(["format", "version", "counts", "embedding_model"]), JSON,
+        max_size=1))
+CORE_MEMBER = st.tuples(
+    st.sampled_from(PARTS), st.integers(1, 3), st.booleans(),
+    st.lists(JSON.map(json.dumps) | TEXT, max_size=3).map(
+        lambda lines: "\n".join(lines).encode("utf-8", "surrogatepass"))
+    | st.binary(max_size=64))
+
+
+def core_file(described: dict, members: list, cut: int | None) -> bytes:
+    writer = CoreWriter()
+    data = writer.member(MANIFEST, json.dumps(described).encode()) + b"".join(
+        writer.member(member_name(part, page, vectors), body)
+        for part, page, vectors, body in members) + writer.end()
+    return data if cut is None else data[:cut]
+
+
+CORES = st.one_of(
+    st.builds(core_file, CORE_MANIFEST, st.lists(CORE_MEMBER, max_size=4),
+              st.none() | st.integers(0, 400)),
+    st.binary(max_size=200))
+
+
+@FUZZ
+@given(body=CORES, user=st.sampled_from([None, "alice", "bob"]) | CLEAN_TEXT,
+       collection=CLEAN_TEXT.filter(lambda name: "/" not in name and name not in (".", "..")),
+       who=WHO)
+async def test_core_upload(rig, http, body, user, collection, who):
+    query = {"flow": rig.flow, **({"user": user} if user is not None else {})}
+    path = f"api/v1/collections/{aiohttp.helpers.quote(collection or 'c', safe='')}/core"
+    async with asyncio.timeout(DEADLINE):
+        async with http.put(rig.url + path, params=query, data=body,
+                            headers=credentials(rig, who)) as response:
+            await assert_http_answer(response)
+    await settled(rig)
+
+
+# A JSON-RPC message of MCP's methods with any params, or any JSON at all.
+MCP_MESSAGE = st.one_of(st.fixed_dictionaries({
+    "jsonrpc": st.just("2.0") | TEXT, "method": st.sampled_from([
+        "initialize", "tools/list", "tools/call", "server/discover", "ping",
+        "notifications/initialized", "resources/list"]) | TEXT},
+    optional={"id": st.integers() | TEXT, "params": JSON | st.fixed_dictionaries({
+        "name": st.sampled_from(["ask", "search", "load_text", "nope"]) | TEXT,
+        "arguments": JSON})}), JSON)
+MCP_HEADERS = st.fixed_dictionaries({}, optional={
+    "MCP-Protocol-Version": st.sampled_from(["2025-06-18", "2025-11-25", "2026-07-28"]) | TEXT,
+    "Mcp-Session-Id": st.just("nope") | CLEAN_TEXT, "Origin": CLEAN_TEXT})
+
+
+@FUZZ
+@given(message=MCP_MESSAGE, headers=MCP_HEADERS)
+async def test_mcp_requests(rig, http, message, headers):
+    headers = {"Content-Type": "application/json",
+               "Accept": "application/json, text/event-stream",
+               **{name: value.encode("utf-8", "replace").decode("latin-1")
+                  for name, value in headers.items()}}
+    try:
+        async with asyncio.timeout(DEADLINE):
+            async with http.post(rig.url + "mcp", data=as_body(message),
+                                 headers=headers) as response:
+                await assert_http_answer(response)
+    except ValueError as error:  # a header aiohttp itself refuses to send
+        assert "header" in str(error).lower()
     await settled(rig)
 
 
@@ -285,7 +424,7 @@ def envelope(row: ServiceRow) -> st.SearchStrategy:
         {"id": mostly(st.just("fuzz"), JSON), "service": mostly(st.just(row.name), TEXT),
          "flow": mostly(st.just(FLOW), TEXT | st.just("default")),
          "request": mostly(objects_for(row.request_model), JSON)},
-        optional={"user": TEXT | JSON, "workspace": JSON})
+        optional={"user": st.sampled_from(["alice", "bob"]) | TEXT | JSON, "workspace": JSON})
 
 
 CONTROL = st.fixed_dictionaries(
@@ -310,6 +449,8 @@ async def test_websocket_frames(rig, ws, frame):
     frame = frame.replace('"fuzz"', json.dumps(case_id)).replace(
         json.dumps(FLOW), json.dumps(rig.flow))
     await ws.send_str(frame)
+    if rig.keys:  # a fuzzed auth frame may have taken the socket's key away
+        await ws.send_json({"type": "auth", "token": rig.keys.alice})
     probe = f"probe-{uuid.uuid4().hex[:8]}"
     await ws.send_json({"id": probe, "service": "text-completion", "flow": rig.flow,
                         "request": {"prompt": "[tokens=2]"}})

@@ -13,7 +13,7 @@ from tests.support.gateway_rig import MAX_TEXTS, gateway_rig
 from tests.support.openai_server import OpenAiServer, expected_text
 from trustgraph.base import Requester
 from trustgraph.gateway.app import Gateway, GatewaySettings
-from trustgraph.gateway.dispatch import MAX_RECORD_BYTES
+from trustgraph.pubsub.pulsar_shim import MAX_RECORD_BYTES
 from trustgraph.pubsub import Bus
 from trustgraph.pubsub.embedded import free_port
 from trustgraph.schema import TextCompletionRequest, TextCompletionResponse
@@ -126,7 +126,7 @@ async def test_a_requester_that_cannot_encode_leaves_nothing_registered(broker):
         with pytest.raises(ValueError):
             await requester.call(TextCompletionRequest(prompt=SURROGATE),
                                  TextCompletionResponse)
-        assert requester._pending == {}
+        assert requester.in_flight() == 0
     finally:
         await bus.close()
 
@@ -249,7 +249,7 @@ async def test_metrics_need_the_token_unless_opened(broker, llm, http, tmp_path_
                                                     metrics_open, headers, status):
     gateway = Gateway(GatewaySettings(
         pulsar_url=broker.url, tg_gateway_host="127.0.0.1", tg_gateway_port=free_port(),
-        tg_gateway_token="secret", tg_metrics_open=metrics_open))
+        tg_gateway_token="secret", tg_metrics_open=metrics_open, tg_gateway_keys=False))
     url = await gateway.start()
     try:
         async with http.get(url + "metrics", headers=headers) as response:

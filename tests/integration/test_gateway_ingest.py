@@ -18,9 +18,19 @@ from tests.support.topic import Topic
 from tests.support.waiting import eventually, signalled
 from trustgraph.api import AsyncTrustGraph, TrustGraphError
 from trustgraph.api.async_client import SINGLE_LOAD_BYTES
-from trustgraph.schema import (LIBRARIAN_FLOW, Chunk, ChunkTriples, ChunkVector, DecodeWork,
-                               DocumentRef, DocumentRemoved, EntityVector, EntityVectors,
-                               Term, Triple)
+from trustgraph.schema import (
+    LIBRARIAN_FLOW,
+    Chunk,
+    ChunkTriples,
+    ChunkVector,
+    DecodeWork,
+    DocumentRef,
+    DocumentRemoved,
+    EntityVector,
+    EntityVectors,
+    Term,
+    Triple,
+)
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

@@ -10,8 +10,14 @@ import pytest_asyncio
 
 from tests.support.ingest_stack import IngestStack
 from trustgraph.api import AsyncTrustGraph
-from trustgraph.base import Context, HandledError, Processor, ProcessorSettings, ProcessorSpec
-from trustgraph.base import Service
+from trustgraph.base import (
+    Context,
+    HandledError,
+    Processor,
+    ProcessorSettings,
+    ProcessorSpec,
+    Service,
+)
 from trustgraph.cli import load_pdf, load_text, loading
 from trustgraph.schema import LoadResponse, TextLoadRequest
 

@@ -13,12 +13,21 @@ import aiohttp
 import pytest
 import pytest_asyncio
 
-from tests.support.scripted_lazy_rag import (MODEL, PROMPT_TOKENS, STATUS, SUMMARY_ERROR,
-                                             expected_text, scripted_lazy_rag_stack,
-                                             wire_subgraph)
+from tests.support.scripted_lazy_rag import (
+    MODEL,
+    PROMPT_TOKENS,
+    STATUS,
+    SUMMARY_ERROR,
+    expected_text,
+    scripted_lazy_rag_stack,
+    wire_subgraph,
+)
 from tests.support.scripted_rag import ScriptedRagGateway, wire_sources
-from trustgraph.gateway.lazy_rag import (LazyAnswerEnvelope, LazyExpandEnvelope,
-                                         LazyStatusEnvelope)
+from trustgraph.gateway.apis.lazy_rag import (
+    LazyAnswerEnvelope,
+    LazyExpandEnvelope,
+    LazyStatusEnvelope,
+)
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

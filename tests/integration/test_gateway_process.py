@@ -30,11 +30,12 @@ async def test_main_serves_then_stops_cleanly_on_sigterm(broker, openai_server):
     port = free_port()
     gateway = await asyncio.create_subprocess_exec(
         sys.executable, "-c", MAIN, "--pulsar-url", broker.url,
-        "--tg-gateway-port", str(port), stderr=asyncio.subprocess.PIPE)
+        "--tg-gateway-port", str(port), "--no-tg-gateway-keys",  # no config service here
+        stderr=asyncio.subprocess.PIPE)
     seen: list[str] = []
     try:
         await wait_for_line(gateway.stderr, f"listening on http://127.0.0.1:{port}/", seen)
-        await wait_for_line(gateway.stderr, "OPEN (no auth)", seen)
+        await wait_for_line(gateway.stderr, "gateway is OPEN", seen)
         async with aiohttp.ClientSession() as session:
             async with session.ws_connect(f"http://127.0.0.1:{port}/api/v1/socket") as ws:
                 await ws.send_json({"id": "s", "service": "text-completion", "request": {

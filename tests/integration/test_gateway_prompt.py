@@ -17,8 +17,14 @@ import pytest_asyncio
 
 from tests.support.waiting import serving
 from trustgraph.api import AsyncTrustGraph, TrustGraph, TrustGraphError
-from trustgraph.base import (ConfigClient, Context, Processor, ProcessorSettings,
-                             ProcessorSpec, Service)
+from trustgraph.base import (
+    ConfigClient,
+    Context,
+    Processor,
+    ProcessorSettings,
+    ProcessorSpec,
+    Service,
+)
 from trustgraph.config.service import SPEC as CONFIG_SPEC
 from trustgraph.config.service import ConfigSettings
 from trustgraph.gateway.app import Gateway, GatewaySettings
@@ -27,8 +33,12 @@ from trustgraph.prompt.service import SPEC as PROMPT_SPEC
 from trustgraph.prompt.service import PromptSettings
 from trustgraph.pubsub import Bus
 from trustgraph.pubsub.embedded import free_port
-from trustgraph.schema import (PromptRequest, PromptResponse, TextCompletionRequest,
-                               TextCompletionResponse)
+from trustgraph.schema import (
+    PromptRequest,
+    PromptResponse,
+    TextCompletionRequest,
+    TextCompletionResponse,
+)
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

@@ -10,8 +10,14 @@ import uuid
 import pytest
 import pytest_asyncio
 
-from tests.support.scripted_rag import (MODEL, PROMPT_TOKENS, ScriptedRagGateway,
-                                        expected_text, scripted_rag_gateway, wire_sources)
+from tests.support.scripted_rag import (
+    MODEL,
+    PROMPT_TOKENS,
+    ScriptedRagGateway,
+    expected_text,
+    scripted_rag_gateway,
+    wire_sources,
+)
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -194,6 +200,14 @@ async def test_query_graph_mode_with_rewriting_and_limits(rig, http):
     assert lines[0]["subqueries"] == ["who? (part 1)", "who? (part 2)"]
     request = rig.rag.requests[-1]
     assert (request.entity_limit, request.max_path_length, request.streaming) == (4, 1, True)
+
+
+async def test_query_passes_the_sampling_options_to_the_service(rig, http):
+    await query_lines(http, rig.url + "api/v1/query", {
+        "query": "who?", "stream": True, "flow": rig.flow, "max_tokens": 40,
+        "temperature": 0.2, "stop": ["\n\n"]})
+    request = rig.rag.requests[-1]
+    assert (request.max_tokens, request.temperature, request.stop) == (40, 0.2, ["\n\n"])
 
 
 async def test_query_without_stream_is_one_object(rig, http):

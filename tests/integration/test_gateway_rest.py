@@ -9,8 +9,11 @@ import pytest
 from tests.support.inprocess import inprocess_stack
 from tests.support.openai_server import expected_text
 from trustgraph.base import Processor
+from trustgraph.config.service import SPEC as CONFIG_SPEC
+from trustgraph.config.service import ConfigSettings
 from trustgraph.gateway.app import SHUTDOWN_GRACE, Gateway, GatewaySettings
 from trustgraph.model.text_completion.openai.provider import Settings as OpenAiSettings
+from trustgraph.model.text_completion.provider import LlmSettings
 from trustgraph.model.text_completion.service import spec_for
 from trustgraph.pubsub.embedded import free_port
 
@@ -174,7 +177,8 @@ async def test_stopping_cuts_a_long_http_stream(broker, openai_server, session):
     llm = Processor(spec_for("openai"), OpenAiSettings(
         pulsar_url=broker.url, openai_base_url=openai_server.base_url))
     await llm.start()
-    gateway = Gateway(GatewaySettings(pulsar_url=broker.url, tg_gateway_port=free_port()))
+    gateway = Gateway(GatewaySettings(pulsar_url=broker.url, tg_gateway_port=free_port(),
+                                      tg_gateway_keys=False))
     try:
         url = await gateway.start()
         response = await session.post(endpoint(url), json={
@@ -186,3 +190,58 @@ async def test_stopping_cuts_a_long_http_stream(broker, openai_server, session):
     finally:
         await gateway.stop()
         await llm.stop()
+
+
+async def recorded_llm(session: aiohttp.ClientSession, url: str) -> dict:
+    """``GET /api/v1/llm`` once text-completion has recorded its choice (it does so in
+    the background as it starts)."""
+    for _ in range(200):
+        async with session.get(url + "api/v1/llm") as response:
+            assert response.status == 200
+            llm = await response.json()
+        if llm["provider"] or llm["notice"]:
+            return llm
+        await asyncio.sleep(0.05)
+    raise AssertionError("text-completion never recorded which LLM answers")
+
+
+@pytest.mark.parametrize("provider", ["openai", ""])
+async def test_llm_endpoint_says_which_llm_answers_as_text_completion_recorded_it(
+        broker, session, tmp_path, provider):
+    """The gateway asks config, where text-completion wrote its choice: not its own
+    environment, which here names no LLM at all."""
+    config = Processor(CONFIG_SPEC, ConfigSettings(pulsar_url=broker.url,
+                                                   tg_data_dir=str(tmp_path)))
+    llm_settings = OpenAiSettings(pulsar_url=broker.url, tg_llm_model="gpt-test",
+                                  openai_base_url="http://127.0.0.1:9/v1") if provider \
+        else LlmSettings(pulsar_url=broker.url)
+    llm = Processor(spec_for(provider), llm_settings)
+    gateway = Gateway(GatewaySettings(pulsar_url=broker.url, tg_gateway_port=free_port()))
+    await config.start()
+    await llm.start()
+    url = await gateway.start()
+    try:
+        answered = await recorded_llm(session, url)
+    finally:
+        await gateway.stop()
+        await llm.stop()
+        await config.stop()
+    if provider:
+        assert answered == {"provider": "openai", "model": "gpt-test", "demo": False,
+                            "notice": ""}
+    else:
+        assert (answered["provider"], answered["demo"]) == ("", False)
+        assert "TG_LLM" in answered["notice"]
+
+
+async def test_llm_endpoint_with_nothing_recorded_has_nothing_to_say(broker, session):
+    gateway = Gateway(GatewaySettings(pulsar_url=broker.url, tg_gateway_port=free_port(),
+                                      tg_request_timeout=5, tg_gateway_keys=False))
+    url = await gateway.start()
+    try:
+        async with session.get(url + "api/v1/llm") as response:
+            assert response.status == 200
+            assert await response.json() == {"provider": "", "model": "", "demo": False,
+                                             "notice": ""}
+    finally:
+        await gateway.stop()

@@ -16,10 +16,19 @@ from tests.support.openai_server import PROMPT_TOKENS, expected_text
 from tests.support.rag_processors import RagProcessors, rag_processors
 from tests.support.waiting import eventually
 from trustgraph.extract.vocabulary import LABEL, entity_iri, relation_iri
-from trustgraph.schema import (ChunkEntities, ChunkTriples, DocumentRef, EntityContext,
-                               GraphEmbeddingsRequest, GraphEmbeddingsResponse,
-                               GraphRagRequest, Term, Triple, TriplesQueryRequest,
-                               TriplesQueryResponse)
+from trustgraph.schema import (
+    ChunkEntities,
+    ChunkTriples,
+    DocumentRef,
+    EntityContext,
+    GraphEmbeddingsRequest,
+    GraphEmbeddingsResponse,
+    GraphRagRequest,
+    Term,
+    Triple,
+    TriplesQueryRequest,
+    TriplesQueryResponse,
+)
 
 Fact = tuple[str, str, str]  # subject, predicate, object ('"…"' for a literal value)
 

@@ -14,8 +14,14 @@ import pytest_asyncio
 from tests.support.openai_server import Script
 from tests.support.rag_processors import RagLlm, RagProcessors
 from tests.support.waiting import eventually
-from trustgraph.schema import (DocumentEmbeddingsResponse, DocumentRagRequest, DocumentRef,
-                               DocumentRemoved, GraphRagRequest, LexicalSearchRequest)
+from trustgraph.schema import (
+    DocumentEmbeddingsResponse,
+    DocumentRagRequest,
+    DocumentRef,
+    DocumentRemoved,
+    GraphRagRequest,
+    LexicalSearchRequest,
+)
 
 CODES = {("codes", "Fault codes of the Roadrunner engine"): [
     "Fault ZQ-7731 means the coolant valve is stuck open; close it by hand.",

@@ -10,8 +10,7 @@ from tests.support.ingest_stack import IngestStack, ask, vector_of
 from tests.support.waiting import eventually
 from trustgraph.api import AsyncTrustGraph
 from trustgraph.ingest.embedding_stages import ENTITY_SPEC, EmbeddingStageSettings, entity_text
-from trustgraph.schema import (RDFS_LABEL, DocumentRef, DocumentRemoved, EntityContext, Term,
-                               Triple)
+from trustgraph.schema import RDFS_LABEL, DocumentRef, DocumentRemoved, EntityContext, Term, Triple
 from trustgraph.storage.triples.service import DEFINITIONS, labelled_entities
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")

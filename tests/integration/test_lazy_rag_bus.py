@@ -11,19 +11,32 @@ import uuid
 import pytest
 import pytest_asyncio
 
+from tests.support.openai_server import PROMPT_TOKENS, Script, expected_text
 from tests.support.rag_processors import RagLlm, RagProcessors
 from tests.support.waiting import eventually
-from tests.support.openai_server import PROMPT_TOKENS, Script, expected_text
 from trustgraph.base import Processor
 from trustgraph.extract.keyphrase import KeyphraseExtractor
-from trustgraph.extract.service import SPEC as EXTRACT, ExtractSettings
+from trustgraph.extract.service import SPEC as EXTRACT
+from trustgraph.extract.service import ExtractSettings
 from trustgraph.extract.vocabulary import MENTIONED_IN, entity_iri
 from trustgraph.retrieval.lazy_rag.service import SPEC as LAZY_RAG
 from trustgraph.retrieval.lazy_rag.settings import LazyRagSettings
-from trustgraph.schema import (Chunk, DocumentRef, GraphVersionRequest, GraphVersionResponse,
-                               LazyRagExpandRequest, LazyRagExpandResponse, LazyRagRequest,
-                               LazyRagResponse, LazyRagStatusRequest, LazyRagStatusResponse,
-                               Term, TriplesQueryRequest, TriplesQueryResponse, decode)
+from trustgraph.schema import (
+    Chunk,
+    DocumentRef,
+    GraphVersionRequest,
+    GraphVersionResponse,
+    LazyRagExpandRequest,
+    LazyRagExpandResponse,
+    LazyRagRequest,
+    LazyRagResponse,
+    LazyRagStatusRequest,
+    LazyRagStatusResponse,
+    Term,
+    TriplesQueryRequest,
+    TriplesQueryResponse,
+    decode,
+)
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

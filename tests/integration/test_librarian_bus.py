@@ -11,7 +11,7 @@ from tests.support.librarian import LibrarianClient
 from tests.support.topic import Topic
 from trustgraph.base import Processor, ProcessorSpec, RequestTimeout, ServiceError
 from trustgraph.librarian.service import SPEC as LIBRARIAN_SPEC
-from trustgraph.librarian.service import Library, LibrarianSettings, library_services
+from trustgraph.librarian.service import LibrarianSettings, Library, library_services
 from trustgraph.librarian.store import LibraryStore
 from trustgraph.schema import DecodeWork, DocumentRemoved
 
@@ -102,6 +102,13 @@ async def test_library_operations_and_tenancy(start, client, bus, flow):
     nobody = await client.librarian(operation="list-documents", user="alice",
                                     collection="other")
     assert nobody.documents == []
+    await client.librarian(operation="add-document", document_id="notes", user="alice",
+                           collection="b", content=content)
+    collections = await client.librarian(operation="list-collections", user="alice")
+    assert [(c.collection, c.documents) for c in collections.collections] == [("b", 1),
+                                                                              ("c", 1)]
+    assert (await client.librarian(operation="list-collections", user="carol")
+            ).collections == []
     got = await client.librarian(operation="get-document-content", document_id="report",
                                  user="bob", collection="c")
     assert got.document.title == "bob's" and base64.b64decode(got.content) == \

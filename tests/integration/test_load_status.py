@@ -25,12 +25,12 @@ from tests.support.waiting import eventually
 from trustgraph.api import AsyncTrustGraph
 from trustgraph.base import Processor
 from trustgraph.decoding import PLAIN
-from trustgraph.ingest.decoder import SPEC as DECODER_SPEC
-from trustgraph.ingest.decoder import DecoderSettings, chunk_records, token_counter
 from trustgraph.embeddings import service as embeddings_service
 from trustgraph.embeddings.provider import EmbeddingsSettings
-from trustgraph.ingest.embedding_stages import CHUNK_SPEC, EmbeddingStageSettings
 from trustgraph.gateway.app import Gateway, GatewaySettings
+from trustgraph.ingest.decoder import SPEC as DECODER_SPEC
+from trustgraph.ingest.decoder import DecoderSettings, chunk_records, token_counter
+from trustgraph.ingest.embedding_stages import CHUNK_SPEC, EmbeddingStageSettings
 from trustgraph.librarian.service import SPEC as LIBRARIAN_SPEC
 from trustgraph.librarian.service import LibrarianSettings
 from trustgraph.librarian.store import LibraryStore
@@ -63,7 +63,7 @@ class Pipeline:
         self.running: dict[str, Processor] = {}
         self.gateway = Gateway(GatewaySettings(
             pulsar_url=broker_url, tg_gateway_host="127.0.0.1", tg_gateway_port=free_port(),
-            tg_flows=[self.flow], tg_request_timeout=30))
+            tg_flows=[self.flow], tg_request_timeout=30, tg_gateway_keys=False))
 
     def _processor(self, name: str) -> Processor:
         flows = {"pulsar_url": self.broker_url, "tg_flows": [self.flow]}

@@ -13,7 +13,7 @@ import pytest
 
 from tests.support.openai_server import expected_text
 from tests.support.waiting import eventually
-from trustgraph.base import Processor, Requester, ServiceError
+from trustgraph.base import Processor, Requester, ServiceError, Timing
 from trustgraph.base.local import LocalRequester
 from trustgraph.base.processor import start_together, stop_together
 from trustgraph.config.service import SPEC as CONFIG_SPEC
@@ -23,8 +23,15 @@ from trustgraph.model.text_completion.service import spec_for
 from trustgraph.prompt.service import SPEC as PROMPT_SPEC
 from trustgraph.prompt.service import PromptSettings
 from trustgraph.pubsub import Bus
-from trustgraph.schema import (CANCEL_TOPIC, Cancel, PromptRequest, PromptResponse, decode,
-                               encode, request_topic)
+from trustgraph.schema import (
+    CANCEL_TOPIC,
+    Cancel,
+    PromptRequest,
+    PromptResponse,
+    decode,
+    encode,
+    request_topic,
+)
 
 FLOWS = ("local", "bus")
 
@@ -68,8 +75,7 @@ class Pair:
         self.groups.append(group)
 
     async def _requester(self, flow: str) -> Requester:
-        requester = Requester(self.bus, "prompt", flow, f"test-{uuid.uuid4().hex[:8]}",
-                              timeout=10)
+        requester = Requester(self.bus, "prompt", flow, f"test-{uuid.uuid4().hex[:8]}", timing=Timing(timeout=10))
         await requester.start()
         async with asyncio.timeout(10):  # a just-subscribed service may miss the first
             while True:

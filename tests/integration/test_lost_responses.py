@@ -14,9 +14,15 @@ import uuid
 
 import pytest
 
-from trustgraph.base import Processor, ProcessorSettings, ProcessorSpec, Requester
-from trustgraph.base import RequestTimeout, Service
-from trustgraph.base import processor as processor_module
+from trustgraph.base import (
+    Processor,
+    ProcessorSettings,
+    ProcessorSpec,
+    Requester,
+    RequestTimeout,
+    Service,
+    Timing,
+)
 from trustgraph.pubsub import Bus
 from trustgraph.schema import TextCompletionRequest, TextCompletionResponse, request_topic
 
@@ -34,7 +40,7 @@ async def bus(broker):
 
 async def requester(bus: Bus, flow: str) -> Requester:
     started = Requester(bus, "text-completion", flow, f"t-{uuid.uuid4().hex[:6]}",
-                        timeout=30, liveness=LIVENESS)
+                        Timing(timeout=30, keep_alive=LIVENESS / 5))
     await started.start()
     return started
 
@@ -57,13 +63,12 @@ async def test_an_accepted_request_whose_answer_is_lost_fails_within_the_livenes
     asking = await requester(bus, flow)
     with pytest.raises(RequestTimeout, match="went quiet: not a word for 0.5 s"):
         await asking.call(TextCompletionRequest(prompt="hello"), TextCompletionResponse)
-    assert asking._pending == {}
+    assert asking.in_flight() == 0
 
 
-async def test_a_service_working_quietly_keeps_its_request_alive(broker, bus, monkeypatch):
+async def test_a_service_working_quietly_keeps_its_request_alive(broker, bus):
     """A handler that takes many liveness windows before its one record: the
     processor's keep-alives hold the request, and the answer arrives."""
-    monkeypatch.setattr(processor_module, "KEEP_ALIVE_INTERVAL", LIVENESS / 5)
     flow = f"quiet-{uuid.uuid4().hex[:6]}"
 
     async def slow(request: TextCompletionRequest, ctx) -> TextCompletionResponse:
@@ -73,7 +78,8 @@ async def test_a_service_working_quietly_keeps_its_request_alive(broker, bus, mo
 
     spec = ProcessorSpec(name="slow", settings=ProcessorSettings, services=lambda runtime: [
         Service("text-completion", TextCompletionRequest, TextCompletionResponse, slow)])
-    processor = Processor(spec, ProcessorSettings(pulsar_url=broker.url, tg_flows=[flow]))
+    processor = Processor(spec, ProcessorSettings(pulsar_url=broker.url, tg_flows=[flow]),
+                          timing=Timing(keep_alive=LIVENESS / 5))
     await processor.start()
     try:
         asking = await requester(bus, flow)

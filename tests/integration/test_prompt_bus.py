@@ -18,8 +18,19 @@ import pytest
 
 from tests.support.openai_server import expected_text
 from tests.support.waiting import answered, eventually
-from trustgraph.base import (ConfigClient, Context, Processor, ProcessorSettings, ProcessorSpec,
-                             PromptClient, PromptResult, Requester, Service, ServiceError)
+from trustgraph.base import (
+    ConfigClient,
+    Context,
+    Delta,
+    Processor,
+    ProcessorSettings,
+    ProcessorSpec,
+    PromptClient,
+    Requester,
+    Service,
+    ServiceError,
+    Timing,
+)
 from trustgraph.config.service import SPEC as CONFIG_SPEC
 from trustgraph.config.service import ConfigSettings
 from trustgraph.model.text_completion.openai.provider import Settings as OpenAiSettings
@@ -30,8 +41,13 @@ from trustgraph.prompt.service import PromptSettings
 from trustgraph.pubsub import Bus
 from trustgraph.retrieval.document_rag.service import document_variables
 from trustgraph.retrieval.graph_rag.service import kg_variables
-from trustgraph.schema import (PromptRequest, PromptResponse, TextCompletionRequest,
-                               TextCompletionResponse, decode)
+from trustgraph.schema import (
+    PromptRequest,
+    PromptResponse,
+    TextCompletionRequest,
+    TextCompletionResponse,
+    decode,
+)
 
 PEOPLE = {"type": "array", "items": {
     "type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
@@ -92,7 +108,7 @@ class PromptProcessors:
             tg_request_timeout=10)))
 
     async def requester(self, flow: str) -> Requester:
-        requester = Requester(self.bus, "prompt", flow, self._name(), timeout=10)
+        requester = Requester(self.bus, "prompt", flow, self._name(), timing=Timing(timeout=10))
         await requester.start()
         return requester
 
@@ -260,12 +276,12 @@ async def test_prompt_client_returns_text_or_the_parsed_object(prompts):
 
 
 async def streamed(client: PromptClient, id: str, variables: dict,
-                   chunks: list[str]) -> PromptResult:
+                   chunks: list[str]) -> PromptResponse:
     """The text pieces into ``chunks`` (yielding to the loop between them, as a
-    caller that sends each on would); returns the end piece."""
-    async with aclosing(client.stream(id, variables)) as pieces:
+    caller that sends each on would); returns the final record."""
+    async with aclosing(client.stream(id, variables, lambda final: final)) as pieces:
         async for piece in pieces:
-            if piece.end:
+            if not isinstance(piece, Delta):
                 return piece
             await asyncio.sleep(0)
             chunks.append(piece.text)
@@ -306,7 +322,7 @@ async def test_cancelling_a_prompt_stream_stops_the_llm_stream(prompts):
 
     async def stuck() -> None:  # the caller goes away while handling a piece
         async with aclosing(PromptClient(prompts.llm).stream(
-                "say", {"text": "[tokens=1000 delay=0.01]"})) as pieces:
+                "say", {"text": "[tokens=1000 delay=0.01]"}, lambda final: final)) as pieces:
             async for _ in pieces:
                 called.set()
                 await asyncio.Event().wait()

@@ -3,16 +3,21 @@ server speaking that provider's streaming wire format (tests/support/*_server.py
 each listing its ``CASES``)."""
 import asyncio
 import importlib
+import os
 import pkgutil
+import signal
 
 import pytest
 
 import tests.support
+from tests.support.local_llm import LOCAL_MAX_TOKENS, generating, predicted
 from tests.support.scripted_llm import PROMPT_TOKENS, collect, expected_text
+from tests.support.waiting import eventually
 from trustgraph.base import Context
+from trustgraph.model.text_completion.choice import provider_module
 from trustgraph.model.text_completion.provider import LlmError, Usage
 from trustgraph.model.text_completion.retry import Retrying
-from trustgraph.model.text_completion.service import completion_handler, provider_module
+from trustgraph.model.text_completion.service import completion_handler
 from trustgraph.schema import TextCompletionRequest
 
 
@@ -63,6 +68,24 @@ async def test_non_streaming_is_the_collected_stream(case):
         (PROMPT_TOKENS, 9, case.model)
 
 
+SAMPLING = {"max_tokens": 7, "temperature": 0.25, "stop": ["END", "STOP"]}
+
+
+async def test_a_request_s_sampling_options_reach_the_wire_where_honoured(case):
+    # Every provider answers a request carrying them; those whose API takes an option
+    # send the request's value (docs/providers says which): a server that shows
+    # none of them (``sampled``) belongs to a provider that honours none.
+    case, server, provider = case
+    handler = completion_handler(provider())
+    [record] = [r async for r in handler(TextCompletionRequest(prompt="[tokens=4]", **SAMPLING),
+                                         Context("t", "default", None))]
+    assert record.response == expected_text(4)
+    sampled = getattr(server, "sampled", None)
+    if sampled is not None:
+        shown = sampled(server.last_body)
+        assert shown == {name: SAMPLING[name] for name in shown}
+
+
 @pytest.mark.parametrize("failure", ["fail_after", "drop_after"])
 async def test_failure_mid_stream_is_an_llm_error_after_the_earlier_tokens(case, failure):
     case, server, provider = case
@@ -104,3 +127,86 @@ async def test_cancel_closes_the_http_stream(case):
     await anext(stream)
     await stream.aclose()
     await asyncio.wait_for(server.disconnected.wait(), 1.0)
+
+
+# --- the local provider: the same contract with a real model --------------------
+# llama.cpp serving the bundled SmolLM2-135M (tests/support/local_llm.py, fixtures
+# in conftest.py): its
+# words are its own, so these check the shape of what it sends, its real token
+# counts, and what cancelling, waiting and a dead server do.
+
+class TestLocalModel:
+    pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+    async def test_streams_deltas_in_order_then_real_usage(self, local_llm):
+        pieces, usage = await collect(local_llm.stream("Answer in one sentence.",
+                                                        "What colour is the sky?"))
+        assert len(pieces) > 1 and all(isinstance(p, str) for p in pieces)
+        assert "".join(pieces).strip()
+        assert usage.model == "SmolLM2-135M-Instruct.Q4_1"
+        assert usage.in_token > 10  # the prompt in the model's chat template
+        assert len(pieces) <= usage.out_token <= LOCAL_MAX_TOKENS
+
+    async def test_non_streaming_is_one_record_with_real_counts(self, local_llm):
+        handler = completion_handler(local_llm)
+        records = [r async for r in handler(
+            TextCompletionRequest(system="Be brief.", prompt="Name a fruit."),
+            Context("t", "default", None))]
+        assert len(records) == 1 and records[0].end_of_stream and records[0].response
+        assert records[0].in_token > 0 and 0 < records[0].out_token <= LOCAL_MAX_TOKENS
+
+    async def test_closing_a_stream_stops_its_generation_and_frees_the_sequence(
+            self, local_llm_long):
+        before = await predicted(local_llm_long)
+        stream = local_llm_long.stream("", "Write a very long story about a dragon.")
+        for _ in range(3):
+            await anext(stream)
+        assert await generating(local_llm_long) == 1
+        await stream.aclose()
+        await eventually(lambda: generating(local_llm_long), "the sequence to be freed",
+                         accept=lambda n: n == 0)
+        # Stopped where it was closed, a few tokens on (one more decode per delta in
+        # flight), not run on to its limit.
+        assert 3 <= await predicted(local_llm_long) - before < 40
+
+    async def test_requests_beyond_the_sequences_wait_and_a_cancelled_one_costs_nothing(
+            self, local_llm_long):
+        busy = [local_llm_long.stream("", f"Count to a thousand, story {i}.") for i in (1, 2)]
+        for stream in busy:
+            await anext(stream)
+        waiting = asyncio.ensure_future(collect(local_llm_long.stream("", "Hello")))
+        await eventually(lambda: local_llm_long.shared.waiting == 1, "the third request to wait")
+        assert await generating(local_llm_long) == 2
+        waiting.cancel()
+        await asyncio.gather(waiting, return_exceptions=True)
+        assert local_llm_long.shared.waiting == 0
+        for stream in busy:
+            await stream.aclose()
+        await eventually(lambda: generating(local_llm_long), "both to be freed",
+                         accept=lambda n: n == 0)
+
+    async def test_a_prompt_beyond_the_context_is_a_clear_error(self, local_llm):
+        with pytest.raises(LlmError, match="context"):
+            await collect(local_llm.stream("", "word " * 3000))
+
+    async def test_a_dead_server_fails_its_request_and_the_next_one_restarts_it(
+            self, local_llm):
+        stream = local_llm.stream("", "Tell me about the sea.")
+        await anext(stream)
+        old = local_llm.process.pid
+        os.kill(old, signal.SIGKILL)
+        with pytest.raises(LlmError, match="exited|local model"):
+            async for _ in stream:
+                pass
+        pieces, usage = await collect(local_llm.stream("", "Say hello."))
+        assert pieces and usage.out_token > 0
+        assert local_llm.process.pid not in (None, old)
+
+
+def test_a_missing_or_foreign_model_file_is_named_at_start(tmp_path):
+    from trustgraph.model.text_completion.local import provider as local
+    with pytest.raises(SystemExit, match="cannot read .*nothing.gguf"):
+        local.make(local.Settings(tg_local_model=str(tmp_path / "nothing.gguf")))
+    (tmp_path / "notes.gguf").write_text("not a model")
+    with pytest.raises(SystemExit, match="notes.gguf is not a GGUF"):
+        local.make(local.Settings(tg_local_model=str(tmp_path / "notes.gguf")))

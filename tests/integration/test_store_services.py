@@ -7,14 +7,27 @@ import uuid
 import pytest
 
 from tests.support.handled import Handled
-from trustgraph.base import Processor, ProcessorSpec, Requester, ServiceError
+from trustgraph.base import Processor, ProcessorSpec, Requester, ServiceError, Timing
 from trustgraph.base.stage import Emitters
 from trustgraph.pubsub import Bus
-from trustgraph.schema import (Chunk, ChunkTriples, ChunkVector, DocumentEmbeddingsRequest,
-                               DocumentEmbeddingsResponse, DocumentRef, DocumentRemoved,
-                               EntityVector, EntityVectors, GraphEmbeddingsRequest,
-                               GraphEmbeddingsResponse, Term, Triple, TriplesQueryRequest,
-                               TriplesQueryResponse, flow_topic)
+from trustgraph.schema import (
+    Chunk,
+    ChunkTriples,
+    ChunkVector,
+    DocumentEmbeddingsRequest,
+    DocumentEmbeddingsResponse,
+    DocumentRef,
+    DocumentRemoved,
+    EntityVector,
+    EntityVectors,
+    GraphEmbeddingsRequest,
+    GraphEmbeddingsResponse,
+    Term,
+    Triple,
+    TriplesQueryRequest,
+    TriplesQueryResponse,
+    flow_topic,
+)
 from trustgraph.storage.triples import service as service_triples
 from trustgraph.storage.vectors import service as service_vectors
 
@@ -60,8 +73,7 @@ class Stores:
         self.emit = Emitters(self.bus, self.flow).emit
         self.requesters = {}
         for service in ("triples", "graph-embeddings", "document-embeddings"):
-            requester = Requester(self.bus, service, self.flow, f"test-{uuid.uuid4().hex[:8]}",
-                                  timeout=20)
+            requester = Requester(self.bus, service, self.flow, f"test-{uuid.uuid4().hex[:8]}", timing=Timing(timeout=20))
             await requester.start()
             self.requesters[service] = requester
         return self

@@ -6,10 +6,22 @@ import pytest
 from pydantic import ValidationError
 
 from trustgraph.ingest.embedding_stages import entity_text, record_groups
-from trustgraph.schema import (DocumentEmbeddingsRequest, DocumentEmbeddingsResponse, Error,
-                               EntityVector, GraphEmbeddingsRequest, GraphEmbeddingsResponse,
-                               ScoredChunk, ScoredEntity, Term, Triple, TriplesQueryRequest,
-                               TriplesQueryResponse, decode, encode)
+from trustgraph.schema import (
+    DocumentEmbeddingsRequest,
+    DocumentEmbeddingsResponse,
+    EntityVector,
+    Error,
+    GraphEmbeddingsRequest,
+    GraphEmbeddingsResponse,
+    ScoredChunk,
+    ScoredEntity,
+    Term,
+    Triple,
+    TriplesQueryRequest,
+    TriplesQueryResponse,
+    decode,
+    encode,
+)
 
 
 def test_requests_decode_from_the_protocol_examples():

@@ -7,7 +7,7 @@ import uuid
 from prometheus_client import REGISTRY
 
 from tests.support.openai_server import expected_text
-from trustgraph.base import Processor, Requester
+from trustgraph.base import Processor, Requester, Timing
 from trustgraph.model.text_completion.openai.provider import Settings
 from trustgraph.model.text_completion.service import spec_for
 from trustgraph.pubsub import Bus
@@ -25,8 +25,7 @@ async def started(broker, openai_server, **settings) -> tuple[Processor, Bus, Re
         **settings))
     await processor.start()
     bus = Bus(broker.url)
-    requester = Requester(bus, "text-completion", flow, f"t-{uuid.uuid4().hex[:6]}",
-                          timeout=DEADLINE)
+    requester = Requester(bus, "text-completion", flow, f"t-{uuid.uuid4().hex[:6]}", timing=Timing(timeout=DEADLINE))
     await requester.start()
     return processor, bus, requester
 

@@ -25,6 +25,11 @@ class AnthropicServer(ScriptedServer):
     def routes(self, app: web.Application) -> None:
         app.router.add_post("/v1/messages", self.handle)
 
+    @staticmethod
+    def sampled(body: dict) -> dict:
+        """The sampling options a request carried (no temperature: see the provider)."""
+        return {"max_tokens": body.get("max_tokens"), "stop": body.get("stop_sequences")}
+
     def prompt_text(self, body: dict) -> str:
         parts = [body.get("system") or ""]
         for message in body.get("messages", []):

@@ -19,11 +19,12 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.support.waiting import serving
 from tests.support.scripted_rag import ScriptedRag, start_scripted_rag
-from trustgraph.base import (Processor, ProcessorSettings, ProcessorSpec, Service)
+from tests.support.tenants import Keys, make_keys
+from tests.support.waiting import serving
 from trustgraph.agent.service import SPEC as AGENT_SPEC
 from trustgraph.agent.service import AgentSettings
+from trustgraph.base import Processor, ProcessorSettings, ProcessorSpec, Service
 from trustgraph.config.service import SPEC as CONFIG_SPEC
 from trustgraph.config.service import ConfigSettings
 from trustgraph.embeddings.service import embeddings_handler
@@ -35,16 +36,31 @@ from trustgraph.model.text_completion.service import spec_for
 from trustgraph.prompt.service import SPEC as PROMPT_SPEC
 from trustgraph.prompt.service import PromptSettings
 from trustgraph.pubsub import Bus
+from trustgraph.pubsub.embedded import free_port
 from trustgraph.retrieval.lazy_rag.service import SPEC as LAZY_RAG_SPEC
 from trustgraph.retrieval.lazy_rag.settings import LazyRagSettings
-from trustgraph.pubsub.embedded import free_port
-from trustgraph.schema import (LIBRARIAN_FLOW, AgentRequest, AgentResponse,
-                               DocumentEmbeddingsRequest, DocumentEmbeddingsResponse,
-                               EmbeddingsRequest, EmbeddingsResponse, LazyRagStatusRequest,
-                               LazyRagStatusResponse, LibrarianRequest, LibrarianResponse,
-                               PromptRequest, PromptResponse, TextCompletionRequest,
-                               TextCompletionResponse, TriplesQueryRequest,
-                               TriplesQueryResponse)
+from trustgraph.schema import (
+    KEYS_FLOW,
+    LIBRARIAN_FLOW,
+    AgentRequest,
+    AgentResponse,
+    DocumentEmbeddingsRequest,
+    DocumentEmbeddingsResponse,
+    EmbeddingsRequest,
+    EmbeddingsResponse,
+    KeysRequest,
+    KeysResponse,
+    LazyRagStatusRequest,
+    LazyRagStatusResponse,
+    LibrarianRequest,
+    LibrarianResponse,
+    PromptRequest,
+    PromptResponse,
+    TextCompletionRequest,
+    TextCompletionResponse,
+    TriplesQueryRequest,
+    TriplesQueryResponse,
+)
 from trustgraph.storage.triples import service as service_triples
 from trustgraph.storage.vectors import service as service_vectors
 
@@ -69,6 +85,8 @@ class GatewayRig:
     url: str       # the gateway's base URL, e.g. http://127.0.0.1:PORT/
     flow: str      # the flow every flow service here serves
     gateway: Gateway
+    rag: ScriptedRag  # the scripted graph-rag and document-rag: what they were asked
+    keys: Keys | None = None  # with ``keys``: the API keys it checks (open without)
 
     @property
     def socket_url(self) -> str:
@@ -76,25 +94,28 @@ class GatewayRig:
 
     def in_flight(self) -> int:
         """Requests the gateway's requesters still hold (0 once every answer ended)."""
-        return self.gateway.dispatcher.in_flight()
+        return self.gateway.core.client.in_flight()
 
 
 @asynccontextmanager
 async def gateway_rig(broker_url: str, openai_base_url: str, data_dir: Path,
-                      **gateway_settings) -> AsyncIterator[GatewayRig]:
+                      keys: bool = False, **gateway_settings) -> AsyncIterator[GatewayRig]:
+    """``keys``: users and API keys made before the gateway starts (``tenants.Keys``),
+    so it checks them; without, it is open (no key, no token)."""
     flow = f"hard-{uuid.uuid4().hex[:6]}"
     async with AsyncExitStack() as stack:
         for processor in _processors(broker_url, openai_base_url, data_dir, flow):
             await processor.start()
             stack.push_async_callback(processor.stop)
-        rag = await start_scripted_rag(broker_url, flow, ScriptedRag())
-        stack.push_async_callback(rag.stop)
+        rag = ScriptedRag()
+        stack.push_async_callback((await start_scripted_rag(broker_url, flow, rag)).stop)
         await _all_answering(broker_url, flow)
+        made = await make_keys(broker_url) if keys else None
         gateway = Gateway(GatewaySettings(
             pulsar_url=broker_url, tg_gateway_host="127.0.0.1", tg_gateway_port=free_port(),
             tg_flows=[flow], tg_request_timeout=15, **gateway_settings))
         stack.push_async_callback(gateway.stop)
-        yield GatewayRig(await gateway.start(), flow, gateway)
+        yield GatewayRig(await gateway.start(), flow, gateway, rag, made)
 
 
 def _processors(url: str, openai_base_url: str, data_dir: Path, flow: str) -> list[Processor]:
@@ -135,6 +156,7 @@ async def _all_answering(broker_url: str, flow: str) -> None:
                 ("prompt", flow, PromptRequest(id="no-such-template"), PromptResponse),
                 ("librarian", LIBRARIAN_FLOW, LibrarianRequest(operation="list-documents"),
                  LibrarianResponse),
+                ("keys", KEYS_FLOW, KeysRequest(operation="list-users"), KeysResponse),
                 ("embeddings", flow, EmbeddingsRequest(texts=[]), EmbeddingsResponse),
                 ("triples", flow, TriplesQueryRequest(), TriplesQueryResponse),
                 ("document-embeddings", flow, DocumentEmbeddingsRequest(vector=[1.0]),

@@ -2,7 +2,7 @@
 store for it, a view of the stage topics, and what the stores hold.
 
 ``expected`` works the answer out here, in the test process, with the pipeline's own
-pure parts (the decoder's chunker, the LLM-free extractor) at their default
+pure parts (the decoder's chunker, the default LLM-free extractor) at their default
 settings: the chunks each document becomes, the triples each chunk yields with
 their provenance, and the entities that get vectors. A test then proves that the
 stores, filled through the broker by separate processes, hold exactly that.
@@ -13,12 +13,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.support.waiting import eventually
-from trustgraph.ingest.decoder import DecoderSettings, chunk_records, token_counter
-from trustgraph.extract.keyphrase import KeyphraseExtractor
 from trustgraph.extract.service import ExtractSettings
+from trustgraph.ingest.decoder import DecoderSettings, chunk_records, token_counter
 from trustgraph.pubsub import Bus
-from trustgraph.schema import (Chunk, ChunkEntities, ChunkTriples, ChunkVector,
-                               DocumentMetadata, EntityVectors, Triple, flow_topic)
+from trustgraph.schema import (
+    Chunk,
+    ChunkEntities,
+    ChunkTriples,
+    ChunkVector,
+    DocumentMetadata,
+    EntityVectors,
+    Triple,
+    flow_topic,
+)
 
 Provenance = tuple[Triple, str, str]  # (triple, document id, chunk id)
 
@@ -57,10 +64,11 @@ class Expected:
 def expected(documents: list[tuple[DocumentMetadata, bytes]]) -> Expected:
     """What the pipeline stores for ``documents`` (metadata with the kind the
     librarian gives it, and content)."""
+    from trustgraph.extract.nounphrase import NounPhraseExtractor  # spaCy: only here
     decoder, extract = DecoderSettings(), ExtractSettings()
     counter = token_counter(decoder.tg_chunk_tokenizer)
-    extractor = KeyphraseExtractor(extract.tg_keyphrases, extract.tg_keyphrase_words,
-                                   extract.tg_keyphrase_language)
+    extractor = NounPhraseExtractor(extract.tg_noun_phrases,  # the default extractor
+                                    extract.tg_noun_phrases_embedded)
     result = Expected()
     try:
         for document, content in documents:

@@ -12,17 +12,24 @@ import random
 import uuid
 
 from tests.support.waiting import serving
-from trustgraph.base import (Context, Processor, ProcessorSettings, ProcessorSpec, Service)
+from trustgraph.base import Context, Processor, ProcessorSettings, ProcessorSpec, Service
 from trustgraph.base.stage import Emitters
 from trustgraph.gateway.app import Gateway, GatewaySettings
 from trustgraph.librarian.service import SPEC as LIBRARIAN_SPEC
 from trustgraph.librarian.service import LibrarianSettings
 from trustgraph.pubsub import Bus
 from trustgraph.pubsub.embedded import free_port
-from trustgraph.schema import (LIBRARIAN_FLOW, DocumentEmbeddingsRequest,
-                               DocumentEmbeddingsResponse, EmbeddingsRequest,
-                               EmbeddingsResponse, LibrarianRequest, LibrarianResponse,
-                               TriplesQueryRequest, TriplesQueryResponse)
+from trustgraph.schema import (
+    LIBRARIAN_FLOW,
+    DocumentEmbeddingsRequest,
+    DocumentEmbeddingsResponse,
+    EmbeddingsRequest,
+    EmbeddingsResponse,
+    LibrarianRequest,
+    LibrarianResponse,
+    TriplesQueryRequest,
+    TriplesQueryResponse,
+)
 from trustgraph.storage.triples import service as service_triples
 from trustgraph.storage.vectors import service as service_vectors
 
@@ -60,7 +67,8 @@ class IngestStack:
         self.emit = Emitters(self.bus, self.flow).emit
         self.gateway = Gateway(GatewaySettings(
             pulsar_url=broker.url, tg_gateway_host="127.0.0.1", tg_gateway_port=free_port(),
-            tg_flows=[self.flow, *other_flows], tg_request_timeout=15))
+            tg_flows=[self.flow, *other_flows], tg_request_timeout=15,
+            tg_gateway_keys=False))
         self.url = ""
 
     async def start(self) -> "IngestStack":

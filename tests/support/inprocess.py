@@ -1,7 +1,7 @@
 """The backbone in one test process: text-completion processor + gateway on a real
 broker, the LLM being a local OpenAI-format server."""
-from contextlib import asynccontextmanager
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 from trustgraph.base import Processor
 from trustgraph.gateway.app import Gateway, GatewaySettings
@@ -19,7 +19,8 @@ async def inprocess_stack(broker_url: str, openai_base_url: str, token: str = ""
     await llm.start()
     gateway = Gateway(GatewaySettings(pulsar_url=broker_url, tg_gateway_token=token,
                                       tg_gateway_host="127.0.0.1",
-                                      tg_gateway_port=free_port(), **gateway_settings))
+                                      tg_gateway_port=free_port(), tg_gateway_keys=False,
+                                      **gateway_settings))
     url = await gateway.start()
     try:
         yield url

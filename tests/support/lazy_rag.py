@@ -10,11 +10,10 @@ from pathlib import Path
 from trustgraph.base import Context
 from trustgraph.extract.vocabulary import LABEL, entity_iri, relation_iri
 from trustgraph.schema import EmbeddingsResponse, Term, Triple, encode
-from trustgraph.storage.triples.service import edges_handler, subgraph_handler, \
-    version_handler
-from trustgraph.storage.vectors.service import graph_handler
+from trustgraph.storage.triples.service import edges_handler, subgraph_handler, version_handler
 from trustgraph.storage.triples.sqlite import SqliteTriplesStore
 from trustgraph.storage.vectors.qdrant_edge import EdgeBackend
+from trustgraph.storage.vectors.service import graph_handler
 from trustgraph.storage.vectors.store import EntityVector, VectorStore
 
 DIMENSION = 256

@@ -3,15 +3,20 @@
 import uuid
 
 from tests.support.waiting import answered
-from trustgraph.base import Requester
-from trustgraph.schema import (DocumentLoadRequest, LibrarianRequest, LibrarianResponse,
-                               LoadResponse, TextLoadRequest)
+from trustgraph.base import Requester, Timing
+from trustgraph.schema import (
+    DocumentLoadRequest,
+    LibrarianRequest,
+    LibrarianResponse,
+    LoadResponse,
+    TextLoadRequest,
+)
 
 
 class LibrarianClient:
     def __init__(self, bus, flow, timeout=10.0):
         owner = f"test-{uuid.uuid4().hex[:8]}"
-        self.requesters = {name: Requester(bus, name, flow, owner, timeout)
+        self.requesters = {name: Requester(bus, name, flow, owner, Timing(timeout=timeout))
                            for name in ("librarian", "text-load", "document-load")}
 
     async def start(self):

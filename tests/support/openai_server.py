@@ -24,6 +24,12 @@ class OpenAiServer(ScriptedServer):
     def wants_stream(self, body: dict) -> bool:
         return bool(body.get("stream"))
 
+    @staticmethod
+    def sampled(body: dict) -> dict:
+        """The sampling options a request carried, as ``Sampling`` names them."""
+        return {"max_tokens": body.get("max_tokens"), "temperature": body.get("temperature"),
+                "stop": body.get("stop")}
+
     def error_response(self, status: int, message: str) -> web.Response:
         return web.json_response({"error": {"message": message, "type": "server_error"}},
                                  status=status)

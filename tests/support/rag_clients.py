@@ -3,20 +3,35 @@ document-rag and graph-rag: the prompt service (``ScriptedPrompts``, speaking th
 requester's ``frames`` interface so the real ``PromptClient`` runs in between), the
 embeddings service and a vector store (answering ``call``), and ``Clients`` to hand
 them over as a ``Context``'s clients; ``DocumentRagRig`` (the document-rag service
-with them around it) and ``ScriptedSubgraph`` (the triples store's ``subgraph``).
+with them around it) and ``ScriptedSubgraph`` (the triples store's ``subgraph``);
+``sent``: a handler's records as they leave the process.
 """
 import asyncio
 import json
+from contextlib import aclosing
 from dataclasses import dataclass, field
 
-from trustgraph.base import Context, ProcessorSettings
+from trustgraph.base import Context, Items, ProcessorSettings
+from trustgraph.base.relay import as_record
+from trustgraph.base.requester import Calls
 from trustgraph.retrieval.document_rag import service as document_rag
-from trustgraph.schema import (DocumentEmbeddingsResponse, DocumentRagRequest,
-                               EmbeddingsResponse, Error, GraphEmbeddingsResponse,
-                               PromptRequest, PromptResponse, RagResponse, Record,
-                               ScoredChunk, ScoredEntity, SubgraphRequest, SubgraphResponse,
-                               Term, encode)
-
+from trustgraph.schema import (
+    DocumentEmbeddingsResponse,
+    DocumentRagRequest,
+    EmbeddingsResponse,
+    Error,
+    GraphEmbeddingsResponse,
+    PromptRequest,
+    PromptResponse,
+    RagResponse,
+    Record,
+    ScoredChunk,
+    ScoredEntity,
+    SubgraphRequest,
+    SubgraphResponse,
+    Term,
+    encode,
+)
 
 # Deltas the scripted prompt requester reads ahead of a reader that has stopped, as
 # the real requester holds what arrives (bounded) and hands it over as one batch.
@@ -47,7 +62,16 @@ def frame(record: PromptResponse) -> list[tuple[bytes, bool]]:
     return [(encode(record), record.end_of_stream)]
 
 
-class ScriptedPrompts:
+async def sent(model, result):
+    """What a handler gave (``result``: its return value or generator), as the
+    records that leave the process: sub-streams read in their place, a delta as the
+    service's delta record. Closing this closes the handler."""
+    async with aclosing(Items(result)) as items:
+        async for item in items:
+            yield as_record(model, item) if not isinstance(item, Record) else item
+
+
+class ScriptedPrompts(Calls):
     """The requester of the prompt service: template id → ``Answer``."""
 
     def __init__(self, **answers: Answer) -> None:
@@ -213,8 +237,8 @@ class DocumentRagRig:
 
     def run(self, **request):
         request = DocumentRagRequest(**{"query": QUESTION, **request})
-        return self.service.handler(request, Context(id="t", flow="default",
-                                                     clients=self.clients))
+        return sent(RagResponse, self.service.handler(request, Context(
+            id="t", flow="default", clients=self.clients)))
 
     async def records(self, **request) -> list[RagResponse]:
         return [record async for record in self.run(**request)]

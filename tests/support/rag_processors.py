@@ -14,7 +14,7 @@ from typing import Any
 
 from tests.support.openai_server import OpenAiServer, Script
 from tests.support.waiting import eventually
-from trustgraph.base import Processor, ProcessorSettings, Requester
+from trustgraph.base import Processor, ProcessorSettings, Requester, Timing
 from trustgraph.base.stage import Emitters
 from trustgraph.config.service import SPEC as CONFIG_SPEC
 from trustgraph.config.service import ConfigSettings
@@ -29,9 +29,17 @@ from trustgraph.prompt.service import PromptSettings
 from trustgraph.pubsub import Bus
 from trustgraph.retrieval.document_rag import service as document_rag
 from trustgraph.retrieval.graph_rag import service as graph_rag
-from trustgraph.schema import (Chunk, DocumentEmbeddingsRequest, DocumentEmbeddingsResponse,
-                               DocumentRef, EmbeddingsRequest, EmbeddingsResponse,
-                               RagResponse, Record, decode)
+from trustgraph.schema import (
+    Chunk,
+    DocumentEmbeddingsRequest,
+    DocumentEmbeddingsResponse,
+    DocumentRef,
+    EmbeddingsRequest,
+    EmbeddingsResponse,
+    RagResponse,
+    Record,
+    decode,
+)
 from trustgraph.storage.triples import service as service_triples
 from trustgraph.storage.vectors import service as service_vectors
 
@@ -117,8 +125,7 @@ class RagProcessors:
             await processor.stop()
 
     async def requester(self, service: str) -> Requester:
-        requester = Requester(self.bus, service, self.flow, f"test-{uuid.uuid4().hex[:8]}",
-                              timeout=30)
+        requester = Requester(self.bus, service, self.flow, f"test-{uuid.uuid4().hex[:8]}", timing=Timing(timeout=30))
         await requester.start()
         return requester
 

@@ -18,14 +18,32 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
-from tests.support.scripted_rag import (PROMPT_TOKENS, RagScript, answering,  # noqa: F401
-                                        expected_text, gateways, sources_for, token)
-from trustgraph.base import (Context, HandledError, Processor, ProcessorSettings,
-                             ProcessorSpec, Service)
+from tests.support.scripted_rag import (  # noqa: F401
+    PROMPT_TOKENS,
+    RagScript,
+    answering,
+    expected_text,
+    gateways,
+    sources_for,
+    token,
+)
+from trustgraph.base import (
+    Context,
+    HandledError,
+    Processor,
+    ProcessorSettings,
+    ProcessorSpec,
+    Service,
+)
 from trustgraph.config.service import SPEC as CONFIG_SPEC
 from trustgraph.config.service import ConfigSettings
-from trustgraph.schema import (CONFIG_FLOW, AgentRequest, AgentResponse, ConfigRequest,
-                               ConfigResponse)
+from trustgraph.schema import (
+    CONFIG_FLOW,
+    AgentRequest,
+    AgentResponse,
+    ConfigRequest,
+    ConfigResponse,
+)
 
 MODEL = "scripted-agent"
 THOUGHT_PIECES = 3

@@ -15,13 +15,29 @@ from dataclasses import dataclass
 from typing import Any
 
 from tests.support.scripted_llm import PROMPT_TOKENS, expected_text, token
-from tests.support.scripted_rag import (MODEL, RagScript, ScriptedRagGateway, ScriptedRag,
-                                        scripted_rag_gateway, sources_for)
+from tests.support.scripted_rag import (
+    MODEL,
+    RagScript,
+    ScriptedRag,
+    ScriptedRagGateway,
+    scripted_rag_gateway,
+    sources_for,
+)
 from trustgraph.base import Context, HandledError, ProcessorSettings, Service
-from trustgraph.schema import (CommunityCacheState, Error, LazyCommunity, LazyEntity,
-                               LazyRagExpandRequest, LazyRagExpandResponse, LazyRagRequest,
-                               LazyRagResponse, LazyRagStatusRequest, LazyRagStatusResponse,
-                               LazyRelationship, Term)
+from trustgraph.schema import (
+    CommunityCacheState,
+    Error,
+    LazyCommunity,
+    LazyEntity,
+    LazyRagExpandRequest,
+    LazyRagExpandResponse,
+    LazyRagRequest,
+    LazyRagResponse,
+    LazyRagStatusRequest,
+    LazyRagStatusResponse,
+    LazyRelationship,
+    Term,
+)
 
 CONFIDENCE = 0.75
 GENERATION_MS = 12.5

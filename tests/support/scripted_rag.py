@@ -22,15 +22,28 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
 
-from tests.support.waiting import serving
 from tests.support.scripted_llm import PROMPT_TOKENS, expected_text, token  # noqa: F401
-from trustgraph.base import (Context, HandledError, Processor, ProcessorSettings,
-                             ProcessorSpec, Service)
+from tests.support.waiting import serving
+from trustgraph.base import (
+    Context,
+    HandledError,
+    Processor,
+    ProcessorSettings,
+    ProcessorSpec,
+    Service,
+)
 from trustgraph.gateway.app import Gateway, GatewaySettings
 from trustgraph.pubsub import Bus
 from trustgraph.pubsub.embedded import free_port
-from trustgraph.schema import (DocumentRagRequest, GraphRagRequest, RagResponse, Record,
-                               Response, Source, Term)
+from trustgraph.schema import (
+    DocumentRagRequest,
+    GraphRagRequest,
+    RagResponse,
+    Record,
+    Response,
+    Source,
+    Term,
+)
 
 DIRECTIVE = re.compile(r"\[([a-z_]+=[^\]]*)\]")
 MODEL = "scripted-rag"
@@ -203,7 +216,8 @@ async def gateways(broker_url: str, flow: str, token: str | None = None,
     started = [Gateway(GatewaySettings(
         pulsar_url=broker_url, tg_gateway_host="127.0.0.1", tg_gateway_port=free_port(),
         tg_flows=[flow], tg_request_timeout=10, tg_gateway_token=required,
-        lazy_rag_enabled=enabled)) for required, enabled in options]
+        lazy_rag_enabled=enabled, tg_gateway_keys=False))
+        for required, enabled in options]
     try:
         yield [await gateway.start() for gateway in started]
     finally:

@@ -46,12 +46,16 @@ SCRUBBED_PREFIXES = ("TG_", "PULSAR_", "OPENAI_", "ANTHROPIC_", "OLLAMA_", "AZUR
 
 class Stack:
     def __init__(self, env: dict[str, str] | None = None, processors: list[str] | None = None,
-                 token: str = "", startup_timeout: float = 90.0) -> None:
+                 token: str = "", startup_timeout: float = 90.0,
+                 data_dir: Path | None = None) -> None:
         """``processors``: TG_PROCESSORS (default: tg-start's own stack);
         ``token``: TG_GATEWAY_TOKEN (default: an open gateway). ``startup_timeout``
         only bounds a failing start: the default stack took over 30 s to be ready on
-        a loaded 2-core machine."""
-        self.data_dir = Path(tempfile.mkdtemp(prefix="tg-stack-"))
+        a loaded 2-core machine. ``data_dir``: a data dir to use and keep (a
+        benchmark's loaded corpus); by default a fresh one, removed on close."""
+        self.keep_data = data_dir is not None
+        self.data_dir = Path(data_dir or tempfile.mkdtemp(prefix="tg-stack-"))
+        self.data_dir.mkdir(parents=True, exist_ok=True)
         self.broker_port = free_port()
         self.gateway_port = free_port()
         self.token = token
@@ -212,7 +216,8 @@ class Stack:
                     assert code == 0, f"tg-start exited with {code}\n{self.log()}"
         finally:
             self._kill_everything()
-            shutil.rmtree(self.data_dir, ignore_errors=True)
+            if not self.keep_data:
+                shutil.rmtree(self.data_dir, ignore_errors=True)
 
     def _kill_everything(self) -> None:
         if self.process is not None and self.process.poll() is None:

@@ -17,7 +17,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 
-from trustgraph.base import Requester, ServiceError
+from trustgraph.base import Requester, Timing, ServiceError
 
 DEADLINE = 30.0  # seconds; generous, as two cores are shared by many test runs
 EVERY = 0.05  # seconds between polls
@@ -96,7 +96,8 @@ async def serving(bus, service: str, flow: str, probe, model, *,
                   timeout: float = DEADLINE) -> None:
     """``answered`` for ``service`` on ``flow``, asked ``probe`` by a requester of its
     own."""
-    requester = Requester(bus, service, flow, f"probe-{uuid.uuid4().hex[:8]}", 10)
+    requester = Requester(bus, service, flow, f"probe-{uuid.uuid4().hex[:8]}",
+                          Timing(timeout=10))
     await requester.start()
     await answered(lambda: requester.call(probe, model), f"{service} on {flow}",
                    timeout=timeout)

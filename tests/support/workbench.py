@@ -135,8 +135,17 @@ class WorkbenchPage:
         field.clear()
         field.send_keys(token, Keys.ENTER)
 
-    def set_scope(self, user: str, collection: str) -> None:
-        for name, value in (("user", user), ("collection", collection)):
+    def signed_in(self) -> str:
+        """Who the page says is signed in, once it knows."""
+        self.wait(lambda: self.find("#signed-in").is_displayed(), "who is signed in")
+        return self.text("#who")
+
+    def set_scope(self, user: str | None, collection: str) -> None:
+        """``user``: whom an admin acts for (None: the key's own user)."""
+        self.signed_in()
+        fields = (("user", user), ("collection", collection)) if user \
+            else (("collection", collection),)
+        for name, value in fields:
             field = self.find(f"#settings [name={name}]")
             field.clear()
             field.send_keys(value, Keys.TAB)  # the change event saves it

@@ -12,9 +12,20 @@ from trustgraph.agent.dialog import Dialog, run_dialog
 from trustgraph.agent.react import MAX_MALFORMED, ReactLimits, react
 from trustgraph.agent.sessions import SessionStore, Turn
 from trustgraph.agent.toolbox import Toolbox
-from trustgraph.base import HandledError, PromptResult, ServiceError
-from trustgraph.schema import (AgentRequest, DocumentEmbeddingsResponse, EmbeddingsResponse,
-                               Error, RagResponse, ScoredChunk, Usage)
+from trustgraph.base import Delta, HandledError, Items, PromptResult, ServiceError
+from trustgraph.base.relay import as_record
+from trustgraph.schema import (
+    AgentRequest,
+    AgentResponse,
+    DocumentEmbeddingsResponse,
+    EmbeddingsResponse,
+    Error,
+    PromptResponse,
+    RagResponse,
+    ScoredChunk,
+    Usage,
+    encode,
+)
 
 STEP_1 = 'Thought: I need facts.\nAction: knowledge-query\nArgs: {"question": "Who?"}\n'
 STEP_2 = "Thought: Now I know.\nFinal Answer: Neil Armstrong."
@@ -22,8 +33,9 @@ LLM_IN, LLM_OUT, RAG_IN, RAG_OUT = 100, 20, 7, 3
 
 
 class ScriptedPrompts:
-    """``PromptClient.stream``: each call answers the next scripted text (in 4-character
-    deltas), or a json template its object; remembers the calls and closed streams."""
+    """``PromptClient``: each call answers the next scripted text (streamed in
+    4-character deltas), or a json template its object; remembers the calls and
+    closed streams."""
 
     def __init__(self, texts: list[str], objects: dict[str, object] | None = None,
                  block_after: int | None = None) -> None:
@@ -33,28 +45,25 @@ class ScriptedPrompts:
         self.closed = 0
         self.block_after = block_after  # deltas a stream sends before it stalls
 
-    async def stream(self, id, variables):
+    async def stream(self, id, variables, last, model=None):
         self.calls.append((id, variables))
-        if id in self.objects:
-            yield PromptResult(None, self.objects[id], LLM_IN, LLM_OUT, "m")
-            return
         text = self.texts.pop(0)
         try:
             for i in range(0, len(text), 4):
-                yield PromptResult(text[i:i + 4], None, None, None, None, end=False)
+                yield Delta(text[i:i + 4])
                 if self.block_after is not None and i // 4 + 1 >= self.block_after:
                     await asyncio.Event().wait()  # an LLM that goes quiet mid-answer
-            yield PromptResult("", None, LLM_IN, LLM_OUT, "m")
+            yield last(PromptResponse(text="", end_of_stream=True, in_token=LLM_IN,
+                                      out_token=LLM_OUT, model="m"))
         except GeneratorExit:
             self.closed += 1
             raise
 
-    async def invoke(self, id, variables):
-        pieces = [piece async for piece in self.stream(id, variables)]
-        end = pieces[-1]
-        if end.object is None:
-            end.text = "".join(p.text for p in pieces[:-1])
-        return end
+    async def invoke(self, id, variables, model=None):
+        self.calls.append((id, variables))
+        if id in self.objects:
+            return PromptResult(None, self.objects[id], LLM_IN, LLM_OUT, "m")
+        return PromptResult(self.texts.pop(0), None, LLM_IN, LLM_OUT, "m")
 
 
 class Service:
@@ -66,9 +75,11 @@ class Service:
         self.requests.append(request)
         return self.answer(request)
 
-    async def stream(self, request, model):
-        answer = await self.call(request, model)
-        yield answer.model_copy(update={"chunk": answer.response, "response": None})
+    async def frames(self, request, request_id=None):
+        """A RAG service's answer in one piece, then its end."""
+        answer = await self.call(request, RagResponse)
+        yield [(encode(RagResponse(message_type="chunk", chunk=answer.response)), False),
+               (encode(answer.model_copy(update={"response": None})), True)]
 
 
 def clients(**services):
@@ -91,10 +102,10 @@ def sessions(tmp_path):
     store.close()
 
 
-def dialog(prompts, services, turns=(), **request) -> Dialog:
+def dialog(prompts, services, turns=(), sessions=None, **request) -> Dialog:
     return Dialog(AgentRequest(question="Who walked on the Moon?", user="ann",
                                collection="space", **request),
-                  "s1", list(turns), services, prompts, Usage())
+                  "s1", list(turns), services, prompts, Usage(), sessions)
 
 
 def react_pattern(max_iterations=10):
@@ -102,7 +113,11 @@ def react_pattern(max_iterations=10):
 
 
 async def frames_of(d: Dialog, pattern, sessions) -> list:
-    return [frame async for frame in run_dialog(d, pattern, sessions)]
+    """The dialog's frames as its runner reads them, as records (as they leave the
+    process)."""
+    d.sessions = sessions
+    return [as_record(AgentResponse, frame) if isinstance(frame, Delta) else frame
+            async for frame in Items(run_dialog(d, pattern))]
 
 
 def kinds(frames) -> list[tuple[str, bool, bool]]:
@@ -194,8 +209,8 @@ async def test_max_iterations_ends_with_a_clear_error(sessions):
 
 async def test_closing_the_dialog_closes_the_llm_stream_and_saves_nothing(sessions):
     prompts = ScriptedPrompts([STEP_2], block_after=3)  # "Thou", "ght:", " Now"
-    d = dialog(prompts, rag_clients(), streaming=True)
-    async with aclosing(run_dialog(d, react_pattern(), sessions)) as frames:
+    d = dialog(prompts, rag_clients(), sessions=sessions, streaming=True)
+    async with aclosing(Items(run_dialog(d, react_pattern()))) as frames:
         first = await anext(frames)
     assert first.chunk_type == "thought" and prompts.closed == 1
     assert await sessions.turns("ann", "s1", 10) == []
@@ -203,8 +218,8 @@ async def test_closing_the_dialog_closes_the_llm_stream_and_saves_nothing(sessio
 
 async def test_an_llm_failure_mid_thought_is_a_clear_agent_error(sessions):
     class Failing(ScriptedPrompts):
-        async def stream(self, id, variables):
-            yield PromptResult("Thought: I ", None, None, None, None, end=False)
+        async def stream(self, id, variables, last, model=None):
+            yield Delta("Thought: I ")
             raise ServiceError(Error(type="text-completion-error", message="rate limited"))
 
     with pytest.raises(HandledError, match=r"asking the model \(agent-react\) failed: "
@@ -217,10 +232,10 @@ async def test_an_llm_failure_mid_thought_is_a_clear_agent_error(sessions):
 async def test_closing_an_ask_dialog_mid_answer_closes_the_llm_stream(sessions):
     prompts = ScriptedPrompts(["a long answer, slowly"], block_after=1,
                               objects={"agent-classify": {"route": "code"}})
-    d = dialog(prompts, clients(), streaming=True, pattern="ask")
-    async with aclosing(run_dialog(d, ask(AskLimits("document", 5)), sessions)) as frames:
+    d = dialog(prompts, clients(), sessions=sessions, streaming=True, pattern="ask")
+    async with aclosing(Items(run_dialog(d, ask(AskLimits("document", 5))))) as frames:
         assert (await anext(frames)).route == "code"
-        assert (await anext(frames)).content == "a lo"
+        assert (await anext(frames)).text == "a lo"
     assert prompts.closed == 1
     assert await sessions.turns("ann", "s1", 10) == []
 

@@ -6,8 +6,16 @@ from trustgraph.agent.react_parser import BadArguments
 from trustgraph.agent.tool_calls import ToolFailed, question_of, run_tool
 from trustgraph.agent.toolbox import DEFAULT_TOOLS, Toolbox, described
 from trustgraph.base import ServiceError
-from trustgraph.schema import (AgentRequest, Error, PromptResponse, RagResponse,
-                               TextCompletionResponse, Usage, encode)
+from trustgraph.base.requester import Calls
+from trustgraph.schema import (
+    AgentRequest,
+    Error,
+    PromptResponse,
+    RagResponse,
+    TextCompletionResponse,
+    Usage,
+    encode,
+)
 from trustgraph.schema.tool import ToolDefinition
 
 REQUEST = AgentRequest(question="q", user="ann", collection="notes")
@@ -51,17 +59,18 @@ class Service:
             raise self.answer
         return self.answer
 
-    async def stream(self, request, model):
+    async def frames(self, request, request_id=None):
         """A RAG service's stream: metadata, the answer in two pieces, the end."""
-        answer = await self.call(request, model)
-        yield RagResponse(message_type="metadata", sources=[])
-        for piece in (answer.response[:2], answer.response[2:]):
-            yield RagResponse(message_type="chunk", chunk=piece)
-        yield RagResponse(message_type="chunk", chunk="", end_of_stream=True,
-                          in_token=answer.in_token, out_token=answer.out_token)
+        answer = await self.call(request, RagResponse)
+        records = [RagResponse(message_type="metadata", sources=[])]
+        records += [RagResponse(message_type="chunk", chunk=piece)
+                    for piece in (answer.response[:2], answer.response[2:])]
+        records.append(RagResponse(message_type="chunk", chunk="", end_of_stream=True,
+                                   in_token=answer.in_token, out_token=answer.out_token))
+        yield [(encode(record), record.end_of_stream) for record in records]
 
 
-class PromptService:
+class PromptService(Calls):
     """A prompt requester answering every request with one JSON object."""
 
     def __init__(self):

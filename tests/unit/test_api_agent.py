@@ -2,8 +2,17 @@
 collected answer with its steps, errors."""
 import pytest
 
-from trustgraph.api import (AgentAction, AgentAnswer, AgentFinal, AgentObservation,
-                            AgentResult, AgentStream, AgentThought, TrustGraphError, Usage)
+from trustgraph.api import (
+    AgentAction,
+    AgentAnswer,
+    AgentFinal,
+    AgentObservation,
+    AgentResult,
+    AgentStream,
+    AgentThought,
+    TrustGraphError,
+    Usage,
+)
 from trustgraph.api.agent import events_from_frames
 
 SOURCES = [{"id": "c1", "document_id": "d1", "title": "T", "text": "x", "distance": 0.1}]

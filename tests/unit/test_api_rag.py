@@ -2,8 +2,17 @@
 collected answer, and the HTTP base derived from a gateway URL."""
 import pytest
 
-from trustgraph.api import (Answer, Chunk, Final, LazyAnswer, LazyResult, Metadata, RagStream,
-                            TrustGraphError, Usage)
+from trustgraph.api import (
+    Answer,
+    Chunk,
+    Final,
+    LazyAnswer,
+    LazyResult,
+    Metadata,
+    RagStream,
+    TrustGraphError,
+    Usage,
+)
 from trustgraph.api.http import GatewayHttp, http_url
 from trustgraph.api.rag import answer_from, events_from_frames, events_from_lines
 

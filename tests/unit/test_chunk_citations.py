@@ -106,7 +106,8 @@ def test_show_sources_prints_each_citation_detail_the_source_carries():
 
 def test_query_api_metadata_lines_carry_the_citations_as_the_service_sent_them():
     import json
-    from trustgraph.gateway.answers import AnswerLines, MetadataLine
+
+    from trustgraph.gateway.apis.query import AnswerLines, MetadataLine
     from trustgraph.schema import RagResponse, Source, encode
     source = Source(id="paper/c3", document_id="paper", title="A paper", text="words",
                     distance=0.25, author="Ada Quill", order=3, page_range=[2, 3],

@@ -4,10 +4,17 @@ import io
 
 import pytest
 
-from trustgraph.api import (AgentAction, AgentAnswer, AgentFinal, AgentObservation,
-                            AgentThought, Usage)
-from trustgraph.cli import invoke_agent, set_tool
+from trustgraph.api import (
+    AgentAction,
+    AgentAnswer,
+    AgentFinal,
+    AgentObservation,
+    AgentThought,
+    Usage,
+)
+from trustgraph.cli import invoke_agent
 from trustgraph.cli.invoke_agent import DIM, PLAIN, DialogPrinter, groups
+from trustgraph.cli.tools import TOOLS
 
 # --- tg-invoke-agent's printing -------------------------------------------------------
 
@@ -73,7 +80,7 @@ def test_invoke_agent_defaults():
     args = invoke_agent.parse(["-q", "q"])
     assert (args.streaming, args.verbose, args.pattern, args.group, args.session,
             args.user, args.collection, args.flow_id) == (
-        True, False, None, None, None, "trustgraph", "default", "default")
+        True, False, None, None, None, None, "default", "default")  # user: the key's
     assert invoke_agent.parse(["-q", "q", "--session"]).session == invoke_agent.NEW_SESSION
 
 
@@ -85,15 +92,15 @@ def test_invoke_agent_defaults():
     (["--kind", "prompt", "--template", "t", "--description", ""], "description:"),
 ])
 def test_set_tool_refuses_an_invalid_tool(argv, complaint, capsys):
-    err = refused(set_tool.parse, ["--id", "t", "--description", "d", *argv], capsys)
+    err = refused(TOOLS.parse_set, ["--id", "t", "--description", "d", *argv], capsys)
     assert complaint in err, err
 
 
 def test_set_tool_builds_the_stored_value():
-    args = set_tool.parse(["--id", "ask", "--description", "Ask.", "--kind", "prompt",
+    args = TOOLS.parse_set(["--id", "ask", "--description", "Ask.", "--kind", "prompt",
                            "--template", "question", "--group", "g",
                            "--argument", "topic", "--argument", "n:number:how many: at most"])
-    assert args.tool.config_value() == {
+    assert args.item.config_value() == {
         "name": "ask", "description": "Ask.", "kind": "prompt", "group": ["g"],
         "arguments": [{"name": "topic", "type": "string", "description": ""},
                       {"name": "n", "type": "number", "description": "how many: at most"}],

@@ -2,8 +2,15 @@
 import pytest
 
 from tests.support.pdf import minimal_pdf
-from trustgraph.decoding import (MARKDOWN, PDF, PLAIN, DecodeError, decode, guess_kind,
-                                 strip_markdown)
+from trustgraph.decoding import (
+    MARKDOWN,
+    PDF,
+    PLAIN,
+    DecodeError,
+    decode,
+    guess_kind,
+    strip_markdown,
+)
 
 
 def test_text_utf8_with_line_ends_and_control_characters_tidied():

@@ -8,9 +8,16 @@ import sys
 import pytest
 
 from trustgraph.extract.keyphrase import KeyphraseExtractor, co_occurrence_weights
-from trustgraph.extract.vocabulary import (CO_OCCURS, DEFINITION, IN_DOCUMENT, LABEL,
-                                           MENTIONED_IN, chunk_iri, document_iri,
-                                           entity_iri)
+from trustgraph.extract.vocabulary import (
+    CO_OCCURS,
+    DEFINITION,
+    IN_DOCUMENT,
+    LABEL,
+    MENTIONED_IN,
+    chunk_iri,
+    document_iri,
+    entity_iri,
+)
 from trustgraph.schema import Chunk, DocumentRef, Term, Triple
 
 TEXT = (

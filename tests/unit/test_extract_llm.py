@@ -7,8 +7,14 @@ import pytest
 
 from trustgraph.base import RequestTimeout, ServiceError
 from trustgraph.extract.llm import DEFINITIONS, RELATIONSHIPS, llm_graph
-from trustgraph.extract.vocabulary import (DEFINITION, LABEL, MENTIONED_IN, chunk_iri,
-                                           entity_iri, relation_iri)
+from trustgraph.extract.vocabulary import (
+    DEFINITION,
+    LABEL,
+    MENTIONED_IN,
+    chunk_iri,
+    entity_iri,
+    relation_iri,
+)
 from trustgraph.schema import Chunk, DocumentRef, Error, Term, Triple
 
 CHUNK = Chunk(document=DocumentRef(id="doc-7", title="Curie"), id="doc-7/c0", index=0,

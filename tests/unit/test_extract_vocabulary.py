@@ -1,8 +1,15 @@
 """One naming rule for entities, relations, chunks and documents."""
 import pytest
 
-from trustgraph.extract.vocabulary import (chunk_id_of, chunk_iri, document_id_of,
-                                           document_iri, entity_iri, relation_iri, slug)
+from trustgraph.extract.vocabulary import (
+    chunk_id_of,
+    chunk_iri,
+    document_id_of,
+    document_iri,
+    entity_iri,
+    relation_iri,
+    slug,
+)
 
 
 @pytest.mark.parametrize("name, expected", [

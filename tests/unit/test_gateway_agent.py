@@ -6,11 +6,18 @@ import json
 import pytest
 
 from trustgraph.base import ServiceError
-from trustgraph.gateway.answers import (AgentLines, CollectedAgentAnswer, ContentLine,
-                                        DoneLine, MetadataLine, StepLine, parse)
-from trustgraph.gateway.dispatch import Dispatcher
-from trustgraph.gateway.errors import GatewayError
-from trustgraph.gateway.services import SERVICES
+from trustgraph.gateway.apis.query import (
+    AgentLines,
+    CollectedAgentAnswer,
+    ContentLine,
+    DoneLine,
+    MetadataLine,
+    StepLine,
+    parse,
+)
+from trustgraph.gateway.core.dispatch import Dispatcher
+from trustgraph.gateway.core.errors import GatewayError
+from trustgraph.gateway.core.services import SERVICES
 from trustgraph.schema import AgentResponse, Error, Source, encode
 
 ROW = SERVICES["agent"]

@@ -6,11 +6,21 @@ import json
 import pytest
 
 from trustgraph.base import ServiceError
-from trustgraph.gateway.answers import (AnswerLines, CollectedAnswer, ContentLine, DoneLine,
-                                        ErrorLine, MetadataLine, error_line, parse)
-from trustgraph.gateway.dispatch import Dispatcher
-from trustgraph.gateway.errors import GatewayError
-from trustgraph.gateway.services import LAZY_RAG_SERVICES, SERVICES
+from trustgraph.gateway.apis.lazy_rag import HOW
+from trustgraph.gateway.apis.lazy_rag import SERVICES as LAZY_RAG_SERVICES
+from trustgraph.gateway.apis.query import (
+    AnswerLines,
+    CollectedAnswer,
+    ContentLine,
+    DoneLine,
+    ErrorLine,
+    MetadataLine,
+    error_line,
+    parse,
+)
+from trustgraph.gateway.core.dispatch import Dispatcher
+from trustgraph.gateway.core.errors import GatewayError
+from trustgraph.gateway.core.services import SERVICES
 from trustgraph.schema import Error, RagResponse, Source, Term, encode
 
 SOURCE = Source(id="u/c/d1/c0", document_id="d1", title="One", text="one", distance=0.25)
@@ -90,7 +100,8 @@ def test_deltas_after_the_first_batch_pass_through_untouched():
 # --- the answer-stream API: requests -------------------------------------------------
 
 DISPATCHER = Dispatcher(bus=None, flows=["default"], timeout=1)
-LAZY_OFF = Dispatcher(bus=None, flows=["default"], timeout=1, off=LAZY_RAG_SERVICES)
+LAZY_OFF = Dispatcher(bus=None, flows=["default"], timeout=1)
+LAZY_OFF.optional(LAZY_RAG_SERVICES, HOW, on=False)
 
 
 def test_parse_builds_a_streaming_service_request_for_the_mode():

@@ -1,25 +1,56 @@
 """The gateway's LazyRAG parts that need no broker: its rows (turned off, absent, the
 wire), the answer-stream API in mode lazy, the models the OpenAPI document shows
 held to the records, the status's settings from the environment, and the metrics."""
+import asyncio
 import json
 
 import pytest
 from prometheus_client import REGISTRY
 
 from trustgraph.base import ServiceError
-from trustgraph.gateway.answers import (AnswerLines, LazyCollectedAnswer, LazyDoneLine,
-                                        LazyResult, LazySubgraph, parse)
-from trustgraph.gateway.dispatch import Dispatcher, _absent_as_disabled
-from trustgraph.gateway.errors import GatewayError
-from trustgraph.gateway.lazy_rag import (EXPAND_FIELDS, STATUS_FIELDS, LazyRagEndpoint,
-                                         LazyRagSettings, LazyStatus)
-from trustgraph.gateway.metrics import lazy_rag_answered
-from trustgraph.gateway.services import LAZY_RAG_RESULT, LAZY_RAG_SERVICES, SERVICES
-from trustgraph.schema import (Error, LazyCommunity, LazyEntity, LazyRagResponse,
-                               LazyRelationship, Source, Term, encode)
+from trustgraph.gateway.apis.lazy_rag import (
+    EXPAND_FIELDS,
+    HOW,
+    STATUS_FIELDS,
+    LazyRagEndpoint,
+    LazyStatus,
+    answered,
+)
+from trustgraph.gateway.apis.lazy_rag import SERVICES as LAZY_RAG_SERVICES
+from trustgraph.gateway.apis.lines import (
+    LazyCollectedAnswer,
+    LazyDoneLine,
+    LazyResult,
+    LazySubgraph,
+)
+from trustgraph.gateway.apis.query import AnswerLines, parse, result_fields
+from trustgraph.gateway.app import GatewaySettings
+from trustgraph.gateway.core.caller import OPEN
+from trustgraph.gateway.core.dispatch import Dispatcher
+from trustgraph.gateway.core.errors import GatewayError
+from trustgraph.gateway.core.services import SERVICES
+from trustgraph.schema import (
+    Error,
+    LazyCommunity,
+    LazyEntity,
+    LazyRagResponse,
+    LazyRagStatusRequest,
+    LazyRelationship,
+    Source,
+    Term,
+    encode,
+)
+from trustgraph.schema.lazy_rag import LazyRagOptions
 
-ON = Dispatcher(bus=None, flows=["default"], timeout=1)
-OFF = Dispatcher(bus=None, flows=["default"], timeout=1, off=LAZY_RAG_SERVICES)
+
+def dispatcher(on: bool) -> Dispatcher:
+    """A gateway's client as the LazyRAG API leaves it (no bus: nothing is sent)."""
+    client = Dispatcher(bus=None, flows=["default"], timeout=1)
+    client.optional(LAZY_RAG_SERVICES, HOW, on=on)
+    return client
+
+
+ON, OFF = dispatcher(True), dispatcher(False)
 SOURCE = Source(id="u/c/d1/c0", document_id="d1", title="One", text="one", distance=0.25)
 ENTITY = LazyEntity(id="http://ex/a", label="a", hops=0, score=0.9, community="c0")
 RELATIONSHIP = LazyRelationship(s=Term(t="i", i="http://ex/a"), p=Term(t="i", i="http://ex/k"),
@@ -55,27 +86,40 @@ def test_a_service_turned_off_is_a_404_saying_how_to_enable_it(service):
     assert OFF.resolve("graph-rag", "default").name == "graph-rag"
 
 
-async def failing(type: str):
-    raise ServiceError(Error(type=type, message=f"{type} happened"))
-    yield  # an async generator that fails at once
+class Failing:
+    """A requester whose every answer is the error ``type`` (as the bus requester's
+    is when no processor takes the request, or it is full)."""
+
+    def __init__(self, type: str) -> None:
+        self.type = type
+
+    async def frames(self, record, request_id):
+        raise ServiceError(Error(type=self.type, message=f"{self.type} happened"))
+        yield  # an async generator that fails at once
 
 
-async def test_no_lazy_rag_processor_is_the_same_404():
+async def answer_of(client: Dispatcher, service: str, requester: Failing) -> None:
+    started = asyncio.get_running_loop().create_future()
+    started.set_result(requester)
+    client._requesters[(service, "default")] = started
+    record = LazyRagStatusRequest()
+    async for _ in client.frames(SERVICES[service], "default", record, caller=OPEN):
+        pass
+
+
+@pytest.mark.parametrize("service", LAZY_RAG_SERVICES)
+async def test_no_lazy_rag_processor_is_the_same_404(service):
     with pytest.raises(GatewayError) as failure:
-        async for _ in _absent_as_disabled(SERVICES["lazy-rag"], failing("no-service")):
-            pass
+        await answer_of(dispatcher(True), service, Failing("no-service"))
     assert (failure.value.status, failure.value.type) == (404, "disabled")
     assert failure.value.message.startswith("no-service happened; to enable it")
 
 
-async def test_other_failures_of_lazy_rag_pass_through():
+async def test_other_failures_of_lazy_rag_and_no_service_elsewhere_pass_through():
     with pytest.raises(ServiceError):
-        async for _ in _absent_as_disabled(SERVICES["lazy-rag"], failing("overloaded")):
-            pass
-
-
-def test_only_optional_services_say_how_to_enable_them():
-    assert {name for name, row in SERVICES.items() if row.optional} == set(LAZY_RAG_SERVICES)
+        await answer_of(dispatcher(True), "lazy-rag", Failing("overloaded"))
+    with pytest.raises(ServiceError):  # graph-rag is not optional: no-service stays 503
+        await answer_of(dispatcher(True), "graph-rag", Failing("no-service"))
 
 
 # --- the answer-stream API in mode lazy -------------------------------------------------
@@ -106,7 +150,7 @@ def test_lazy_mode_refusals_name_the_field(body, starts):
 
 
 def test_lazy_done_line_and_collected_answer_carry_the_lazy_fields():
-    lines = AnswerLines("rid", SERVICES["lazy-rag"].result_fields)
+    lines = AnswerLines("rid", result_fields(SERVICES["lazy-rag"]))
     out = [json.loads(data) for data, _ in lines.lines(json.loads(final()[0]), True)]
     done = out[-1]
     assert done == {"type": "done", "usage": {"in_token": 5, "out_token": 2, "model": "m"},
@@ -117,7 +161,7 @@ def test_lazy_done_line_and_collected_answer_carry_the_lazy_fields():
 
 
 def test_a_summary_error_reaches_the_done_line():
-    lines = AnswerLines("rid", SERVICES["lazy-rag"].result_fields)
+    lines = AnswerLines("rid", result_fields(SERVICES["lazy-rag"]))
     record = json.loads(final(summary_error=Error(type="llm-error", message="down"))[0])
     done = json.loads(lines.lines(record, True)[-1][0])
     assert done["summary_error"] == {"type": "llm-error", "message": "down"}
@@ -125,7 +169,7 @@ def test_a_summary_error_reaches_the_done_line():
 
 
 def test_graph_and_document_done_lines_stay_as_they_were():
-    lines = AnswerLines("rid", SERVICES["graph-rag"].result_fields)
+    lines = AnswerLines("rid", result_fields(SERVICES["graph-rag"]))
     done = json.loads(lines.lines(json.loads(final()[0]), True)[-1][0])
     assert set(done) == {"type", "usage"}
 
@@ -133,7 +177,7 @@ def test_graph_and_document_done_lines_stay_as_they_were():
 # --- the documented models are the records' fields -------------------------------------
 
 def test_documented_models_hold_the_records_fields():
-    assert tuple(LazyResult.model_fields) == LAZY_RAG_RESULT
+    assert tuple(LazyResult.model_fields) == LazyRagResponse.result_fields
     assert tuple(LazySubgraph.model_fields) == EXPAND_FIELDS
     assert tuple(LazyStatus.model_fields) == (*STATUS_FIELDS, "message")
 
@@ -155,12 +199,13 @@ def test_unserved_status_reports_the_lazy_rag_environment(monkeypatch):
     monkeypatch.setenv("LAZY_RAG_MAX_HOPS", "4")
     monkeypatch.setenv("LAZY_RAG_USE_COMMUNITIES", "false")
     monkeypatch.setenv("LAZY_RAG_SUMMARY_MODEL", "small-model")
-    status = LazyRagEndpoint(OFF, LazyRagSettings())._unserved("off here")
+    status = LazyRagEndpoint(OFF, LazyRagOptions.model_validate(
+        GatewaySettings(), from_attributes=True))._unserved("off here")
     LazyStatus.model_validate(status)
     assert status == {"enabled": False, "max_hops": 4, "max_entities": 50,
                       "use_communities": False, "summary_model": "small-model",
                       "community_cache": [],
-                      "message": f"off here; {SERVICES['lazy-rag'].optional}"}
+                      "message": f"off here; {HOW}"}
 
 
 # --- metrics ------------------------------------------------------------------------------
@@ -176,7 +221,7 @@ def test_each_answer_is_timed_and_its_community_cache_use_counted(cache, hits, m
                                         "lazy_rag_community_cache_misses_total")]
     record = {"end_of_stream": True} if cache is None else {"end_of_stream": True,
                                                             "community_cache": cache}
-    lazy_rag_answered(0.2, json.dumps(record).encode())
+    answered(0.2, json.dumps(record).encode())
     after = [sample(name) for name in ("lazy_rag_query_duration_seconds_count",
                                        "lazy_rag_community_cache_hits_total",
                                        "lazy_rag_community_cache_misses_total")]

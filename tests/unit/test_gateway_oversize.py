@@ -7,7 +7,7 @@ import struct
 import pytest
 from aiohttp import WSMsgType
 
-from trustgraph.gateway.oversize import FrameTooLarge, OversizeFrames
+from trustgraph.gateway.core.oversize import FrameTooLarge, OversizeFrames
 
 LIMIT = 1000
 

@@ -2,13 +2,16 @@
 import pytest
 
 from trustgraph.base import RequestTimeout, ServiceError
+from trustgraph.gateway.apis.openapi import openapi
 from trustgraph.gateway.app import GatewaySettings
-from trustgraph.gateway.auth import Auth
-from trustgraph.gateway.dispatch import MAX_RECORD_BYTES, Dispatcher
-from trustgraph.gateway.errors import GatewayError, classify
-from trustgraph.gateway.openapi import openapi
-from trustgraph.gateway.services import SERVICES, ServiceRow
-from trustgraph.gateway.websocket import _leading_id, _too_large
+from trustgraph.gateway.core.auth import Auth
+from trustgraph.gateway.core.caller import OPEN, TOKEN_ADMIN
+from trustgraph.gateway.core.dispatch import Dispatcher
+from trustgraph.pubsub.pulsar_shim import MAX_RECORD_BYTES
+from trustgraph.gateway.core.errors import GatewayError, classify
+from trustgraph.gateway.core.openapi import services_document
+from trustgraph.gateway.core.services import SERVICES, ServiceRow
+from trustgraph.gateway.core.websocket import _leading_id, _too_large
 from trustgraph.schema import Error, Record, Response, TextCompletionRequest
 
 
@@ -80,10 +83,16 @@ def test_classify_maps_each_failure_once():
 
 
 def test_auth_compares_tokens():
-    assert Auth("").open and Auth("").accepts("anything")
+    assert Auth("").open and Auth("").identify("anything") == OPEN == Auth("").identify(None)
     auth = Auth("s3cret")
-    assert auth.accepts("s3cret")
-    assert not auth.accepts("s3cre") and not auth.accepts(None) and not auth.accepts(7)
+    assert auth.identify("s3cret") == TOKEN_ADMIN and TOKEN_ADMIN.role == "admin"
+    for wrong in ("s3cre", "", 7):
+        with pytest.raises(GatewayError) as failure:
+            auth.identify(wrong)
+        assert (failure.value.type, failure.value.status) == ("auth-failed", 401)
+    with pytest.raises(GatewayError) as failure:
+        auth.identify(None)
+    assert (failure.value.type, failure.value.status) == ("auth-required", 401)
 
 
 def test_oversize_frames_are_measured_in_bytes_and_keep_a_leading_id():
@@ -95,7 +104,7 @@ def test_oversize_frames_are_measured_in_bytes_and_keep_a_leading_id():
 
 
 def test_openapi_describes_every_row():
-    spec = openapi(SERVICES.values(), ["default"])
+    spec = openapi([services_document(SERVICES.values(), ["default"])])
     operation = spec["paths"]["/api/v1/flow/{flow}/service/text-completion"]["post"]
     assert operation["parameters"][0]["schema"]["enum"] == ["default"]
     schemas = spec["components"]["schemas"]
@@ -105,7 +114,7 @@ def test_openapi_describes_every_row():
 
 
 def test_text_that_is_not_valid_unicode_is_named():
-    from trustgraph.gateway.dispatch import lone_surrogate
+    from trustgraph.gateway.core.dispatch import lone_surrogate
     assert lone_surrogate({"a": ["ok", {"b": "x\udfffy"}]}) == ["a", "1", "b"]
     assert lone_surrogate({"a": {"\ud800": 1}}) == ["a", "\\ud800"]
     assert lone_surrogate({"a": "\U0001F600", "b": [1, None]}) is None

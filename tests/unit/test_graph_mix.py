@@ -3,15 +3,33 @@ the subgraph seeded from the best chunks' entities too (storage/triples/service.
 and graph-rag asking for both when built with its retrieval settings."""
 from types import SimpleNamespace
 
+from tests.support.rag_clients import (
+    Answer,
+    Clients,
+    ScriptedEmbeddings,
+    ScriptedPrompts,
+    ScriptedStore,
+    ScriptedSubgraph,
+    entities,
+    sent,
+)
 from trustgraph.base import Context
 from trustgraph.retrieval.graph_rag import service as graph_rag
 from trustgraph.retrieval.graph_rag.ranking import best, by_document, rank_triples
-from trustgraph.schema import (RDFS_LABEL, DocumentEmbeddingsResponse, Evidence, GraphRagRequest,
-                               ScoredChunk, ScoredEntity, SubgraphRequest, SubgraphResponse,
-                               Term, Triple)
+from trustgraph.schema import (
+    RDFS_LABEL,
+    DocumentEmbeddingsResponse,
+    Evidence,
+    GraphRagRequest,
+    RagResponse,
+    ScoredChunk,
+    ScoredEntity,
+    SubgraphRequest,
+    SubgraphResponse,
+    Term,
+    Triple,
+)
 from trustgraph.storage.triples.service import mixed_seeds, with_chunk_triples
-from tests.support.rag_clients import (Answer, Clients, ScriptedEmbeddings, ScriptedPrompts,
-                                       ScriptedStore, ScriptedSubgraph, entities)
 
 I = Term.iri
 REL = I("urn:rel")
@@ -92,7 +110,8 @@ def test_chunk_entities_take_at_most_half_the_seed_budget_each_chunk_in_turn():
 
 def test_the_matched_chunks_own_triples_join_the_expansion_within_its_budget():
     label = Triple(s=I("urn:p"), p=I(RDFS_LABEL), o=Term.literal("P"))
-    found = {"d/c1": [label, triple("p", "q"), triple("q", "r"), triple("r", "s")],
+    mention = Triple(s=I("urn:p"), p=I("urn:tg:mentioned-in"), o=I("urn:tg:chunk:d/c1"))
+    found = {"d/c1": [label, mention, triple("p", "q"), triple("q", "r"), triple("r", "s")],
              "d/c2": [triple("d", "e"), triple("x", "y"), triple("y", "z")],
              "d/c3": [triple("m", "n")]}
     expanded = [triple("a", "b"), triple("b", "c"), triple("c", "d"), triple("d", "e"),
@@ -101,7 +120,8 @@ def test_the_matched_chunks_own_triples_join_the_expansion_within_its_budget():
                               seed_chunks=["d/c2", "d/c1", "d/c3"])
     # Half the budget for the chunks' own, each chunk's first then each one's second
     # (at most its triple_limit): c2's d-e, though the expansion reached it past
-    # where its share ends; a label triple is no statement and takes no place. The
+    # where its share ends; a label or provenance triple is no statement and takes no
+    # place. The
     # expansion's first four (without d-e) before them.
     assert with_chunk_triples(expanded, request, found) == [
         triple("a", "b"), triple("b", "c"), triple("c", "d"), triple("e", "f"),
@@ -143,8 +163,8 @@ async def test_mixed_graph_rag_seeds_from_the_best_chunks_and_cites_in_relevance
     runtime = SimpleNamespace(settings=settings)
     [service] = graph_rag.SPEC.services(runtime)
     request = GraphRagRequest(query="q", max_subgraph_size=2, user="u", collection="c")
-    [record] = [r async for r in service.handler(request, Context(
-        id="t", flow="default", clients=clients))]
+    [record] = [r async for r in sent(RagResponse, service.handler(request, Context(
+        id="t", flow="default", clients=clients)))]
     [asked] = graph.requests
     assert asked.seed_chunks == ["d2/c5", "d1/c0"] and asked.max_subgraph_size == 4
     # The question embedded once, its vector searched for entities and for chunks.
@@ -170,8 +190,52 @@ async def test_graph_rag_with_graph_mix_off_retrieves_plainly(monkeypatch):
     assert not settings.tg_graph_mix
     [service] = graph_rag.SPEC.services(SimpleNamespace(settings=settings))
     request = GraphRagRequest(query="q", max_subgraph_size=2, user="u", collection="c")
-    [record] = [r async for r in service.handler(request, Context(
-        id="t", flow="default", clients=clients))]
+    [record] = [r async for r in sent(RagResponse, service.handler(request, Context(
+        id="t", flow="default", clients=clients)))]
     [asked] = graph.requests
     assert not asked.seed_chunks and asked.max_subgraph_size == 2
     assert [s.id for s in record.sources] == ["d1/c0"]
+
+
+async def test_graph_sources_cite_document_and_heading_never_a_chunk_id_as_a_statement():
+    """Provenance edges (entity mentioned in a chunk, chunk in a document) are where
+    a statement came from, not statements: the LLM never sees them, and each source
+    names its document's title and its chunk's heading path (the store's labels)."""
+    from trustgraph.extract.vocabulary import IN_DOCUMENT, MENTIONED_IN, chunk_iri, document_iri
+    fact = Evidence(triple=Triple(s=I("urn:a"), p=I("urn:tg:rel:is-a"), o=I("urn:b")),
+                    chunk_id="d1/c2", document_id="d1")
+    mention = Evidence(triple=Triple(s=I("urn:a"), p=I(MENTIONED_IN), o=I(chunk_iri("d1/c2"))),
+                       chunk_id="d1/c2", document_id="d1")
+    inside = Evidence(triple=Triple(s=I(chunk_iri("d1/c2")), p=I(IN_DOCUMENT),
+                                    o=I(document_iri("d1"))), chunk_id="d1/c2", document_id="d1")
+    embeddings = ScriptedEmbeddings()
+    labels = {"urn:a": "Cockatoo", "urn:b": "parrot", "urn:tg:rel:is-a": "is a",
+              document_iri("d1"): "Cockatoo", chunk_iri("d1/c2"): "Cockatoo > Breeding"}
+    prompts = ScriptedPrompts(kg_prompt=Answer(deltas=["ok"]))
+    clients = Clients(
+        prompt=prompts, embeddings=embeddings,
+        graph_embeddings=ScriptedStore(embeddings, {}, entities((I("urn:a"), 0.9, "A"))),
+        subgraph=ScriptedSubgraph(SubgraphResponse(triples=[mention, fact, inside],
+                                                   labels=labels)))
+    [service] = graph_rag.SPEC.services(SimpleNamespace(settings=None))
+    request = GraphRagRequest(query="q", user="u", collection="c")
+    [record] = [r async for r in sent(RagResponse, service.handler(request, Context(
+        id="t", flow="default", clients=clients)))]
+    [source] = record.sources
+    assert source.text == "Cockatoo | is a | parrot"
+    assert (source.title, source.header_titles, source.id) == (
+        "Cockatoo", ["Cockatoo", "Breeding"], "d1/c2")
+    [asked] = [r for r in prompts.asked if r.id == "kg-prompt"]
+    assert asked.variables["knowledge"] == [{"s": "Cockatoo", "p": "is a", "o": "parrot"}]
+
+
+def test_within_a_document_a_definition_leads_and_co_occurrence_trails():
+    from trustgraph.extract.vocabulary import CO_OCCURS, DEFINITION
+    said = [Evidence(triple=Triple(s=I("urn:a"), p=I(CO_OCCURS), o=I("urn:b")),
+                     chunk_id="d1/c0", document_id="d1"),
+            e("a", "c", "d1/c0"),
+            Evidence(triple=Triple(s=I("urn:a"), p=I(DEFINITION), o=Term.literal("An A.")),
+                     chunk_id="d1/c0", document_id="d1")]
+    ranked = rank_triples(said, [seed("a", 0.9)], {})
+    kinds = [r.evidence.triple.p.i for r in by_document(ranked, {"d1": 1})]
+    assert kinds == [DEFINITION, "urn:rel", CO_OCCURS]

@@ -5,12 +5,28 @@ document-rag is in test_rag_answer.py; the scripted services are in
 tests/support/rag_clients.py."""
 import pytest
 
-from tests.support.rag_clients import (Answer, Clients, ScriptedEmbeddings, ScriptedPrompts,
-                                       ScriptedStore, ScriptedSubgraph, entities)
+from tests.support.rag_clients import (
+    Answer,
+    Clients,
+    ScriptedEmbeddings,
+    ScriptedPrompts,
+    ScriptedStore,
+    ScriptedSubgraph,
+    entities,
+    sent,
+)
 from trustgraph.base import Context, HandledError, ProcessorSettings, ServiceError
 from trustgraph.retrieval.graph_rag import service as graph_rag
-from trustgraph.schema import (RDFS_LABEL, Error, Evidence, GraphRagRequest, RagResponse,
-                               SubgraphResponse, Term, Triple)
+from trustgraph.schema import (
+    RDFS_LABEL,
+    Error,
+    Evidence,
+    GraphRagRequest,
+    RagResponse,
+    SubgraphResponse,
+    Term,
+    Triple,
+)
 
 I, L = Term.iri, Term.literal
 QUESTION = "Who founded Acme?"
@@ -45,7 +61,8 @@ class Rig:
     async def records(self, **request) -> list[RagResponse]:
         request = GraphRagRequest(**{"query": QUESTION, **request})
         ctx = Context(id="t", flow="default", clients=self.clients)
-        return [record async for record in self.service.handler(request, ctx)]
+        return [record async for record in sent(RagResponse,
+                                                self.service.handler(request, ctx))]
 
     def knowledge(self) -> list[dict]:
         [asked] = [r for r in self.prompts.asked if r.id == "kg-prompt"]

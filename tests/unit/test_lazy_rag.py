@@ -23,10 +23,22 @@ from trustgraph.retrieval.lazy_rag.pages import framed, read_graph
 from trustgraph.retrieval.lazy_rag.retrieve import retrieve
 from trustgraph.retrieval.lazy_rag.service import query_handler
 from trustgraph.retrieval.lazy_rag.settings import LazyRagSettings, Limits
-from trustgraph.schema import (Error, GraphEdgesRequest, GraphEdgesResponse,
-                               LazyCommunity, LazyEntity, LazyRagExpandRequest,
-                               LazyRagRequest, LazyRagResponse, LazyRelationship, Source,
-                               Term, Triple, decode, encode)
+from trustgraph.schema import (
+    Error,
+    GraphEdgesRequest,
+    GraphEdgesResponse,
+    LazyCommunity,
+    LazyEntity,
+    LazyRagExpandRequest,
+    LazyRagRequest,
+    LazyRagResponse,
+    LazyRelationship,
+    Source,
+    Term,
+    Triple,
+    decode,
+    encode,
+)
 
 ACME = [("Acme Rockets", "was founded by", "Ada Quill"),
         ("Acme Rockets", "was founded in", '"1952"'),
@@ -91,6 +103,20 @@ async def test_an_entity_the_question_names_is_an_exact_seed_at_full_strength(st
     assert "Acme Rockets | was founded in | 1952" in texts
     founded = next(r for r in result.relationships if "founded by" in r.text)
     assert (founded.document_id, founded.chunk_id) == ("acme-history", "acme-history/c0")
+
+
+async def test_a_plural_in_the_question_names_the_singular_entity(stores, cache):
+    """Extraction names a common noun by its singular ("electric scooter" for "electric
+    scooters" in the default extractor): the question's plural still matches exactly,
+    so the term is covered and not reported missing."""
+    await stores.load(USER, COLLECTION, "cockatoo", [
+        ("Cockatoo", "is any of the 22 species of", "parrot")])
+    result = await run(stores, cache, "Tell me about parrots", max_hops=1,
+                       communities=False)
+    first = result.entities[0]
+    assert (first.id, first.score) == (iri("parrot"), 1.0)
+    assert "parrots" not in result.coverage.missing_info
+    assert result.coverage.confidence > 0.5
 
 
 async def test_expansion_follows_relationships_up_to_max_hops(stores, cache):

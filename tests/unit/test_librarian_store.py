@@ -9,9 +9,13 @@ import time
 import pytest
 
 from trustgraph.base import HandledError
-
-from trustgraph.librarian.store import (ContentMismatch, ContentMissing, LibraryStore,
-                                        NotFound, content_key)
+from trustgraph.librarian.store import (
+    ContentMismatch,
+    ContentMissing,
+    LibraryStore,
+    NotFound,
+    content_key,
+)
 from trustgraph.schema import DocumentMetadata
 
 
@@ -80,6 +84,11 @@ def test_tenants_never_see_each_others_documents(store):
         store.get("bob", "papers", "only-alice")
     with pytest.raises(NotFound):
         store.add_processing("bob", "papers", "only-alice", "default")
+
+    assert [(c.collection, c.documents) for c in store.collections("alice")] == [
+        ("notes", 1), ("papers", 2)]
+    assert [c.collection for c in store.collections("bob")] == ["notes", "papers"]
+    assert store.collections("carol") == []
 
     store.remove("alice", "papers", "shared")
     assert store.read("alice", "notes", "shared")[1] == b"alice notes"

@@ -5,11 +5,17 @@ import base64
 import pytest
 
 import trustgraph.librarian.service as service
-from trustgraph.base import Context, HandledError
+from trustgraph.base import Context, HandledError, Items
 from trustgraph.librarian.service import Library
 from trustgraph.librarian.store import LibraryStore, NotFound
-from trustgraph.schema import (DecodeWork, DocumentLoadRequest, DocumentRemoved,
-                               LibrarianRequest, LoadResponse, TextLoadRequest)
+from trustgraph.schema import (
+    DecodeWork,
+    DocumentLoadRequest,
+    DocumentRemoved,
+    LibrarianRequest,
+    LoadResponse,
+    TextLoadRequest,
+)
 
 PDF_HEAD = b"%PDF-1.4\n"
 
@@ -51,7 +57,7 @@ def b64(data: bytes) -> str:
 
 
 async def ask(library, flow="default", **fields):
-    records = [r async for r in library.librarian(LibrarianRequest(**fields), ctx(flow))]
+    records = [r async for r in Items(library.librarian(LibrarianRequest(**fields), ctx(flow)))]
     assert records[-1].end_of_stream and all(not r.end_of_stream for r in records[:-1])
     return records
 

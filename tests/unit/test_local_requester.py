@@ -11,12 +11,18 @@ from collections.abc import AsyncIterator
 import pytest
 
 from tests.support.waiting import eventually
-from trustgraph.base import Context, HandledError, RequestTimeout, Service, ServiceError
+from trustgraph.base import Context, HandledError, RequestTimeout, Service, ServiceError, Timing
 from trustgraph.base.local import LocalRequester, LocalServices
 from trustgraph.base.runtime import Clients
 from trustgraph.base.service import ServiceRunner
-from trustgraph.schema import (Record, TextCompletionRequest, TextCompletionResponse,
-                               decode, encode)
+from trustgraph.schema import (
+    Error,
+    Record,
+    TextCompletionRequest,
+    TextCompletionResponse,
+    decode,
+    encode,
+)
 
 ASK = TextCompletionRequest(prompt="hi", streaming=True)
 
@@ -110,6 +116,10 @@ async def test_a_request_the_service_cannot_read_is_a_bad_request():
 @pytest.mark.parametrize("exception, type, message", [
     (RuntimeError("boom"), "llm-error", "RuntimeError: boom"),
     (HandledError("rate-limited", "slow down"), "rate-limited", "slow down"),
+    # a service called on the way: its error passed on as it said it
+    (ServiceError(Error(type="overloaded", message="try later")), "overloaded", "try later"),
+    (RequestTimeout("store on flow f sent nothing for 3 s"), "llm-error",
+     "store on flow f sent nothing for 3 s"),
 ])
 async def test_an_exception_mid_stream_ends_it_with_the_service_error(exception, type, message):
     async def handle(request, ctx):
@@ -188,7 +198,7 @@ async def test_cancelling_the_callers_task_closes_the_handler():
 
 async def test_a_quiet_service_is_a_request_timeout_and_is_closed():
     handler = Gated()
-    requester = LocalRequester(runner(handler), timeout=0.1)
+    requester = LocalRequester(runner(handler), Timing(timeout=0.1))
     with pytest.raises(RequestTimeout, match="llm on flow default sent nothing for 0.1 s"):
         await requester.call(ASK, TextCompletionResponse)
     assert handler.closed.is_set()
@@ -200,7 +210,7 @@ async def test_a_serving_task_cancelled_by_id_ends_the_call_with_an_error_at_onc
     handler = Gated()
     serving = runner(handler)
     request_id = uuid.uuid4().hex
-    frames = LocalRequester(serving, timeout=60).frames(ASK, request_id)
+    frames = LocalRequester(serving, Timing(timeout=60)).frames(ASK, request_id)
     await anext(frames)
     serving._inflight[request_id].cancel()
     with pytest.raises(ServiceError) as failure:
@@ -217,8 +227,8 @@ async def test_clients_use_the_local_runner_for_its_service_and_flow_only():
     local.add(serving)
     assert local.get("llm", "default") is serving
     assert local.get("llm", "other") is None and local.get("prompt", "default") is None
-    requester = await Clients(None, "default", "me", 7.0, local).get("llm")
-    assert isinstance(requester, LocalRequester) and requester.timeout == 7.0
+    requester = await Clients(None, "default", "me", Timing(timeout=7.0), local).get("llm")
+    assert isinstance(requester, LocalRequester) and requester.timing.timeout == 7.0
     local.remove(serving)
     assert local.get("llm", "default") is None
 

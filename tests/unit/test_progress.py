@@ -4,11 +4,11 @@ API writes them as ``{"type": "progress"}`` lines, and the client library passes
 over them; a request that does not ask sees none."""
 import json
 
-from trustgraph.api.rag import events_from_frames
-from trustgraph.api import Chunk, Final, Metadata
-from trustgraph.gateway.answers import AnswerLines, ProgressLine
 from tests.support.rag_clients import Answer
 from tests.support.rag_clients import DocumentRagRig as Rig
+from trustgraph.api import Chunk, Final, Metadata
+from trustgraph.api.rag import events_from_frames
+from trustgraph.gateway.apis.query import AnswerLines, ProgressLine
 
 
 async def test_a_streaming_request_that_asks_gets_progress_before_the_metadata():

@@ -5,12 +5,12 @@ import json
 import pytest
 
 from trustgraph.base import HandledError
-from trustgraph.retrieval.document_rag.service import document_variables
-from trustgraph.retrieval.graph_rag.service import kg_variables
 from trustgraph.prompt.agent_templates import AGENT_TEMPLATES
 from trustgraph.prompt.defaults import DEFAULT_TEMPLATES, default_values
 from trustgraph.prompt.service import request_variables
 from trustgraph.prompt.templates import PromptError, Templates, compile_template
+from trustgraph.retrieval.document_rag.service import document_variables
+from trustgraph.retrieval.graph_rag.service import kg_variables
 from trustgraph.schema import PromptRequest
 
 PAIRS = {"type": "array", "items": {
@@ -115,7 +115,8 @@ def test_request_accepts_both_spellings_and_template_both_schema_names():
 def test_the_shipped_defaults():
     assert set(DEFAULT_TEMPLATES) == {
         "kg-prompt", "document-prompt", "extract-definitions", "extract-relationships",
-        "query-rewrite", "query-decompose", "lazy-rag-summary", *AGENT_TEMPLATES}
+        "query-rewrite", "query-decompose", "lazy-rag-summary", "rerank", "eval-judge",
+        *AGENT_TEMPLATES}
     templates = Templates(default_values())
     examples = {
         "kg-prompt": kg_variables("Who founded Acme?", [("Acme", "founded by", "Ann")]),
@@ -127,6 +128,8 @@ def test_the_shipped_defaults():
         "agent-react": {"question": "2+2?", "tools": [{"name": "calc", "description": "d"}]},
         "lazy-rag-summary": {"query": "q", "entities": ["Acme"],
                              "relationships": [{"s": "Acme", "p": "in", "o": "Leeds"}]},
+        "rerank": {"query": "q", "passages": [{"n": 1, "title": "T", "text": "x"}]},
+        "eval-judge": {"question": "q", "answer": "a", "sources": ["s"]},
     }
     for id, variables in examples.items():
         system, prompt = templates.get(id).render(variables)
@@ -136,6 +139,9 @@ def test_the_shipped_defaults():
         examples["document-prompt"])[1]
     assert "at most 2 simpler" in templates.get("query-decompose").render(
         {"query": "q", "max_subqueries": 2})[1]
+    assert "[1] (T) x\n" in templates.get("rerank").render(examples["rerank"])[1]
+    judged = templates.get("eval-judge").render({**examples["eval-judge"], "reference": "r"})
+    assert "A reference answer: r" in judged[1] and "judged" in judged[1]
     assert "- calc: d\n" in templates.get("agent-react").render(examples["agent-react"])[1]
     history = {**examples["agent-react"], "history": [
         {"thought": "t", "action": "calc", "arguments": {"e": "2+2"}, "observation": "4"}]}

@@ -7,7 +7,8 @@ import time
 import pytest
 
 from tests.support.cohere_server import CohereServer
-from tests.support.scripted_llm import collect_text as run, PROMPT_TOKENS, expected_text
+from tests.support.scripted_llm import PROMPT_TOKENS, expected_text
+from tests.support.scripted_llm import collect_text as run
 from trustgraph.model.text_completion.cohere import provider as cohere_provider
 from trustgraph.model.text_completion.provider import LlmError, Overloaded, Usage
 from trustgraph.model.text_completion.service import spec_for

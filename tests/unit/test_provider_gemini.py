@@ -6,8 +6,10 @@ import socket
 import time
 
 import pytest
+
 from tests.support.gemini_server import GeminiServer, GoogleAiStudioCase, VertexAiCase
-from tests.support.scripted_llm import collect_text as run, PROMPT_TOKENS, expected_text
+from tests.support.scripted_llm import PROMPT_TOKENS, expected_text
+from tests.support.scripted_llm import collect_text as run
 from trustgraph.model.text_completion.googleaistudio import provider as studio
 from trustgraph.model.text_completion.provider import LlmError, Overloaded, Usage
 from trustgraph.model.text_completion.service import spec_for

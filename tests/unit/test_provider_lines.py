@@ -1,12 +1,11 @@
-"""A provider's HTTP body read as the lines that arrived together (lines.py), and the
-openai provider turning the SSE events of one read into one delta."""
+"""The openai provider reading its HTTP body as the lines that arrived together, and
+turning the SSE events of one read into one delta."""
 import asyncio
 
 import aiohttp
 from aiohttp.base_protocol import BaseProtocol
 
-from trustgraph.model.text_completion.lines import waiting_lines
-from trustgraph.model.text_completion.openai.provider import _Answer
+from trustgraph.model.text_completion.openai.provider import _Answer, waiting_lines
 from trustgraph.model.text_completion.provider import LlmError
 
 

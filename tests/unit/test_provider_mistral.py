@@ -8,7 +8,8 @@ import time
 import pytest
 
 from tests.support.mistral_server import MistralServer
-from tests.support.scripted_llm import collect_text as run, PROMPT_TOKENS, expected_text
+from tests.support.scripted_llm import PROMPT_TOKENS, expected_text
+from tests.support.scripted_llm import collect_text as run
 from trustgraph.model.text_completion.mistral import provider as mistral_provider
 from trustgraph.model.text_completion.provider import LlmError, Overloaded, Usage
 from trustgraph.model.text_completion.service import spec_for

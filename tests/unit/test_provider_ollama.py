@@ -3,10 +3,11 @@ OLLAMA_HOST forms, error lines and statuses, selection by TG_LLM."""
 import pytest
 
 from tests.support.ollama_server import OllamaServer, expected_text
+from trustgraph.model.text_completion.choice import chosen_provider
 from trustgraph.model.text_completion.ollama import provider as ollama_provider
 from trustgraph.model.text_completion.provider import LlmError
 from trustgraph.model.text_completion.retry import Retrying
-from trustgraph.model.text_completion.service import chosen_provider, spec_for
+from trustgraph.model.text_completion.service import spec_for
 
 
 @pytest.fixture

@@ -4,8 +4,8 @@ import pytest
 
 from tests.support.azure_server import AzureServer
 from tests.support.openai_server import OpenAiServer
+from trustgraph.model.text_completion.choice import provider_module
 from trustgraph.model.text_completion.provider import Usage
-from trustgraph.model.text_completion.service import provider_module
 
 DEFAULT_URLS = {"vllm": "http://localhost:8000/v1", "lmstudio": "http://localhost:1234/v1",
                 "llamafile": "http://localhost:8080/v1", "tgi": "http://localhost:8080/v1"}

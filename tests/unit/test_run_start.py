@@ -86,3 +86,20 @@ def test_lazy_rag_answers_with_the_others_unless_its_switch_is_off(monkeypatch, 
     assert ("lazy-rag" in registry.members(group)) == kept
     assert ("skipping lazy-rag: LAZY_RAG_ENABLED is false" in capsys.readouterr().out) \
         == (not kept)
+
+
+@pytest.mark.parametrize("parts, pulsar_url, checks_keys", [
+    (["config", "text-completion", "gateway"], "", True),
+    (["librarian+config", "gateway"], "", True),
+    (["text-completion", "gateway"], "", False),  # no config service anywhere
+    (["text-completion", "gateway"], "pulsar://elsewhere:6650", True),  # perhaps there
+])
+def test_the_gateway_checks_keys_when_a_config_service_may_keep_them(
+        tmp_path, monkeypatch, parts, pulsar_url, checks_keys):
+    import asyncio
+    monkeypatch.delenv("TG_GATEWAY_KEYS", raising=False)
+    settings = StartSettings(pulsar_url=pulsar_url, tg_data_dir=str(tmp_path))
+    platform = start.Platform(settings, parts, start.RunDir(tmp_path / "run"),
+                              asyncio.Event())
+    gateway, = [child for child in platform.children if child.name == "gateway"]
+    assert (gateway.env.get("TG_GATEWAY_KEYS") != "false") is checks_keys

@@ -15,7 +15,8 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
-from trustgraph.gateway.page import DIST, add_page_routes
+from tests.support.page import add_page_routes
+from trustgraph.gateway.apis.page import DIST
 
 WORKBENCH = DIST.parent
 INPUTS = ["build.mjs", "package.json", "package-lock.json", "src"]  # as build.mjs
@@ -47,8 +48,15 @@ def test_dist_holds_exactly_the_built_files():
     assert on_disk == set(build_info()["files"]) | {"build-info.json"}
 
 
-def test_the_page_loads_only_its_own_assets():
-    html = (DIST / "index.html").read_text()
+def test_dist_holds_no_copy_of_the_page():
+    # The page is src/index.html, its asset names filled in when served.
+    assert "index.html" not in build_info()["files"]
+    assert set(build_info()["entries"]) == {"app.js", "style.css"}
+
+
+async def test_the_page_loads_only_its_own_assets(client):
+    html = await (await client.get("/")).text()
+    assert "{{" not in html  # every placeholder filled in
     references = re.findall(r'(?:src|href)="([^"]*)"', html)
     assert references and all(r.startswith("/assets/") or r == "data:," for r in references)
     for reference in references:

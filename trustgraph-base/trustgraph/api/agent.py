@@ -7,10 +7,10 @@ and one ``AgentFinal`` with the usage of the whole dialog and its session id. Pi
 of one message share its type; the one ending it has ``end_of_message`` true.
 ``AgentStream`` is what a caller iterates; ``AgentResult`` is the collected answer.
 """
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from contextlib import aclosing
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Self
 
 from ..schema import Usage
 from .errors import TrustGraphError
@@ -62,7 +62,7 @@ class AgentResult(Completion):
     sources: list[Source]
     steps: list[AgentStep]
 
-    def __new__(cls, text: str, final: AgentFinal, steps: list[AgentStep]) -> "AgentResult":
+    def __new__(cls, text: str, final: AgentFinal, steps: list[AgentStep]) -> Self:
         result = super().__new__(cls, text, final.usage)
         result.session_id = final.session_id
         result.sources = final.sources
@@ -76,7 +76,7 @@ class AgentStream:
     dialog has ended. Breaking out of the loop cancels the request, and with it the
     agent's LLM stream and any tool call in flight."""
 
-    def __init__(self, events: Callable[[], AsyncIterator[AgentEvent]]) -> None:
+    def __init__(self, events: Callable[[], AsyncGenerator[AgentEvent, None]]) -> None:
         self._events = events
         self._started = False
         self.final: AgentFinal | None = None
@@ -95,7 +95,7 @@ class AgentStream:
         self._started = True
         return self._tracked()
 
-    async def _tracked(self) -> AsyncIterator[AgentEvent]:
+    async def _tracked(self) -> AsyncGenerator[AgentEvent, None]:
         async with aclosing(self._events()) as events:
             async for event in events:
                 if isinstance(event, AgentFinal):
@@ -122,8 +122,8 @@ class AgentStream:
         return AgentResult("".join(answer), final, steps)
 
 
-async def events_from_frames(responses: AsyncIterator[dict[str, Any]]
-                             ) -> AsyncIterator[AgentEvent]:
+async def events_from_frames(responses: AsyncGenerator[dict[str, Any], None]
+                             ) -> AsyncGenerator[AgentEvent, None]:
     """The websocket's agent frames as events. An error frame raises
     ``TrustGraphError`` (the transport raises those carrying ``error``)."""
     usage = Usage()

@@ -4,7 +4,14 @@ The transport (``GatewaySocket``) does requests in general; each service below i
 few lines saying what its request holds (built with ``wire``'s helpers) and where its
 answer's text is.
 """
-from collections.abc import AsyncIterable, AsyncIterator, Callable, Coroutine, Iterable
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterable,
+    AsyncIterator,
+    Callable,
+    Coroutine,
+    Iterable,
+)
 from contextlib import aclosing
 from typing import Any, Literal, overload
 from urllib.parse import quote
@@ -26,6 +33,7 @@ SINGLE_LOAD_BYTES = 3 * 1024 * 1024
 KNOWLEDGE_BATCH = 1000  # triples per knowledge-load request
 CORE_PATH = "/api/v1/collections/{}/core"  # knowledge cores (REST only)
 QUERY_PATH = "/api/v1/query"  # the answer-stream API (REST only)
+WHOAMI_PATH = "/api/v1/whoami"
 
 
 class AsyncTrustGraph:
@@ -59,7 +67,7 @@ class AsyncTrustGraph:
         await self._http.close()
 
     def request(self, service: str, request: dict[str, Any], flow: str | None = "default"
-                ) -> AsyncIterator[dict[str, Any]]:
+                ) -> AsyncGenerator[dict[str, Any], None]:
         """Any service: yields its response objects, ending after the complete one.
         ``flow=None`` for services outside flows (librarian, config). Iterate it in
         ``async for``; a caller that keeps the iterator and stops early should
@@ -366,6 +374,10 @@ class AsyncTrustGraph:
         return (await self._librarian("add-processing", document_id=id, flow=flow,
                                       **scope(user, collection)))["processing"]
 
+    async def list_collections(self, user: str | None = None) -> list[dict[str, Any]]:
+        """The user's collections that hold documents: ``{"collection", "documents"}``."""
+        return (await self._librarian("list-collections", **scope(user, None)))["collections"]
+
     async def _librarian(self, operation: str, **fields: Any) -> dict[str, Any]:
         return await final_response(self.request("librarian", {"operation": operation, **fields},
                                          flow=None))
@@ -446,3 +458,32 @@ class AsyncTrustGraph:
         response = await final_response(self.request("load-status", {
             "documents": list(ids), **scope(user, collection)}, flow))
         return response["documents"]
+
+    # who is asking, and (admins) users and their keys
+
+    async def whoami(self) -> dict[str, Any]:
+        """Who the gateway takes this client to be: ``{"user", "role", "key_id", "via"}``
+        (``via``: key, jwt, token or open)."""
+        return await self._http.get(WHOAMI_PATH)
+
+    async def add_user(self, user: str) -> dict[str, Any]:
+        return (await self._keys("add-user", owner=user))["users"][0]
+
+    async def create_key(self, user: str, role: str = "user", *, name: str = "",
+                         expires: float | None = None, limits: dict[str, int] | None = None
+                         ) -> dict[str, Any]:
+        """A new key for ``user``: ``{"key": {id, user, role, ...}, "secret": "tg_..."}``;
+        the secret is shown this once. ``expires``: Unix seconds; ``limits``:
+        ``concurrent``, ``per_minute``, ``tokens_per_day``."""
+        return await self._keys("create-key", owner=user, role=role, name=name,
+                                **given(expires=expires, limits=limits))
+
+    async def list_keys(self, user: str | None = None) -> list[dict[str, Any]]:
+        return (await self._keys("list-keys", **given(owner=user)))["keys"]
+
+    async def revoke_key(self, key_id: str) -> dict[str, Any]:
+        return (await self._keys("revoke-key", key_id=key_id))["key"]
+
+    async def _keys(self, operation: str, **fields: Any) -> dict[str, Any]:
+        return await final_response(self.request("keys", {"operation": operation, **fields},
+                                                  flow=None))

@@ -8,7 +8,7 @@ failure is a ``TrustGraphError``: the gateway's ``{"error": {"type", "message"}}
 body as it is, or ``connection`` when the gateway cannot be reached.
 """
 import json
-from collections.abc import AsyncIterable, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterable
 from typing import Any
 from urllib.parse import urlencode, urlsplit, urlunsplit
 
@@ -46,7 +46,13 @@ class GatewayHttp:
         async with self._posted(path, body, "application/json") as response:
             return await _json(response)
 
-    async def lines(self, path: str, body: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+    async def get(self, path: str) -> dict[str, Any]:
+        """GET ``path``; the JSON object answered."""
+        async with self._posted(path, None, "application/json") as response:
+            return await _json(response)
+
+    async def lines(self, path: str, body: dict[str, Any]
+                    ) -> AsyncGenerator[dict[str, Any], None]:
         """POST ``body``; each NDJSON line answered, as it arrives. Closing this early
         drops the connection, which cancels the request on the gateway."""
         async with self._posted(path, body, "application/x-ndjson") as response:
@@ -59,7 +65,8 @@ class GatewayHttp:
             except aiohttp.ClientError as error:
                 raise self._lost(error) from None
 
-    async def download(self, path: str, query: dict[str, str]) -> AsyncIterator[bytes]:
+    async def download(self, path: str, query: dict[str, str]
+                       ) -> AsyncGenerator[bytes, None]:
         """GET ``path``: the body's bytes as they arrive. Closing this early drops the
         connection."""
         async with self._sent("GET", path, query) as response:
@@ -84,11 +91,14 @@ class GatewayHttp:
         """The full URL of ``path`` (``/api/v1/query``) on this gateway."""
         return self._base + path + (f"?{self._query}" if self._query else "")
 
-    def _posted(self, path: str, body: dict[str, Any], accept: str) -> "_Posted":
+    def _posted(self, path: str, body: dict[str, Any] | None, accept: str) -> "_Posted":
+        """POST ``body`` (None: GET) to ``path``."""
         if self._session is None:
             self._session = aiohttp.ClientSession(timeout=self._timeout)
-        return _Posted(self, self._session.post(
-            self.endpoint(path), json=body, headers={**self._headers, "Accept": accept}))
+        headers = {**self._headers, "Accept": accept}
+        request = self._session.get(self.endpoint(path), headers=headers) if body is None \
+            else self._session.post(self.endpoint(path), json=body, headers=headers)
+        return _Posted(self, request)
 
     def _sent(self, method: str, path: str, query: dict[str, str], **body: Any) -> "_Posted":
         if self._session is None:

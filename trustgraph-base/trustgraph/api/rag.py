@@ -10,10 +10,10 @@ websocket's RAG frames
 (``events_from_lines``). ``RagStream`` is what a caller iterates; ``Answer`` is the
 collected answer.
 """
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from contextlib import aclosing
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Any, Self
 
 from .errors import TrustGraphError
 from .streams import Completion, Usage
@@ -88,7 +88,7 @@ class Answer(Completion):
     lazy: "LazyResult | None" = None  # a lazy-rag answer's (``LazyAnswer``)
 
     def __new__(cls, text: str, usage: Usage, metadata: Metadata,
-                sources: list[Source] | None = None) -> "Answer":
+                sources: list[Source] | None = None) -> Self:
         answer = super().__new__(cls, text, usage)
         answer.sources = metadata.sources if sources is None else sources
         answer.optimized_query = metadata.optimized_query
@@ -106,7 +106,7 @@ class LazyAnswer(Answer):
     lazy: LazyResult
 
     def __new__(cls, text: str, usage: Usage, metadata: Metadata, sources: list[Source],
-                lazy: LazyResult) -> "LazyAnswer":
+                lazy: LazyResult) -> Self:
         answer = super().__new__(cls, text, usage, metadata, sources)
         answer.lazy = lazy
         return answer
@@ -133,7 +133,7 @@ class RagStream:
     ended. Breaking out of the loop cancels the request (and its LLM stream).
     """
 
-    def __init__(self, events: Callable[[], AsyncIterator[RagEvent]]) -> None:
+    def __init__(self, events: Callable[[], AsyncGenerator[RagEvent, None]]) -> None:
         self._events = events
         self._started = False
         self.metadata: Metadata | None = None
@@ -160,7 +160,7 @@ class RagStream:
         self._started = True
         return self._tracked()
 
-    async def _tracked(self) -> AsyncIterator[RagEvent]:
+    async def _tracked(self) -> AsyncGenerator[RagEvent, None]:
         async with aclosing(self._events()) as events:
             async for event in events:
                 if isinstance(event, Metadata):
@@ -176,8 +176,8 @@ class RagStream:
                          self.sources, self.lazy)
 
 
-async def events_from_frames(responses: AsyncIterator[dict[str, Any]]
-                             ) -> AsyncIterator[RagEvent]:
+async def events_from_frames(responses: AsyncGenerator[dict[str, Any], None]
+                             ) -> AsyncGenerator[RagEvent, None]:
     """The websocket's RAG frames (PROTOCOL §2) as events. A non-streaming answer
     (one frame with the whole ``response``) gives the same three kinds of event."""
     usage = Usage()
@@ -201,7 +201,8 @@ async def events_from_frames(responses: AsyncIterator[dict[str, Any]]
                             LazyResult.of(response))
 
 
-async def events_from_lines(lines: AsyncIterator[dict[str, Any]]) -> AsyncIterator[RagEvent]:
+async def events_from_lines(lines: AsyncGenerator[dict[str, Any], None]
+                            ) -> AsyncGenerator[RagEvent, None]:
     """The answer-stream API's NDJSON lines (PROTOCOL §3) as events; an ``error`` line
     raises ``TrustGraphError``."""
     metadata = Metadata([])

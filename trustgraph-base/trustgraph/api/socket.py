@@ -12,7 +12,7 @@ import itertools
 import json
 import logging
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -129,9 +129,11 @@ class Connection:
             log.warning("gateway sent a frame that is not JSON; ignored")
             return
         request_id = frame.get("id") if isinstance(frame, dict) else None
-        inbox = self._inboxes.get(request_id) if isinstance(request_id, str) else None
+        if not isinstance(request_id, str):
+            return  # a frame with no request
+        inbox = self._inboxes.get(request_id)
         if inbox is None:
-            return  # a late frame for a request that ended, or a frame with no request
+            return  # a late frame for a request that ended
         if not inbox.put(frame):
             del self._inboxes[request_id]
             inbox.fail(TrustGraphError("overflow", f"more than {self._max_waiting} "
@@ -157,7 +159,7 @@ class GatewaySocket:
         self._opening: asyncio.Lock | None = None
 
     async def request(self, service: str, request: dict, flow: str | None = "default"
-                      ) -> AsyncIterator[dict]:
+                      ) -> AsyncGenerator[dict, None]:
         """Send one request; yield each ``response`` object until the complete one.
 
         A top-level ``error`` or a ``response.error`` raises ``TrustGraphError``.
@@ -182,7 +184,7 @@ class GatewaySocket:
                     complete = bool(frame.get("complete")) or bool(error)
                     if error:
                         raise error_from(error)
-                    yield response
+                    yield response or {}
             finally:
                 connection.close_inbox(envelope["id"])
                 if not complete and connection.alive:

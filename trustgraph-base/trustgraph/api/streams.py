@@ -7,9 +7,9 @@ field holds the text, so one ``TextStream`` serves them all (``PromptStream`` ad
 JSON template's parsed answer).
 """
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from contextlib import aclosing
-from typing import Any
+from typing import Any, Self
 
 from ..schema import Usage
 
@@ -19,7 +19,7 @@ class Completion(str):
 
     usage: Usage
 
-    def __new__(cls, text: str, usage: Usage) -> "Completion":
+    def __new__(cls, text: str, usage: Usage) -> Self:
         completion = super().__new__(cls, text)
         completion.usage = usage
         return completion
@@ -33,7 +33,7 @@ class TextStream:
     ends the request on the gateway (see ``GatewaySocket.request``).
     """
 
-    def __init__(self, responses: Callable[[], AsyncIterator[dict]],
+    def __init__(self, responses: Callable[[], AsyncGenerator[dict, None]],
                  text_of: Callable[[dict], str]) -> None:
         self._responses = responses
         self._text_of = text_of
@@ -46,7 +46,7 @@ class TextStream:
         self._started = True
         return self._deltas()
 
-    async def _deltas(self) -> AsyncIterator[str]:
+    async def _deltas(self) -> AsyncGenerator[str, None]:
         async with aclosing(self._responses()) as responses:
             async for response in responses:
                 self.usage.add(Usage.of(response))
@@ -65,7 +65,7 @@ class PromptStream(TextStream):
     no text but one parsed value: ``object``, set (and ``is_object`` true) once the
     stream has ended."""
 
-    def __init__(self, responses: Callable[[], AsyncIterator[dict]]) -> None:
+    def __init__(self, responses: Callable[[], AsyncGenerator[dict, None]]) -> None:
         super().__init__(responses, self._text)
         self.object: Any = None
         self.is_object = False

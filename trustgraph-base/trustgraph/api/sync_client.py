@@ -61,7 +61,7 @@ class TrustGraph:
             self._loop.close()
 
     def _bridge(self, result: Any) -> Any:
-        if inspect.isawaitable(result):
+        if inspect.iscoroutine(result):  # the client's methods are coroutines
             return self._call(result)
         if isinstance(result, AsyncIterable):
             return SyncStream(result, self._call)

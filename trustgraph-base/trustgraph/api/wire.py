@@ -4,14 +4,14 @@ their defaults), bytes as base64, terms and records as the plain JSON the wire
 carries; ``final_response`` the reply of a service that answers once.
 """
 import base64
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from typing import Any
 
 Term = dict[str, str]  # {"t": "i", "i": iri} or {"t": "l", "v": value}
 
 
-async def final_response(responses: AsyncIterator[dict[str, Any]]) -> dict[str, Any]:
+async def final_response(responses: AsyncGenerator[dict[str, Any], None]) -> dict[str, Any]:
     """The last (complete) response of a service that answers once."""
     last: dict[str, Any] = {}
     async with aclosing(responses):

@@ -3,16 +3,18 @@ from .config_client import ConfigClient, ConfigWatcher
 from .heap import freeze_startup_heap
 from .processor import Processor, ProcessorSpec, serve_together
 from .prompt_client import PromptClient, PromptResult
-from .requester import Requester, RequestTimeout, ServiceError
+from .relay import Delta, coalesce, relay
+from .requester import Requester
+from .rpc import TIMING, RequestTimeout, ServiceError, Timing
 from .runtime import Clients, Runtime
-from .service import BadRequest, Context, HandledError, Service
+from .service import BadRequest, Context, HandledError, Items, Service
 from .settings import ProcessorSettings, Settings, load_settings
 from .stage import Rejected, Stage, StageContext
 
 __all__ = [
-    "BadRequest", "Clients", "ConfigClient", "ConfigWatcher", "Context", "HandledError",
-    "Processor",
-    "ProcessorSettings", "ProcessorSpec", "PromptClient", "PromptResult", "Rejected",
-    "RequestTimeout", "Requester", "Runtime", "Service", "ServiceError", "Settings", "Stage",
-    "StageContext", "freeze_startup_heap", "load_settings", "serve_together",
+    "TIMING", "BadRequest", "Clients", "ConfigClient", "ConfigWatcher", "Context", "Delta",
+    "HandledError", "Items", "Processor", "ProcessorSettings", "ProcessorSpec", "PromptClient",
+    "PromptResult", "Rejected", "RequestTimeout", "Requester", "Runtime", "Service",
+    "ServiceError", "Settings", "Stage", "StageContext", "Timing", "coalesce",
+    "freeze_startup_heap", "load_settings", "relay", "serve_together",
 ]

@@ -14,7 +14,8 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Any
+from dataclasses import replace
+from typing import Any, TypeVar
 
 from ..pubsub import Bus, Message
 from ..schema import (
@@ -25,9 +26,11 @@ from ..schema import (
     ConfigRequest,
     ConfigResponse,
     ConfigValue,
+    Error,
     decode,
 )
-from .requester import Requester, RequestTimeout
+from .requester import Requester
+from .rpc import TIMING, RequestTimeout, ServiceError
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +42,17 @@ OnChange = Callable[[Snapshot, int], Awaitable[None]]
 # short (it subscribes within milliseconds of announcing itself) and grow to this.
 MAX_ATTEMPT_SECONDS = 2.0
 
+T = TypeVar("T")
+
+
+def answered(value: T | None, operation: str) -> T:
+    """A field that ``operation`` always answers with; missing, the answer is broken."""
+    if value is None:
+        raise ServiceError(Error(type="config-error",
+                                 message=f"the config service's {operation} answer is "
+                                         f"incomplete"))
+    return value
+
 
 class ConfigClient:
     def __init__(self, requester: Requester) -> None:
@@ -47,7 +61,7 @@ class ConfigClient:
     @classmethod
     async def connect(cls, bus: Bus, owner: str, timeout: float = 10.0) -> "ConfigClient":
         """A client on ``bus``; ``owner`` names this process's response subscription."""
-        requester = Requester(bus, "config", CONFIG_FLOW, owner, timeout)
+        requester = Requester(bus, "config", CONFIG_FLOW, owner, replace(TIMING, timeout=timeout))
         await requester.start()
         return cls(requester)
 
@@ -58,18 +72,19 @@ class ConfigClient:
     async def get(self, type: str, key: str) -> Any:
         response = await self.request(ConfigRequest(
             operation="get", keys=[ConfigKey(type=type, key=key)]))
-        return response.values[0].value
+        return answered(response.values, "get")[0].value
 
     async def list(self, type: str) -> list[str]:
-        return (await self.request(ConfigRequest(operation="list", type=type))).directory
+        response = await self.request(ConfigRequest(operation="list", type=type))
+        return answered(response.directory, "list")
 
     async def values(self, type: str) -> dict[str, Any]:
         response = await self.request(ConfigRequest(operation="getvalues", type=type))
-        return {item.key: item.value for item in response.values}
+        return {item.key: item.value for item in answered(response.values, "getvalues")}
 
     async def everything(self) -> tuple[Snapshot, int]:
         response = await self.request(ConfigRequest(operation="config"))
-        return response.config, response.version
+        return answered(response.config, "config"), answered(response.version, "config")
 
     async def put(self, type: str, key: str, value: Any) -> int:
         """Store one item; returns the new version."""
@@ -78,12 +93,13 @@ class ConfigClient:
     async def put_many(self, type: str, items: dict[str, Any]) -> int:
         """Store several items of one type in one change; returns the new version."""
         values = [ConfigValue(type=type, key=key, value=value) for key, value in items.items()]
-        return (await self.request(ConfigRequest(operation="put", values=values))).version
+        response = await self.request(ConfigRequest(operation="put", values=values))
+        return answered(response.version, "put")
 
     async def delete(self, type: str, *keys: str) -> int:
         request = ConfigRequest(operation="delete",
                                 keys=[ConfigKey(type=type, key=key) for key in keys])
-        return (await self.request(request)).version
+        return answered((await self.request(request)).version, "delete")
 
 
 class ConfigWatcher:

@@ -10,18 +10,23 @@ a record is handed over directly.
 What does not change is everything a caller or a service can see: the request is
 encoded and decoded as on the bus (a bad one is a ``bad-request`` error); the serving
 runner's backlog and concurrency limit apply; the handler's records come back as
-``(JSON, final)`` frames in batches of what is waiting, ending with exactly one final
-record (an unexpected exception becomes the service's failure record); a service quiet
-for the caller's timeout is a ``RequestTimeout``; and leaving the loop early cancels
-the handler at once, closing its LLM stream.
+frames in batches of what is waiting, ending with exactly one final record (an
+unexpected exception becomes the service's failure record); the protocol is the
+bus's (``rpc.Call``: a service quiet for the caller's timeout is a
+``RequestTimeout``); and leaving the loop early cancels the handler at once,
+closing its LLM stream. What differs: a delta is handed over as it is
+(``relay.Delta``), not encoded and decoded again at every hop.
 """
 import asyncio
 import logging
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
+from typing import Any
 
 from ..schema import Error, Record, Response, encode
-from .requester import Calls, Frame, Pending, ServiceError, silence
+from .relay import Frame
+from .requester import Calls
+from .rpc import TIMING, Call, Reply, ServiceError, Timing
 from .service import ServiceRunner
 
 log = logging.getLogger(__name__)
@@ -54,69 +59,66 @@ class LocalServices:
         return sorted(f"{service}:{flow}" for service, flow in self._runners)
 
 
-class LocalReply:
-    """Records answering a local request, handed straight to its requester."""
+class LocalReply(Reply):
+    """The answer to a request made in this process, straight into its ``Call``.
+    Records are encoded as on the bus (the caller decodes them into its own model);
+    a delta is handed over as it is: a token is encoded once, when it leaves the
+    process."""
 
-    __slots__ = ("_pending", "final")
+    __slots__ = ("_call", "final")
 
-    def __init__(self, pending: Pending) -> None:
-        self._pending = pending
+    def __init__(self, call: Call) -> None:
+        super().__init__()
+        self._call = call
         self.final = False
 
-    async def accept(self) -> None:
-        self._pending.accept()
+    async def _accept(self) -> None:
+        self._call.accept()
 
-    async def keep_alive(self) -> None:
-        pass  # nothing is lost between a requester and a runner in one process
-
-    async def send(self, record: Response, final: bool) -> None:
-        # Encoded as on the bus: one JSON encode per record per hop, and the caller
-        # decodes into its own model exactly as it would a bus frame.
+    async def send(self, item: Any, final: bool) -> None:
+        self._sending()
         self.final = final
-        self._pending.put((encode(record), final), None)
+        self._call.put((item.encoded() if isinstance(item, Response) else item, final),
+                       None)
 
 
 class LocalRequester(Calls):
     """``frames`` / ``stream`` / ``call`` answered by a runner in this process."""
 
-    def __init__(self, runner: ServiceRunner, timeout: float = 120.0) -> None:
+    def __init__(self, runner: ServiceRunner, timing: Timing = TIMING) -> None:
         self.service = runner.service.name
         self.flow = runner.flow
-        self.timeout = timeout  # longest quiet time, as for a bus request
+        self.timing = timing
         self._runner = runner
 
     async def frames(self, request: Record, request_id: str | None = None
-                     ) -> AsyncIterator[list[Frame]]:
+                     ) -> AsyncGenerator[list[Frame], None]:
         """Yield the response frames in batches of what has arrived, ending after
         the final one. Leaving early cancels the handler and waits until it has
         closed (its LLM stream with it)."""
-        pending = Pending()
-        reply = LocalReply(pending)
+        call = Call(self.timing, self.service, self.flow)
+        call.accept()  # the runner has it: nothing is sent again or lost in a process
+        reply = LocalReply(call)
         task = self._runner.serve_local(encode(request), request_id or uuid.uuid4().hex,
                                         reply)
-        task.add_done_callback(lambda _: self._ended(reply, pending))
-        finished = False
+        task.add_done_callback(lambda _: self._ended(reply, call))
         try:
-            while not finished:
-                try:
-                    batch = await pending.batch(self.timeout)
-                except TimeoutError:
-                    raise silence(self.service, self.flow, self.timeout) from None
-                if batch:
-                    finished = batch[-1][1]
+            while not call.finished:
+                batch = await call.next()
+                if batch is not None:  # always: accepted from the start, never sent again
                     yield batch
         finally:
-            pending.close()
-            if not finished and not task.done():
+            call.close()
+            if not call.finished and not task.done():
                 task.cancel()
                 await asyncio.wait({task})
 
-    def _ended(self, reply: LocalReply, pending: Pending) -> None:
+    def _ended(self, reply: LocalReply, call: Call) -> None:
         """The serving task ended: without a final record it was cancelled from
         outside (its processor stopping, or a cancel for its id); say so now rather
         than leave the caller to time out."""
         if not reply.final:
-            pending.fail(ServiceError(Error(
+            call.fail(ServiceError(Error(
                 type=self._runner.service.failure_type,
                 message=f"{self.service} on flow {self.flow} stopped before answering "
                         f"(its processor stopping, or the request cancelled)")))

@@ -22,18 +22,16 @@ SLOT_WAIT = Histogram("tg_slot_wait_seconds", "Time a request waited for a concu
 
 
 class RequestTimer:
-    __slots__ = ("service", "started", "first")
+    __slots__ = ("service", "started")
 
     def __init__(self, service: str) -> None:
         self.service = service
         self.started = time.perf_counter()
-        self.first = True
         REQUESTS.labels(service).inc()
 
     def responded(self) -> None:
-        if self.first:
-            self.first = False
-            FIRST_RESPONSE.labels(self.service).observe(time.perf_counter() - self.started)
+        """The first response went out (called once)."""
+        FIRST_RESPONSE.labels(self.service).observe(time.perf_counter() - self.started)
 
     def failed(self) -> None:
         ERRORS.labels(self.service).inc()

@@ -15,23 +15,25 @@ import logging
 import os
 import signal
 import uuid
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..pubsub import Bus, Message
 from ..schema import CANCEL_TOPIC, Cancel, decode
+from . import rpc
 from .heap import freeze_startup_heap
 from .local import LocalServices
+from .rpc import ReplyProducers
 from .runtime import Runtime
-from .service import KEEP_ALIVE_INTERVAL, ReplyProducers, Service, ServiceRunner
+from .service import Service, ServiceRunner
 from .settings import ProcessorSettings
 from .stage import Stage, StageRunner
 
 log = logging.getLogger(__name__)
 
 Part = Service | Stage
-ServicesFactory = Callable[[Runtime], list[Part] | Awaitable[list[Part]]]
+ServicesFactory = Callable[[Runtime], Sequence[Part] | Awaitable[Sequence[Part]]]
 
 
 @dataclass(frozen=True)
@@ -44,27 +46,28 @@ class ProcessorSpec:
 
 class Processor:
     def __init__(self, spec: ProcessorSpec, settings: ProcessorSettings,
-                 local: LocalServices | None = None) -> None:
+                 local: LocalServices | None = None, timing: rpc.Timing = rpc.TIMING) -> None:
         self.spec = spec
         self.settings = settings
         self.instance = f"{spec.name}-{uuid.uuid4().hex[:8]}"
+        # The request/response protocol's times, with this processor's request timeout.
+        self.timing = replace(timing, timeout=settings.tg_request_timeout)
         self.bus = Bus(settings.pulsar_url, consumer_id_offset=settings.tg_replica)
         # Shared by the processors of one process group (set before start()): where
         # this one registers its services and looks up the ones it calls.
         self.local = local
         self.runtime: Runtime | None = None
         self._inflight: dict[str, asyncio.Task] = {}
-        self._services: list[Part] = []
+        self._services: Sequence[Part] = []
         self._stages: list[StageRunner] = []
         self._runners: list[ServiceRunner] = []
         self._keeping_alive: asyncio.Task | None = None
 
     async def start(self) -> None:
         runtime = self.runtime = Runtime(self.spec.name, self.instance, self.settings,
-                                         self.bus, self.local)
-        services = self.spec.services(runtime)
-        if inspect.isawaitable(services):
-            services = await services
+                                         self.bus, self.local, self.timing)
+        made = self.spec.services(runtime)
+        services = await made if inspect.isawaitable(made) else made
         self._services = services
         limit = asyncio.Semaphore(self.settings.tg_concurrency)
         replies = ReplyProducers(self.bus)
@@ -76,15 +79,16 @@ class Processor:
                 await clients.get(service)
             for part in services:
                 if isinstance(part, Stage):
-                    runner = StageRunner(self.bus, part, flow, runtime, limit,
-                                         self.settings.tg_max_deliveries)
-                    self._stages.append(runner)
-                else:
-                    runner = ServiceRunner(self.bus, part, flow, runtime, self._inflight,
-                                           limit, self.settings.tg_backlog, replies)
-                    self._runners.append(runner)
+                    stage = StageRunner(self.bus, part, flow, runtime, limit,
+                                        self.settings.tg_max_deliveries)
+                    self._stages.append(stage)
+                    await stage.start()
+                    continue
+                runner = ServiceRunner(self.bus, part, flow, runtime, self._inflight,
+                                       limit, self.settings.tg_backlog, replies, self.timing)
+                self._runners.append(runner)
                 await runner.start()
-                if self.local is not None and isinstance(runner, ServiceRunner):
+                if self.local is not None:
                     self.local.add(runner)
         self._keeping_alive = asyncio.create_task(self._keep_alive(), name="keep-alive")
         names = ", ".join(s.name for s in services)
@@ -93,7 +97,7 @@ class Processor:
 
     async def _keep_alive(self) -> None:
         while True:
-            await asyncio.sleep(KEEP_ALIVE_INTERVAL)
+            await asyncio.sleep(self.timing.keep_alive)
             for runner in self._runners:
                 await runner.keep_alive()
 
@@ -109,8 +113,8 @@ class Processor:
         tasks = list(self._inflight.values())
         if self._keeping_alive is not None:
             tasks.append(self._keeping_alive)
-        for runner in self._stages:
-            tasks += runner.tasks  # unacknowledged work is redelivered after a restart
+        for stage in self._stages:
+            tasks += stage.tasks  # unacknowledged work is redelivered after a restart
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)

@@ -1,155 +1,41 @@
 """The requesting side of a request/response service.
 
 One ``Requester`` per (service, flow) per process. It owns a response topic of its
-own (so responses reach only the process that asked), one receive loop that routes
-each response to the waiting request by the message property ``id``, and the
-cancel that goes out when a caller stops listening before the final record.
+own (so responses reach only the process that asked), one receive loop that hands
+each response to its request's ``Call`` (``rpc``: the protocol) by the message
+property ``id``, and the cancel that goes out when a caller stops listening before
+the final record.
 """
 import asyncio
 import logging
 import time
 import uuid
-from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from contextlib import aclosing
+from typing import TypeVar
 
 from ..pubsub import Bus, Message
+from ..pubsub.bus import Producer
 from ..schema import (
     CANCEL_TOPIC,
     Cancel,
-    Error,
     Record,
     Response,
-    decode,
     encode,
     request_topic,
     response_topic,
 )
-from .service import KEEP_ALIVE_INTERVAL
+from .relay import BusFrame, Frame, as_record
+from .rpc import ACCEPTED, END, ID, REPLY_TO, SEQ, TIMING, YES, Call, ServiceError, Timing
 
 log = logging.getLogger(__name__)
 
-# Responses waiting for a caller that has stopped reading; past this the request
-# fails rather than holding memory for a reader that is not there.
-MAX_PENDING_RESPONSES = 10_000
 # The broker drops a non-persistent message for a consumer with no receive permits
 # left, so a response consumer gets a deep prefetch queue: a burst of deltas while
 # this process is busy waits in the client instead of being lost.
 RESPONSE_PREFETCH = 50_000
-# How often a request that no replica has accepted yet is sent again.
-RESEND_INTERVAL = 1.0
-# A service keeps telling a requester it still has the request while it sends
-# nothing (every KEEP_ALIVE_INTERVAL); this long without a word from it means its
-# records were lost in transit (a broker restart) or it stopped.
-LIVENESS = 5 * KEEP_ALIVE_INTERVAL
 
-Frame = tuple[bytes, bool]  # (record JSON, is the final record)
-
-
-class RequestTimeout(Exception):
-    pass
-
-
-class ServiceError(Exception):
-    """A service answered with ``error``; ``error`` holds its type and message."""
-
-    def __init__(self, error: Error) -> None:
-        super().__init__(f"{error.type}: {error.message}")
-        self.error = error
-
-
-class Pending:
-    """Responses that arrived for one request and not yet read, in order.
-
-    Every response carries a sequence number (property ``seq``); a gap means records
-    were lost in transit (non-persistent topics drop what is in flight when the
-    broker restarts), and the request fails rather than returning text with holes.
-    """
-
-    __slots__ = ("frames", "arrived", "expected", "failure", "accepted", "alive_at",
-                 "_deadline", "_timer", "_expired")
-
-    def __init__(self) -> None:
-        self.frames: deque[Frame] = deque()
-        self.arrived = asyncio.Event()
-        self.expected = 0
-        self.failure: Exception | None = None
-        self.accepted = False  # a replica has the request
-        self.alive_at = 0.0  # when the service last said it still has it
-        # The wait's deadline is checked by one timer that is moved only when it
-        # fires early, not set and cancelled for every wait: a stream waits once
-        # per delta, and a timeout per wait cost ~4 µs of a delta's ~40-60 µs in
-        # the gateway.
-        self._deadline = 0.0  # loop time
-        self._timer: asyncio.TimerHandle | None = None
-        self._expired = False
-
-    def accept(self) -> None:
-        self.accepted = True
-        self.alive_at = time.monotonic()
-        self.arrived.set()
-
-    def put(self, frame: Frame, seq: int | None) -> None:
-        if self.failure is not None:
-            return
-        if seq is not None and seq != self.expected:
-            self.fail(ServiceError(Error(
-                type="responses-lost",
-                message=f"{seq - self.expected} response record(s) lost in transit "
-                        f"(was the broker restarted?)")))
-            return
-        self.expected += 1
-        self.accepted = True
-        if len(self.frames) >= MAX_PENDING_RESPONSES:
-            self.fail(ServiceError(Error(type="overflow",
-                                         message="the caller is not reading its responses")))
-            return
-        self.frames.append(frame)
-        self.arrived.set()
-
-    def fail(self, error: Exception) -> None:
-        self.failure = error
-        self.arrived.set()
-
-    async def batch(self, timeout: float) -> list[Frame]:
-        """Everything that has arrived, waiting up to ``timeout`` for something
-        (``TimeoutError`` when nothing came); empty when what arrived was only the
-        ``accepted`` marker."""
-        if not self.frames:
-            if self.failure is not None:
-                raise self.failure
-            self.arrived.clear()
-            self._expired = False
-            loop = asyncio.get_running_loop()
-            self._deadline = loop.time() + timeout
-            if self._timer is None or self._timer.when() > self._deadline:
-                self._arm(loop)
-            await self.arrived.wait()
-            if self._expired and not self.frames:
-                raise TimeoutError
-            if not self.frames and self.failure is not None:
-                raise self.failure
-        batch = list(self.frames)
-        self.frames.clear()
-        return batch
-
-    def close(self) -> None:
-        """The request is over: its deadline timer goes."""
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-
-    def _arm(self, loop: asyncio.AbstractEventLoop) -> None:
-        self.close()
-        self._timer = loop.call_at(self._deadline, self._check_deadline, loop)
-
-    def _check_deadline(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._timer = None
-        if loop.time() < self._deadline:  # the wait after a later record: not yet
-            self._arm(loop)
-        elif not self.arrived.is_set():
-            self._expired = True
-            self.arrived.set()
+R = TypeVar("R", bound=Response)
 
 
 class Calls:
@@ -157,54 +43,53 @@ class Calls:
     ``Requester`` and the in-process ``LocalRequester``, so callers see one interface
     and one way of decoding records and raising their errors."""
 
+    service: str
+    flow: str
+    timing: Timing
+
     def frames(self, request: Record, request_id: str | None = None
-               ) -> AsyncIterator[list[Frame]]:
+               ) -> AsyncGenerator[Sequence[Frame], None]:
+        """Batches of the response's frames, whatever has arrived, ending after the
+        final one; leaving early cancels the request."""
         raise NotImplementedError
 
-    async def stream(self, request: Record, model: type[Response],
-                     request_id: str | None = None) -> AsyncIterator[Response]:
-        """Yield decoded response records; a record carrying ``error`` raises
-        ``ServiceError`` after nothing else could follow it."""
+    async def stream(self, request: Record, model: type[R],
+                     request_id: str | None = None) -> AsyncIterator[R]:
+        """Yield the response records; a record carrying ``error`` raises
+        ``ServiceError`` (nothing can follow it)."""
         async with aclosing(self.frames(request, request_id)) as batches:
             async for batch in batches:
-                for data, _ in batch:
-                    record = decode(model, data)
+                for payload, _ in batch:
+                    record = as_record(model, payload)
                     if record.error is not None:
                         raise ServiceError(record.error)
                     yield record
 
-    async def call(self, request: Record, model: type[Response]) -> Response:
+    async def call(self, request: Record, model: type[R]) -> R:
         """One request, its final record (non-streaming use)."""
         last = None
         async for last in self.stream(request, model):  # noqa: B007 (only the last is kept)
             pass
+        if last is None:
+            raise RuntimeError(f"{self.service} answered nothing")  # frames end with one
         return last
-
-
-def silence(service: str, flow: str, timeout: float) -> RequestTimeout:
-    """The error for a service that has the request but went quiet."""
-    return RequestTimeout(f"{service} on flow {flow} sent nothing for {timeout:g} s")
 
 
 class Requester(Calls):
     def __init__(self, bus: Bus, service: str, flow: str, requester_id: str,
-                 timeout: float = 120.0, accept_timeout: float = 5.0,
-                 liveness: float = LIVENESS) -> None:
+                 timing: Timing = TIMING) -> None:
         self.service = service
         self.flow = flow
-        self.timeout = timeout  # longest time between records once a replica has it
-        self.liveness = liveness  # longest time without a word, keep-alives included
-        # A request on a non-persistent topic that no replica is subscribed to is
-        # dropped silently; without an ``accepted`` by then, nothing is serving it.
-        self.accept_timeout = accept_timeout
+        self.timing = timing
         self._bus = bus
         self._request_topic = request_topic(service, flow)
         self._reply_to = response_topic(service, flow, requester_id)
         self._subscription = requester_id
-        self._pending: dict[str, Pending] = {}
+        self._calls: dict[str, Call] = {}
+        self._heard_at: float | None = None  # when a replica last answered anything
         self._cancels: set[asyncio.Task] = set()
-        self._producer = None
-        self._cancel_producer = None
+        self._producer: Producer | None = None  # once started
+        self._cancel_producer: Producer | None = None
 
     async def start(self) -> None:
         await self._bus.consume(self._reply_to, self._subscription, self._route,
@@ -213,88 +98,59 @@ class Requester(Calls):
         self._producer = await self._bus.producer(self._request_topic)
         self._cancel_producer = await self._bus.producer(CANCEL_TOPIC)
 
+    def in_flight(self) -> int:
+        """Requests sent and not yet ended."""
+        return len(self._calls)
+
     async def _route(self, message: Message) -> None:
+        self._heard_at = time.monotonic()
         properties = message.properties()
-        pending = self._pending.get(properties.get("id", ""))
-        if pending is None:
+        call = self._calls.get(properties.get(ID, ""))
+        if call is None:
             return  # late response for a request that was cancelled or timed out
-        if properties.get("accepted"):
-            pending.accept()
+        if properties.get(ACCEPTED):
+            call.accept()
             return
-        seq = properties.get("seq")
-        pending.put((message.data(), properties.get("end") == "1"),
-                    int(seq) if seq is not None else None)
+        seq = properties.get(SEQ)
+        call.put((message.data(), properties.get(END) == YES),
+                 int(seq) if seq is not None else None)
 
     async def frames(self, request: Record, request_id: str | None = None
-                     ) -> AsyncIterator[list[Frame]]:
+                     ) -> AsyncGenerator[list[BusFrame], None]:
         """Send ``request`` and yield its response frames in order, as batches of
-        whatever has already arrived, ending after the final frame.
-
-        Leaving the loop early (a break, an exception, a cancelled task) sends a
-        cancel for the request, so the service stops and closes its LLM stream.
-        """
+        whatever has already arrived, ending after the final frame. Leaving the loop
+        early (a break, an exception, a cancelled task) sends a cancel for the
+        request, so the service stops and closes its LLM stream."""
         request_id = request_id or uuid.uuid4().hex
         # Encoded before registering: a record that cannot be encoded (e.g. a lone
-        # surrogate in its text) must leave nothing behind in ``_pending``.
-        data, properties = encode(request), {"id": request_id, "reply-to": self._reply_to}
-        pending = self._pending[request_id] = Pending()
-        finished = False
+        # surrogate in its text) must leave nothing behind in ``_calls``.
+        data, properties = encode(request), {ID: request_id, REPLY_TO: self._reply_to}
+        assert self._producer is not None, "Requester.start() first"
+        producer = self._producer
+        call = self._calls[request_id] = Call(self.timing, self.service, self.flow,
+                                              self._accept_wait())
         try:
-            await self._producer.send(data, properties)
-            give_up = time.monotonic() + self.accept_timeout
-            while not pending.accepted:  # re-sent until a replica says it has it
-                try:
-                    batch = await pending.batch(max(0.0, min(
-                        RESEND_INTERVAL, give_up - time.monotonic())))
-                except TimeoutError:
-                    if time.monotonic() >= give_up:
-                        raise self._no_service() from None
-                    # The request may have been dropped on its way (non-persistent);
-                    # services ignore an id they already have.
-                    await self._producer.send(data, properties)
-                    continue
-                if batch:
-                    finished = batch[-1][1]
-                    yield batch
-            # Heard from the service now: the next record is due within ``timeout``,
-            # a sign of life within LIVENESS.
-            pending.alive_at = quiet_until = time.monotonic()
-            quiet_until += self.timeout
-            while not finished:
-                now = time.monotonic()
-                try:
-                    batch = await pending.batch(
-                        min(quiet_until, pending.alive_at + self.liveness) - now)
-                except TimeoutError:
-                    now = time.monotonic()
-                    if now >= quiet_until:
-                        raise silence(self.service, self.flow, self.timeout) from None
-                    if now >= pending.alive_at + self.liveness:
-                        raise self._lost() from None
-                    continue
-                if batch:
-                    pending.alive_at = quiet_until = time.monotonic()
-                    quiet_until += self.timeout
-                    finished = batch[-1][1]
+            await producer.send(data, properties)
+            while not call.finished:
+                batch = await call.next()
+                if batch is None:  # not accepted yet: it may have been dropped on its way
+                    await producer.send(data, properties)
+                else:
                     yield batch
         finally:
-            del self._pending[request_id]
-            pending.close()
-            if not finished:
+            del self._calls[request_id]
+            call.close()
+            if not call.finished:
                 self._cancel(request_id)
 
-    def _lost(self) -> RequestTimeout:
-        return RequestTimeout(
-            f"{self.service} on flow {self.flow} went quiet: not a word for "
-            f"{self.liveness:g} s, not even that it still has the request (it stopped, "
-            f"or its records were lost in transit: was the broker restarted?)")
-
-    def _no_service(self) -> ServiceError:
-        return ServiceError(Error(
-            type="no-service",
-            message=f"no {self.service} processor took the request on flow {self.flow} "
-                    f"within {self.accept_timeout:g} s: is it running (tg-start, or "
-                    f"tg-run {self.service}) and is the flow started?"))
+    def _accept_wait(self) -> float:
+        """How long a request waits for a replica to take it: ``accept_timeout``, or,
+        while the service has answered within ``recently_heard``,
+        ``busy_accept_timeout`` (it is there, only slow: ``Timing``)."""
+        timing, heard = self.timing, self._heard_at
+        if heard is not None and time.monotonic() - heard < timing.recently_heard:
+            return max(timing.accept_timeout, min(timing.timeout, timing.busy_accept_timeout))
+        return timing.accept_timeout
 
     def _cancel(self, request_id: str) -> None:
         # Not awaited: while the broker is away a send waits for its timeout, and the
@@ -305,7 +161,8 @@ class Requester(Calls):
 
     async def _send_cancel(self, request_id: str) -> None:
         try:
+            assert self._cancel_producer is not None
             await self._cancel_producer.send(encode(Cancel(id=request_id)),
-                                             properties={"id": request_id})
+                                             properties={ID: request_id})
         except Exception as error:
             log.warning("id=%s cancel not sent: %s", request_id, error)

@@ -15,6 +15,7 @@ from ..schema import Record, encode
 from .config_client import ConfigClient, ConfigWatcher, OnChange
 from .local import LocalRequester, LocalServices
 from .requester import Requester
+from .rpc import Timing
 from .stage import Emitters
 
 
@@ -22,12 +23,12 @@ class Clients:
     """The requesters one processor uses on one flow: an in-process one for a
     service this process serves (``local``), else a bus one created on first use."""
 
-    def __init__(self, bus: Bus, flow: str, owner: str, timeout: float,
+    def __init__(self, bus: Bus, flow: str, owner: str, timing: Timing,
                  local: LocalServices | None = None) -> None:
         self._bus = bus
         self._flow = flow
         self._owner = owner
-        self._timeout = timeout
+        self._timing = timing
         self._local = local
         self._requesters: dict[str, asyncio.Future] = {}
 
@@ -36,9 +37,9 @@ class Clients:
         # Looked up on every call: a group's members start (and stop) in any order.
         runner = self._local.get(service, self._flow) if self._local is not None else None
         if runner is not None:
-            return LocalRequester(runner, self._timeout)
+            return LocalRequester(runner, self._timing)
         if service not in self._requesters:
-            requester = Requester(self._bus, service, self._flow, self._owner, self._timeout)
+            requester = Requester(self._bus, service, self._flow, self._owner, self._timing)
             self._requesters[service] = asyncio.ensure_future(_started(requester))
         return await asyncio.shield(self._requesters[service])
 
@@ -54,12 +55,13 @@ class Runtime:
     (closed when the processor stops)."""
 
     def __init__(self, name: str, instance: str, settings: Any, bus: Bus,
-                 local: LocalServices | None) -> None:
+                 local: LocalServices | None, timing: Timing) -> None:
         self.name = name
         self.instance = instance  # unique per process: names its own subscriptions
         self.settings = settings
         self._bus = bus
         self._local = local
+        self.timing = timing  # the request/response protocol's (``rpc.Timing``)
         self._clients: dict[str, Clients] = {}
         self._emitters: dict[str, Emitters] = {}
         self._producers: dict[str, asyncio.Future] = {}
@@ -68,8 +70,8 @@ class Runtime:
 
     def clients(self, flow: str) -> Clients:
         if flow not in self._clients:
-            self._clients[flow] = Clients(self._bus, flow, self.instance,
-                                          self.settings.tg_request_timeout, self._local)
+            self._clients[flow] = Clients(self._bus, flow, self.instance, self.timing,
+                                          self._local)
         return self._clients[flow]
 
     async def emit(self, flow: str, stage: str, record: Record) -> None:

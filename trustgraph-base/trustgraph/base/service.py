@@ -3,42 +3,36 @@
 A service is declared as a ``Service`` (name, record types, handler). The handler
 is an async function from a request record to a response record, or an async
 generator of response records; streaming and non-streaming share that one path.
-Correlation, reply routing, end flags, errors and cancellation live here, once.
+Correlation, reply routing, end flags, errors and cancellation live here and in
+``rpc`` (the protocol), once.
 """
 import asyncio
 import inspect
 import logging
 import time
-from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import aclosing
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Protocol
+from typing import Any
 
 from ..pubsub import Bus, Message
-from ..schema import Error, Record, Response, decode, encode, request_topic
+from ..schema import Error, Record, Response, decode, request_topic
 from .metrics import SLOT_WAIT, WAITING, RequestTimer
+from .relay import Delta
+from .rpc import (
+    ID,
+    REPLY_TO,
+    TIMING,
+    Answered,
+    Reply,
+    ReplyProducers,
+    RequestTimeout,
+    ServiceError,
+    Timing,
+)
 
 log = logging.getLogger(__name__)
-
-# Answered request ids remembered, so a re-send that arrives after the answer (the
-# requester re-sends until it hears "accepted") is not served twice.
-REMEMBERED_IDS = 4096
-# How often a request still being served that has sent nothing since the last time
-# tells its requester so (an ``accepted`` marker again). Responses travel on
-# non-persistent topics, which drop what is in flight when the broker restarts; the
-# requester takes a long silence (``requester.LIVENESS``) as its answer lost, rather
-# than waiting out TG_REQUEST_TIMEOUT for a record that will never come.
-KEEP_ALIVE_INTERVAL = 2.0
-# How long a request may go without a record before its requester is told that a
-# replica has it (the ``accepted`` marker). A requester takes the first record as
-# acceptance too, so a request answered sooner (a store query, an embedding, RAG's
-# sources) sends no marker: that was a message and a wake-up of the requester's
-# process on every hop of a RAG answer's path to the LLM (~2-4 ms in all). Well
-# under the requester's re-send interval (``requester.RESEND_INTERVAL``, 1 s), so a
-# request is never sent again because its marker was deferred.
-ACCEPT_AFTER = 0.05
 
 
 Emit = Callable[[str, Record], Awaitable[None]]  # (stage, record) → durable send
@@ -58,7 +52,12 @@ class Context:
     emit: Emit = no_emit  # durable send to a pipeline stage of this flow
 
 
-Handler = Callable[[Any, Context], Awaitable[Response] | AsyncIterator[Response]]
+# What a handler gives: a record (returned), or records and deltas (yielded). An item
+# that is itself an async iterator of those is a sub-stream, read in its place as
+# ``yield from`` would: a service passing another's answer on (``relay``) yields it
+# once instead of forwarding it item by item. Returning a sub-stream does the same.
+Item = Response | Delta
+Handler = Callable[[Any, "Context"], Awaitable[Any] | AsyncIterator[Any]]
 
 
 @dataclass(frozen=True)
@@ -92,12 +91,77 @@ class BadRequest(HandledError):
 
 
 def error_for(service: Service, exception: BaseException) -> Error:
-    """The one place an exception becomes a wire error."""
+    """The one place an exception becomes a wire error. A service called on the way
+    that failed (``ServiceError``) is passed on as it said it."""
     if isinstance(exception, HandledError):
         return Error(type=exception.type, message=exception.message)
+    if isinstance(exception, ServiceError):
+        return exception.error
     if isinstance(exception, ValueError):  # includes pydantic's ValidationError
         return Error(type="bad-request", message=str(exception))
+    if isinstance(exception, RequestTimeout):
+        return Error(type=service.failure_type, message=str(exception))
     return Error(type=service.failure_type, message=f"{type(exception).__name__}: {exception}")
+
+
+class Items:
+    """What a handler gave, as one stream of items: the record it returned, or what it
+    yields, sub-streams read in their place (an exception one raises is thrown back
+    into the generator that yielded it, as ``yield from`` does). ``aclose`` closes
+    every generator open in it, innermost first."""
+
+    __slots__ = ("_result", "_open")
+
+    def __init__(self, result: Awaitable[Any] | AsyncIterator[Any]) -> None:
+        self._result: Any = result
+        self._open: list[AsyncIterator[Any]] = []  # the generator reading now is last
+
+    def __aiter__(self) -> "Items":
+        return self
+
+    async def __anext__(self) -> Item:
+        if self._result is not None:  # the first item
+            result, self._result = self._result, None
+            if inspect.isawaitable(result):
+                result = await result
+            if not isinstance(result, AsyncIterator):
+                return result
+            self._open.append(result)
+        thrown: Exception | None = None
+        while self._open:
+            reading = self._open[-1]
+            try:
+                if thrown is None:
+                    item = await anext(reading)
+                else:  # what the sub-stream it yielded raised, raised where it yielded
+                    item = await reading.athrow(thrown)  # type: ignore[attr-defined]
+            except StopAsyncIteration:
+                self._open.pop()
+                thrown = None
+                continue
+            except Exception as error:
+                self._open.pop()
+                if not self._open:
+                    raise
+                thrown = error
+                continue
+            if isinstance(item, Delta | Response) or not isinstance(item, AsyncIterator):
+                return item  # (the common case first: ABCs check slowly)
+            self._open.append(item)
+            thrown = None
+        raise StopAsyncIteration
+
+    async def aclose(self) -> None:
+        if inspect.iscoroutine(self._result):  # never started
+            self._result.close()
+        elif self._result is not None:
+            self._open.append(self._result)
+        self._result = None
+        while self._open:
+            reading = self._open.pop()
+            close = getattr(reading, "aclose", None)
+            if close is not None:
+                await close()
 
 
 class ServiceRunner:
@@ -105,20 +169,20 @@ class ServiceRunner:
 
     def __init__(self, bus: Bus, service: Service, flow: str, runtime: Any,
                  inflight: dict[str, asyncio.Task], limit: asyncio.Semaphore,
-                 backlog: int, replies: "ReplyProducers") -> None:
+                 backlog: int, replies: ReplyProducers, timing: Timing = TIMING) -> None:
         self.service = service
         self.flow = flow
+        self.timing = timing
         self._bus = bus
         # ``runtime`` is the processor's ``Runtime`` (None: a handler that calls nothing)
         self._clients = runtime.clients(flow) if runtime is not None else None
         self._emit = partial(runtime.emit, flow) if runtime is not None else no_emit
         self._inflight = inflight
         self._open: dict[str, Reply] = {}  # replies of the requests being served
-        self._finished: OrderedDict[str, None] = OrderedDict()  # ids answered lately
+        self._answered = Answered()
         self._limit = limit  # requests handled at once
         self._backlog = backlog  # requests held (handled or waiting), then refused
         self._replies = replies
-        self._markers: set[asyncio.Task] = set()  # deferred ``accepted`` markers being sent
 
     async def start(self) -> None:
         await self._bus.consume(request_topic(self.service.name, self.flow),
@@ -127,18 +191,18 @@ class ServiceRunner:
 
     async def _accept(self, message: Message) -> None:
         """Never waits: the request is taken (its requester hears ``accepted``, or the
-        first record, within ``ACCEPT_AFTER``) or refused as overloaded."""
+        first record, within ``timing.accept_after``) or refused as overloaded."""
         properties = message.properties()
-        request_id, reply_to = properties.get("id"), properties.get("reply-to")
+        request_id, reply_to = properties.get(ID), properties.get(REPLY_TO)
         if not request_id or not reply_to:
             log.warning("%s: request without id or reply-to dropped", self.service.name)
             return
-        if request_id in self._inflight or request_id in self._finished:
+        if request_id in self._inflight or request_id in self._answered:
             return  # a re-send of a request this process has, or has answered
         self._take(message.data(), request_id,
-                   lambda: self._replies.reply(reply_to, request_id))
+                   partial(self._replies.reply, reply_to, self.service.response, request_id))
 
-    def serve_local(self, data: bytes, request_id: str, reply: "Reply") -> asyncio.Task:
+    def serve_local(self, data: bytes, request_id: str, reply: Reply) -> asyncio.Task:
         """Serve a request made in this process (``LocalRequester``), answering into
         ``reply``: the same backlog, concurrency limit, handler and errors as a request
         from the bus, and cancellable by id on the cancel topic like one."""
@@ -146,7 +210,8 @@ class ServiceRunner:
             return reply
         return self._take(data, request_id, opened)
 
-    def _take(self, data: bytes, request_id: str, open_reply: "OpenReply") -> asyncio.Task:
+    def _take(self, data: bytes, request_id: str,
+              open_reply: Callable[[], Awaitable[Reply]]) -> asyncio.Task:
         overloaded = len(self._inflight) >= self._backlog
         task = asyncio.create_task(
             self._refuse(open_reply) if overloaded else
@@ -157,31 +222,17 @@ class ServiceRunner:
 
     def _done(self, request_id: str) -> None:
         self._inflight.pop(request_id, None)
-        self._finished[request_id] = None
-        if len(self._finished) > REMEMBERED_IDS:
-            self._finished.popitem(last=False)
+        self._answered.add(request_id)
 
-    async def _refuse(self, open_reply: "OpenReply") -> None:
+    async def _refuse(self, open_reply: Callable[[], Awaitable[Reply]]) -> None:
         reply = await open_reply()
         await reply.send(self.service.response.failure(Error(
             type="overloaded", message=f"{self.service.name} has {self._backlog} requests "
                                        f"in hand; try again shortly")), True)
 
-    def _mark_accepted(self, reply: "Reply") -> None:
-        """The ``accepted`` marker of a request that has sent no record yet."""
-        task = asyncio.ensure_future(self._send_marker(reply))
-        self._markers.add(task)
-        task.add_done_callback(self._markers.discard)
-
-    async def _send_marker(self, reply: "Reply") -> None:
-        try:
-            await reply.accept()
-        except Exception as error:  # the broker away: keep-alives and re-sends follow
-            log.debug("%s: accepted marker not sent: %s", self.service.name, error)
-
     async def keep_alive(self) -> None:
         """A sign of life to the requester of each request that sent nothing since the
-        last call (``KEEP_ALIVE_INTERVAL``)."""
+        last call (every ``timing.keep_alive``)."""
         for reply in list(self._open.values()):
             try:
                 await reply.keep_alive()
@@ -206,28 +257,29 @@ class ServiceRunner:
             WAITING.labels(name).dec()
             SLOT_WAIT.labels(name).observe(time.perf_counter() - started)
 
-    async def _serve(self, data: bytes, request_id: str, open_reply: "OpenReply") -> None:
+    async def _serve(self, data: bytes, request_id: str,
+                     open_reply: Callable[[], Awaitable[Reply]]) -> None:
         started = time.perf_counter()
         timer = RequestTimer(self.service.name)
         reply = None
         sent_final = holding = False
-        marker = None
+        first = True
         try:
             reply = await open_reply()
             self._open[request_id] = reply
-            marker = asyncio.get_running_loop().call_later(ACCEPT_AFTER, self._mark_accepted,
-                                                              reply)
+            reply.open(self.timing)
             await self._slot(request_id)
             holding = True
             request = decode(self.service.request, data)
             ctx = Context(request_id, self.flow, self._clients, self._emit)
             # aclosing: a cancel closes the handler (and its LLM stream) at once.
-            async with aclosing(_records(self.service.handler(request, ctx))) as records:
-                async for record in records:
-                    marker.cancel()
-                    timer.responded()
-                    sent_final = record.is_final()
-                    await reply.send(record, sent_final)
+            async with aclosing(Items(self.service.handler(request, ctx))) as items:
+                async for item in items:
+                    sent_final = not isinstance(item, Delta) and item.is_final()
+                    await reply.send(item, sent_final)
+                    if first:
+                        timer.responded()  # time to first response
+                        first = False
                     if sent_final:
                         break
             if not sent_final:
@@ -243,86 +295,11 @@ class ServiceRunner:
             if reply is not None and not sent_final:
                 await reply.send(self.service.response.failure(error), True)
         finally:
-            if marker is not None:
-                marker.cancel()
+            if reply is not None:
+                reply.close()
             self._open.pop(request_id, None)
             if holding:
                 self._limit.release()
             timer.done()
             log.debug("id=%s %s done in %.1f ms", request_id, self.service.name,
                       (time.perf_counter() - started) * 1000)
-
-
-async def _records(result: Awaitable[Response] | AsyncIterator[Response]
-                   ) -> AsyncIterator[Response]:
-    if inspect.isasyncgen(result) or hasattr(result, "__anext__"):
-        try:
-            async for record in result:
-                yield record
-        finally:
-            await result.aclose()
-    else:
-        yield await result
-
-
-class ReplyProducers:
-    """One producer per reply topic, created on first use and kept."""
-
-    def __init__(self, bus: Bus) -> None:
-        self._bus = bus
-        self._producers: dict[str, asyncio.Future] = {}
-
-    async def reply(self, topic: str, request_id: str) -> "BusReply":
-        if topic not in self._producers:
-            self._producers[topic] = asyncio.ensure_future(self._bus.producer(topic))
-        try:
-            producer = await asyncio.shield(self._producers[topic])
-        except Exception:
-            self._producers.pop(topic, None)
-            raise
-        return BusReply(producer, request_id)
-
-
-class Reply(Protocol):
-    """Where the records answering one request go: over the bus (``BusReply``) or,
-    for a request made in this process, straight to its requester (``LocalReply``)."""
-
-    async def accept(self) -> None: ...
-
-    async def send(self, record: Response, final: bool) -> None: ...
-
-    async def keep_alive(self) -> None: ...
-
-
-OpenReply = Callable[[], Awaitable[Reply]]
-
-
-class BusReply:
-    """The responses to one request: an ``accepted`` marker, then records numbered by
-    ``seq`` so the requester notices any lost in transit; the last marked ``end``."""
-
-    __slots__ = ("_producer", "_id", "_seq", "_seq_kept")
-
-    def __init__(self, producer, request_id: str) -> None:
-        self._producer = producer
-        self._id = request_id
-        self._seq = 0
-        self._seq_kept = 0  # ``_seq`` at the last keep-alive
-
-    async def accept(self) -> None:
-        await self._producer.post(b"", {"id": self._id, "accepted": "1"})
-
-    async def keep_alive(self) -> None:
-        """``accepted`` again, unless records went out since the last keep-alive."""
-        if self._seq == self._seq_kept:
-            await self.accept()
-        self._seq_kept = self._seq
-
-    async def send(self, record: Response, final: bool) -> None:
-        properties = {"id": self._id, "seq": str(self._seq)}
-        self._seq += 1
-        if final:
-            properties["end"] = "1"
-            await self._producer.send(encode(record), properties)
-        else:
-            await self._producer.post(encode(record), properties)

@@ -3,12 +3,22 @@ a command-line flag (its name kebab-cased) that overrides it."""
 import logging
 from typing import Annotated, TypeVar
 
-from pydantic import field_validator
+from pydantic import BeforeValidator
 from pydantic_settings import BaseSettings, CliApp, NoDecode, SettingsConfigDict
 
 from ..pubsub import DEFAULT_PULSAR_URL
 
 S = TypeVar("S", bound=BaseSettings)
+
+
+def _comma_separated(value: object) -> object:
+    if isinstance(value, str):
+        return [v.strip() for v in value.split(",") if v.strip()]
+    return value
+
+
+# A list setting given as one comma-separated string (``TG_FLOWS=default,other``).
+CommaList = Annotated[list[str], NoDecode, BeforeValidator(_comma_separated)]
 
 
 class Settings(BaseSettings):
@@ -22,7 +32,7 @@ class Settings(BaseSettings):
 class ProcessorSettings(Settings):
     pulsar_url: str = DEFAULT_PULSAR_URL
     tg_data_dir: str = "./tg-data"
-    tg_flows: Annotated[list[str], NoDecode] = ["default"]
+    tg_flows: CommaList = ["default"]
     tg_concurrency: int = 64  # requests handled at once
     tg_backlog: int = 1024  # requests held (handled or waiting); past it, "overloaded"
     # Deliveries of a pipeline record before it goes to its stage's dead-letter topic.
@@ -30,13 +40,6 @@ class ProcessorSettings(Settings):
     tg_request_timeout: float = 120.0
     # Index of this replica among processes serving the same service (see Bus).
     tg_replica: int = 0
-
-    @field_validator("tg_flows", mode="before")
-    @classmethod
-    def _comma_separated(cls, value: object) -> object:
-        if isinstance(value, str):
-            return [v.strip() for v in value.split(",") if v.strip()]
-        return value
 
 
 def load_settings(model: type[S], argv: list[str] | None, prog: str) -> S:

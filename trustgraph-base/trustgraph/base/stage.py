@@ -23,14 +23,15 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..pubsub import Bus, Message
-from ..pubsub.bus import Producer
+from ..pubsub.bus import Consumer, Producer
+from ..pubsub.pulsar_shim import MAX_RECORD_BYTES
 from ..schema import Record, decode, encode, flow_topic
 
 log = logging.getLogger(__name__)
 
-# pulsar-lite refuses messages of 5 MiB or more (metadata included) and its chunking
-# is broken, so stages split large work before it reaches the broker.
-MAX_RECORD_BYTES = 4 * 1024 * 1024
+# A record must fit one broker message (``MAX_RECORD_BYTES``: the broker's chunking is
+# not relied on), so stages split large work before it reaches the broker.
+__all__ = ["MAX_RECORD_BYTES"]  # sized by, among others, the stores' answers
 # Records a stage consumer lets the broker push ahead of its handlers. Its handlers
 # take each record as soon as a concurrency slot is free, so a few are enough; a
 # small prefetch also spreads a backlog evenly over replicas. And it keeps pulsar-lite
@@ -128,7 +129,7 @@ class StageRunner:
         # ``runtime``: the processor's ``Runtime``, which owns the stage producers
         self._context = StageContext(flow, runtime.clients(flow), partial(runtime.emit, flow))
         self._dead = DeadLetters(bus, stage.name, stage.subscription or stage.name, flow)
-        self._consumer = None
+        self._consumer: Consumer | None = None  # set by start, before any message
         self.tasks: set[asyncio.Task] = set()
 
     async def start(self) -> None:
@@ -141,10 +142,15 @@ class StageRunner:
         await self._limit.acquire()
         task = asyncio.create_task(self._work(message))
         self.tasks.add(task)
-        task.add_done_callback(lambda t: (self._limit.release(), self.tasks.discard(t)))
+        task.add_done_callback(self._done)
+
+    def _done(self, task: asyncio.Task) -> None:
+        self._limit.release()
+        self.tasks.discard(task)
 
     async def _work(self, message: Message) -> None:
-        name = self.stage.name
+        name, consumer = self.stage.name, self._consumer
+        assert consumer is not None
         deliveries = message.redelivery_count() + 1
         if deliveries > self._max_deliveries:
             # Tried that often already and never settled: its handling may be what
@@ -170,20 +176,22 @@ class StageRunner:
                 return
             log.exception("%s: failed (delivery %d of at most %d); the message will be "
                           "redelivered", name, deliveries, self._max_deliveries)
-            await self._consumer.negative_acknowledge(message)
+            await consumer.negative_acknowledge(message)
             return
-        await self._consumer.acknowledge(message)
+        await consumer.acknowledge(message)
 
     async def _give_up(self, message: Message, deliveries: int, error: str) -> None:
         """To the dead-letter topic, then acknowledged; redelivered if that fails."""
+        consumer = self._consumer
+        assert consumer is not None
         try:
             await self._dead.send(message, deliveries, error)
         except Exception:
             log.exception("%s: could not dead-letter message %s; it will be redelivered",
                           self.stage.name, message.message_id())
-            await self._consumer.negative_acknowledge(message)
+            await consumer.negative_acknowledge(message)
             return
-        await self._consumer.acknowledge(message)
+        await consumer.acknowledge(message)
         log.error("%s: message %s failed %d times (last: %s); sent to %s and acknowledged",
                   self.stage.name, message.message_id(), deliveries, error,
                   dead_letter_topic(self.stage.name, self.stage.subscription or

@@ -2,7 +2,8 @@
 
 Both the embedded broker (pulsar-lite) and Apache Pulsar are reached through the
 official ``pulsar-client``; nothing here knows which one it is talking to except the
-consumer-id workaround below.
+consumer-id workaround below. What this takes from pulsar-client beyond its public
+API is in ``pulsar_shim``.
 """
 import asyncio
 import gc
@@ -11,15 +12,18 @@ import logging
 import threading
 from collections.abc import Awaitable, Callable
 from functools import partial
+from typing import TypeAlias
 
-import _pulsar
 import pulsar
 import pulsar.asyncio as pulsar_async
+
+from . import pulsar_shim
 
 log = logging.getLogger(__name__)
 
 DEFAULT_PULSAR_URL = "pulsar://127.0.0.1:6650"
-Message = pulsar.Message
+Message: TypeAlias = pulsar.Message
+Consumer: TypeAlias = pulsar_async.Consumer
 Handler = Callable[[Message], Awaitable[None]]
 
 _subscription_names = itertools.count()
@@ -160,15 +164,10 @@ class Producer:
         if self._posted - self._confirmed >= self.MAX_UNCONFIRMED:
             await self.send(data, properties)
             return
-        builder = _pulsar.MessageBuilder()
-        builder.content(data)
-        for key, value in properties.items():
-            builder.property(key, value)
         self._posted += 1
         receipt = None if self._posted % self.COUNTED_EVERY else \
             partial(self._counted, self._posted)
-        # pulsar.asyncio has no unawaited send; this is its own call without the future.
-        self._producer._producer.send_async(builder.build(), receipt)
+        pulsar_shim.post(self._producer, data, properties, receipt)
 
     def _counted(self, posted: int, result: pulsar.Result, message_id: object) -> None:
         self._confirmed = max(self._confirmed, posted)
@@ -230,7 +229,7 @@ def _received(consumer: pulsar_async.Consumer) -> asyncio.Future:
         else:
             loop.call_soon_threadsafe(_settle, future, result, received, consumer)
 
-    consumer._consumer.receive_async(settle)
+    pulsar_shim.receive_into(consumer, settle)
     return future
 
 
@@ -241,9 +240,7 @@ def _settle(future: asyncio.Future, result: pulsar.Result, received: object,
     if result != pulsar.Result.Ok:
         future.set_exception(pulsar_async.PulsarException(result))
         return
-    message = pulsar.Message()
-    message._message, message._schema = received, consumer._schema
-    future.set_result(message)
+    future.set_result(pulsar_shim.message(received, consumer))
 
 
 async def _handle(consumer: pulsar_async.Consumer, handler: Handler, message: Message) -> None:

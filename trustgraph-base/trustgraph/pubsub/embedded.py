@@ -130,7 +130,7 @@ class EmbeddedBroker:
             self.process.wait()
 
     def kill(self) -> None:
-        if self.process is not None and self.process.poll() is None:
+        if self.process is not None and self.alive():
             self.process.kill()
             self.process.wait()
 

@@ -28,7 +28,7 @@ from .pipeline import (
 )
 from .prompt import PROMPT_CONFIG_TYPE, PromptRequest, PromptResponse, PromptTemplate
 from .record import Error, Record, Response, decode, encode
-from .text_completion import TextCompletionRequest, TextCompletionResponse
+from .text_completion import Sampling, TextCompletionRequest, TextCompletionResponse
 from .topics import CANCEL_TOPIC, flow_topic, request_topic, response_topic
 from .usage import Usage
 
@@ -39,6 +39,7 @@ __all__ = [
     "DocumentRemoved", "EmbeddingsRequest", "EmbeddingsResponse", "EntityContext",
     "EntityVector", "EntityVectors", "Error", "LoadResponse", "PROMPT_CONFIG_TYPE",
     "PromptRequest", "PromptResponse", "PromptTemplate", "RDFS_LABEL", "Record", "Response",
+    "Sampling",
     "TextCompletionRequest", "TextCompletionResponse", "TextLoadRequest", "Term", "Triple",
     "Usage",
     "decode", "encode", "flow_topic", "request_topic", "response_topic",
@@ -56,6 +57,8 @@ from .queries import (
                      GraphVersionRequest,
                      GraphVersionResponse,
                      LexicalSearchRequest,
+                     ReembedRequest,
+                     ReembedResponse,
                      ScoredChunk,
                      ScoredEntity,
                      SubgraphRequest,
@@ -68,20 +71,21 @@ __all__ += [
     "DocumentEmbeddingsRequest", "DocumentEmbeddingsResponse", "Evidence", "GraphEdge",
     "GraphEdgesRequest", "GraphEdgesResponse", "GraphVersionRequest", "GraphVersionResponse",
     "GraphEmbeddingsRequest", "GraphEmbeddingsResponse", "LexicalSearchRequest",
-    "ScoredChunk", "ScoredEntity",
+    "ReembedRequest", "ReembedResponse", "ScoredChunk", "ScoredEntity",
     "SubgraphRequest", "SubgraphResponse", "TriplesQueryRequest", "TriplesQueryResponse",
 ]
 
 from .librarian import (  # noqa: E402
                      LIBRARIAN_FLOW,
+                     CollectionInfo,
                      DocumentMetadata,
                      LibrarianRequest,
                      LibrarianResponse,
                      ProcessingMetadata,
 )
 
-__all__ += ["LIBRARIAN_FLOW", "DocumentMetadata", "LibrarianRequest", "LibrarianResponse",
-            "ProcessingMetadata"]
+__all__ += ["LIBRARIAN_FLOW", "CollectionInfo", "DocumentMetadata", "LibrarianRequest",
+            "LibrarianResponse", "ProcessingMetadata"]
 
 from .knowledge_load import KnowledgeLoadRequest, KnowledgeLoadResponse  # noqa: E402
 
@@ -144,3 +148,20 @@ from .cores import (  # noqa: E402
 
 __all__ += ["CORE_SERVICES", "CoreChunk", "CoreDocument", "CoreEntity", "CoreRequest",
             "CoreResponse", "CoreTriple"]
+
+from .keys import (  # noqa: E402
+                     KEYS_CHANGED,
+                     KEYS_FLOW,
+                     ROLES,
+                     ApiKey,
+                     KeyLimits,
+                     KeysRequest,
+                     KeysResponse,
+                     KeyUse,
+                     KeyVerifier,
+                     Role,
+                     UserInfo,
+)
+
+__all__ += ["KEYS_CHANGED", "KEYS_FLOW", "ROLES", "ApiKey", "KeyLimits", "KeyUse",
+            "KeyVerifier", "KeysRequest", "KeysResponse", "Role", "UserInfo"]

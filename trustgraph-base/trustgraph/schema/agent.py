@@ -49,6 +49,11 @@ class AgentRequest(Record):
 
 
 class AgentResponse(Response):
+    delta_field = "content"
+    delta_kinds = ("chunk_type", "message_type")
+    run_fields = ("chunk_type",)
+    run_end = "end_of_message"
+
     chunk_type: ChunkType | None = None
     message_type: ChunkType | None = None  # always equal to chunk_type
     content: str = ""

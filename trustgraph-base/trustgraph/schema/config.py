@@ -63,3 +63,10 @@ class ConfigNotify(Record):
 
     version: int
     types: list[str] = []
+
+
+# Which LLM answers: text-completion records its choice here when it starts
+# (``{"provider", "model", "demo", "notice"}`` under the key ``text-completion``), so
+# the gateway can tell the workbench without sharing text-completion's environment.
+LLM_CONFIG_TYPE = "llm"
+LLM_CONFIG_KEY = "text-completion"

@@ -63,6 +63,13 @@ def checked_manifest(data: bytes) -> dict[str, Any]:
     if version > VERSION:
         raise CoreFormatError(f"the core is of format version {version}; this release "
                               f"reads versions up to {VERSION}: upgrade to import it")
+    counts, model = value.get("counts", {}), value.get("embedding_model")
+    if not isinstance(counts, dict) or not all(
+            isinstance(n, int) and not isinstance(n, bool) and n >= 0
+            for n in counts.values()):
+        raise CoreFormatError(f"{MANIFEST}: counts must be an object of part: records")
+    if model is not None and not isinstance(model, str):
+        raise CoreFormatError(f"{MANIFEST}: embedding_model must be a string or null")
     return value
 
 

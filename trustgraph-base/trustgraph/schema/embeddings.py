@@ -17,3 +17,6 @@ class EmbeddingsRequest(Record):
 
 class EmbeddingsResponse(Response):
     vectors: list[list[float]] | None = None  # absent only on an error
+    # The model that made them, as the vector store stamps a collection with it
+    # (absent from older services).
+    model: str | None = None

@@ -38,7 +38,15 @@ class Term(Record):
     @property
     def value(self) -> str:
         """The IRI of an IRI term, the text of a literal."""
-        return self.i if self.t == "i" else self.v
+        value = self.i if self.t == "i" else self.v
+        assert value is not None  # _has_its_value
+        return value
+
+    # Equal terms hash alike, as pydantic's own frozen hash does, at a tenth of its
+    # cost (~0.2 µs against ~2.4): a subgraph request hashes thousands of terms and
+    # triples (graph-rag's time to sources, bench.graph).
+    def __hash__(self) -> int:
+        return hash((self.t, self.i, self.v))
 
 
 class Triple(Record):
@@ -47,3 +55,7 @@ class Triple(Record):
     s: Term
     p: Term
     o: Term
+
+    def __hash__(self) -> int:  # as Term's, and for the same reason
+        s, p, o = self.s, self.p, self.o
+        return hash((s.t, s.i, s.v, p.t, p.i, p.v, o.t, o.i, o.v))

@@ -14,18 +14,33 @@ The processor ``lazy-rag`` serves three request/response services:
 Request limits left unset take the service's settings (``LAZY_RAG_MAX_ENTITIES``,
 ``LAZY_RAG_MAX_HOPS``, ``LAZY_RAG_USE_COMMUNITIES``: 50, 2, true by default).
 """
-from typing import Literal
+from typing import ClassVar, Literal
 
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 from .knowledge import Term
 from .pipeline import DEFAULT_COLLECTION, DEFAULT_USER
 from .record import Error, Record, Response
 from .retrieval import RagResponse
+from .text_completion import Sampling
 
 MAX_LAZY_QUERY_CHARS = 10_000
 MAX_LAZY_ENTITIES = 200
 MAX_LAZY_HOPS = 5
+
+
+class LazyRagOptions(BaseModel):
+    """LazyRAG's settings (``LAZY_RAG_*``): the processor runs with them, and the
+    gateway's settings include them too (it turns LazyRAG's routes off with
+    ``LAZY_RAG_ENABLED``, and reports them while no processor answers)."""
+
+    # False: ``tg-start`` leaves the processor out, the gateway answers 404.
+    lazy_rag_enabled: bool = True
+    lazy_rag_max_hops: int = Field(2, ge=1, le=MAX_LAZY_HOPS)
+    lazy_rag_max_entities: int = Field(50, ge=1, le=MAX_LAZY_ENTITIES)
+    lazy_rag_use_communities: bool = True
+    # The model the summary is written with; unset: the text-completion service's own.
+    lazy_rag_summary_model: str | None = None
 
 
 class LazyRagExpandRequest(Record):
@@ -37,7 +52,7 @@ class LazyRagExpandRequest(Record):
     use_communities: bool | None = None
 
 
-class LazyRagRequest(LazyRagExpandRequest):
+class LazyRagRequest(LazyRagExpandRequest, Sampling):  # Sampling: for the summary's LLM call
     streaming: bool = False
 
 
@@ -89,6 +104,8 @@ class _LazyResult(Record):
 
 class LazyRagResponse(RagResponse, _LazyResult):
     summary_error: Error | None = None  # the LLM failed: the rest is still answered
+
+    result_fields: ClassVar[tuple[str, ...]] = (*_LazyResult.model_fields, "summary_error")
 
 
 class LazyRagExpandResponse(Response, _LazyResult):

@@ -15,6 +15,7 @@ operation              request fields (each with user, collection)     answer fi
 add-document           document_id, content (base64), kind?, title?,   document
                        comments?, tags?
 list-documents         streaming? (pages of ``LIST_PAGE`` documents)   documents
+list-collections       (the user's only; no collection)                collections
 get-document-metadata  document_id                                     document
 get-document-content   document_id                                     document, content
 remove-document        document_id                                     document (as it was)
@@ -46,7 +47,8 @@ LIBRARIAN_FLOW = "default"
 LIST_PAGE = 500  # documents per record of a streamed listing
 UPLOAD_PART_BYTES = 2 * 1024 * 1024  # the part size clients send (base64: 2.7 MiB)
 
-LibrarianOperation = Literal["add-document", "list-documents", "get-document-metadata",
+LibrarianOperation = Literal["add-document", "list-documents", "list-collections",
+                             "get-document-metadata",
                              "get-document-content", "remove-document", "add-processing",
                              "begin-upload", "upload-part", "complete-upload"]
 
@@ -63,6 +65,13 @@ class DocumentMetadata(Record):
     sha256: str = ""  # of the content, hex
     time: int = 0  # when stored, Unix seconds
     version: int = 0  # 1 when first stored, counting up each time it is stored again
+
+
+class CollectionInfo(Record):
+    """One of a user's collections, as the library knows it: those it holds documents in."""
+
+    collection: str
+    documents: int = 0
 
 
 class ProcessingMetadata(Record):
@@ -96,6 +105,7 @@ class LibrarianRequest(Record):
 class LibrarianResponse(Response):
     document: DocumentMetadata | None = None
     documents: list[DocumentMetadata] | None = None
+    collections: list[CollectionInfo] | None = None  # list-collections
     processing: ProcessingMetadata | None = None
     content: str | None = None  # base64 (get-document-content)
     upload_id: str | None = None  # begin-upload

@@ -51,6 +51,7 @@ class LoadResponse(Response):
     """``{}`` on the wire once the document is durably accepted."""
 
     end_of_stream: bool = True
+    wire_hidden = frozenset({"end_of_stream"})  # an error still shows as {"error": ...}
 
 
 # --- stage records ------------------------------------------------------------------
@@ -82,6 +83,7 @@ class Chunk(Record):  # stage "chunks": to chunk embedding and to extraction
 class ChunkVector(Record):  # stage "chunk-vectors": to the vector store's owner
     chunk: Chunk
     vector: list[float]
+    model: str = ""  # the embedding model that made the vector ("": not said)
 
 
 class ChunkTriples(Record):  # stage "triples": to the triples store's owner
@@ -111,6 +113,7 @@ class EntityVector(Record):
 class EntityVectors(Record):  # stage "entity-vectors": to the vector store's owner
     document: DocumentRef
     entities: list[EntityVector]
+    model: str = ""  # the embedding model that made the vectors ("": not said)
 
 
 class DocumentRemoved(Record):  # stage "document-removed": every store owner forgets it

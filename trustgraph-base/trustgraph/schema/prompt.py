@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import AliasChoices, Field, JsonValue
 
 from .record import Record, Response
+from .text_completion import Sampling
 
 PROMPT_CONFIG_TYPE = "prompt"
 
@@ -30,7 +31,7 @@ class PromptTemplate(Record):
         return self.model_dump(by_alias=True, exclude_none=True)
 
 
-class PromptRequest(Record):
+class PromptRequest(Sampling):  # max_tokens, temperature, stop: passed to text-completion
     id: str  # template id
     variables: dict[str, JsonValue] | None = None
     terms: dict[str, str] | None = None  # legacy: each value JSON-encoded
@@ -39,6 +40,8 @@ class PromptRequest(Record):
 
 
 class PromptResponse(Response):
+    delta_field = "text"
+
     text: str | None = None  # text templates: a delta (streaming) or the full text
     object: str | None = None  # json/jsonl templates: the whole answer as JSON text
     in_token: int | None = None

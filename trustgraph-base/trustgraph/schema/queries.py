@@ -6,7 +6,6 @@ Every request is scoped by ``user`` and ``collection`` (defaults ``trustgraph`` 
 ``default``); nothing outside that scope is ever returned. Each service answers
 once: one record, ``end_of_stream`` true, or an ``error``.
 """
-from typing import Self
 
 from pydantic import Field, PrivateAttr, field_validator
 
@@ -40,6 +39,9 @@ class TriplesQueryResponse(Response):
 class _VectorQuery(_Scoped):
     vector: list[float] = Field(min_length=1)
     limit: int = Field(10, ge=1, le=MAX_MATCHES_LIMIT)
+    # The embedding model that made ``vector`` (as the embeddings service names it):
+    # a collection embedded with another model refuses the search. None: not checked.
+    model: str | None = None
 
     @field_validator("vector")
     @classmethod
@@ -96,6 +98,28 @@ class LexicalSearchRequest(_Scoped):
 
     query: str = Field(min_length=1, max_length=20_000)
     limit: int = Field(10, ge=1, le=MAX_MATCHES_LIMIT)
+
+
+class ReembedRequest(_Scoped):
+    """Service ``reembed`` (the vector store's owner): every chunk and entity vector of
+    the scope computed again by the ``embeddings`` service's current model, in place,
+    and the scope stamped with that model (``tg-reembed``). Chunks are embedded as
+    the chunk stage embeds them: under their heading path, and their document title
+    when ``embed_title``; entities from their label."""
+
+    embed_title: bool = True
+    page: int = Field(64, ge=1, le=1000)  # points embedded and written per step
+
+
+class ReembedResponse(Response):
+    """Progress, one record per step (``end_of_stream`` false), then the totals."""
+
+    model: str | None = None  # the model the scope is now embedded with
+    previous_model: str | None = None  # what the stamp said before (None: unstamped)
+    chunks: int = 0  # chunk vectors computed so far
+    entities: int = 0  # entity vectors computed so far
+    total: int = 0  # chunk and entity vectors to compute in all
+    end_of_stream: bool = True
 
 
 class SubgraphRequest(_Scoped):
@@ -181,7 +205,7 @@ class GraphEdgesResponse(Response):
 
     @classmethod
     def page(cls, edges: bytes, labels: bytes, next: int | None, version: int,
-             end_of_stream: bool) -> Self:
+             end_of_stream: bool) -> "GraphEdgesResponse":
         """A page whose ``edges`` and ``labels`` are JSON already (the triples store
         has SQLite write them): the record's bytes are put together around them, and
         its ``edges`` and ``labels`` fields stay unset, as only the bus reads them."""

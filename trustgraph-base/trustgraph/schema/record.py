@@ -5,7 +5,7 @@ missing ones with defaults, so old and new processors interoperate. Request fiel
 are accepted hyphenated or underscored (``entity-limit`` / ``entity_limit``);
 records are always written with their snake_case names, leaving out unset optionals.
 """
-from typing import Self, TypeVar
+from typing import Any, ClassVar, Self, TypeVar
 
 from pydantic import AliasChoices, AliasGenerator, BaseModel, ConfigDict
 
@@ -44,10 +44,46 @@ class Error(Record):
 
 
 class Response(Record):
-    """A response record: knows when it ends its stream and how to carry an error."""
+    """A response record: knows when it ends its stream, how to carry an error, where
+    the gateway's wire shows it otherwise than the bus carries it (a record that
+    declares nothing here is passed on as its bytes, never decoded) and, for a service
+    that streams text, where a delta's text goes.
+
+    The class-level declarations below are read by ``trustgraph.base.relay`` (which
+    passes deltas on, and joins those waiting together) and by the gateway; they are
+    not fields and never travel.
+    """
+
+    # The field a streamed delta's text travels in; None: the service streams no text.
+    delta_field: ClassVar[str | None] = None
+    # What every delta record says besides its text (RAG: ``message_type`` "chunk").
+    delta_marks: ClassVar[dict[str, Any]] = {}
+    # Where a delta's kind goes, for a record that streams several kinds of text (the
+    # agent: a thought or an answer, in ``chunk_type`` and ``message_type``).
+    delta_kinds: ClassVar[tuple[str, ...]] = ()
+    # Deltas waiting together merge only with neighbours equal in these fields (the
+    # agent: ``chunk_type``, so a thought never runs into the answer after it) ...
+    run_fields: ClassVar[tuple[str, ...]] = ()
+    # ... and never one with this flag set: it ends its message and stands alone (the
+    # agent: ``end_of_message``, so a client still sees where each thought ends).
+    run_end: ClassVar[str | None] = None
 
     error: Error | None = None
     end_of_stream: bool = False
+
+    # Fields the bus carries but the gateway's wire leaves out.
+    wire_hidden: ClassVar[frozenset[str]] = frozenset()
+
+    @classmethod
+    def wire_edge(cls, record: dict[str, Any]) -> dict[str, Any] | None:
+        """The protocol's exact shape of this response's first or final record (the
+        two the gateway decodes, when a subclass defines this), or None: unchanged."""
+        return None
+
+    @classmethod
+    def reshapes_edges(cls) -> bool:
+        return any("wire_edge" in vars(model) for model in cls.__mro__
+                   if model is not Response)
 
     def is_final(self) -> bool:
         return self.end_of_stream

@@ -6,18 +6,19 @@ question, sub-questions), ``chunk`` records carrying answer deltas, and one fina
 sources again and the token totals. A non-streaming answer is one record with the full
 ``response``. An error is always one final record.
 """
-from typing import Literal, Self
+from typing import Any, ClassVar, Literal, Self
 
 from pydantic import Field
 
 from .knowledge import Term
 from .pipeline import DEFAULT_COLLECTION, DEFAULT_USER
 from .record import Error, Record, Response
+from .text_completion import Sampling
 
 MAX_QUERY_CHARS = 20_000
 
 
-class _RagRequest(Record):
+class _RagRequest(Sampling):  # max_tokens, temperature, stop: for the answer's LLM call
     query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
     user: str = Field(DEFAULT_USER, min_length=1)
     collection: str = Field(DEFAULT_COLLECTION, min_length=1)
@@ -44,6 +45,9 @@ Retrieval = Literal["vector", "lexical", "hybrid"]
 class DocumentRagRequest(_RagRequest):
     doc_limit: int = Field(20, ge=1, le=500)
     retrieval: Retrieval | None = None
+    # Reorder the chunks found with the ``rerank`` prompt through the LLM before
+    # answering (``trustgraph.retrieval.rerank``): opt-in, it costs an LLM call.
+    rerank: bool = False
 
 
 class Source(Record):
@@ -74,6 +78,9 @@ class Source(Record):
 
 
 class RagResponse(Response):
+    delta_field = "chunk"
+    delta_marks = {"message_type": "chunk"}
+
     message_type: Literal["metadata", "chunk", "progress"] | None = None  # streaming only
     chunk: str | None = None  # a streamed delta
     progress: str | None = None  # what retrieval is doing ("progress" records, opt-in)
@@ -86,9 +93,33 @@ class RagResponse(Response):
     out_token: int | None = None
     model: str | None = None
 
+    # Fields of an answer's final record beyond these that the gateway's answer-stream
+    # API passes on (in its ``done`` line and collected answer).
+    result_fields: ClassVar[tuple[str, ...]] = ()
+
     @classmethod
     def failure(cls, error: Error) -> Self:
         return cls(error=error, end_of_stream=True, end_of_session=True)
+
+    @classmethod
+    def wire_edge(cls, record: dict[str, Any]) -> dict[str, Any] | None:
+        """PROTOCOL §2 exactly, whatever a RAG service left out: the metadata record
+        always has ``sources``, ``optimized_query`` (null when the question was not
+        rewritten) and ``subqueries``; a streaming final record (a ``chunk`` record)
+        never carries the whole ``response`` again, so a client that joins every
+        frame's text sees it once."""
+        kind = record.get("message_type")
+        if kind == "metadata":
+            missing = {key: value for key, value in METADATA_DEFAULTS.items()
+                       if key not in record}
+            return {**record, **missing} if missing else None
+        if kind == "chunk" and "response" in record:
+            return {key: value for key, value in record.items() if key != "response"}
+        return None
+
+
+# What a RAG metadata record always shows on the wire, even when the service left it unset.
+METADATA_DEFAULTS: dict[str, Any] = {"sources": [], "optimized_query": None, "subqueries": []}
 
 
 # One record shape serves both services; the names say which one a module speaks.

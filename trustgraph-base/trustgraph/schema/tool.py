@@ -11,7 +11,7 @@ none); ``kind`` says what calling one does:
 * ``mcp-tool``: the tool ``mcp_tool`` (default: ``name``) of the Model Context
   Protocol server at ``url`` (streamable HTTP).
 """
-from typing import Literal, Self
+from typing import Literal, Self, get_args
 
 from pydantic import Field, model_validator
 
@@ -21,7 +21,7 @@ TOOL_CONFIG_TYPE = "tool"
 
 ToolKind = Literal["knowledge-query", "document-query", "text-completion", "prompt",
                    "mcp-tool"]
-TOOL_KINDS: tuple[str, ...] = ToolKind.__args__
+TOOL_KINDS: tuple[str, ...] = get_args(ToolKind)
 
 
 class ToolArgument(Record):

@@ -35,10 +35,22 @@ def parser(prog: str, description: str, flow: bool = True) -> argparse.ArgumentP
 
 def scope_options(arguments: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """``-U/--user`` and ``-C/--collection``: whose data, and which collection of it."""
-    arguments.add_argument("-U", "--user", default="trustgraph",
-                           help="user (tenant) the data belongs to (default %(default)s)")
+    arguments.add_argument("-U", "--user", default=None,
+                           help="user (tenant) the data belongs to (default: the key's "
+                                "user; another user's needs an admin's key)")
     arguments.add_argument("-C", "--collection", default="default",
                            help="collection within the user's data (default %(default)s)")
+    return arguments
+
+
+def question_options(arguments: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """``-q/--question``, and ``--streaming`` (the default) or ``--no-streaming``."""
+    arguments.add_argument("-q", "--question", required=True, help="the question to answer")
+    streaming = arguments.add_mutually_exclusive_group()
+    streaming.add_argument("--streaming", dest="streaming", action="store_true", default=True,
+                           help="print the answer as it streams (the default)")
+    streaming.add_argument("--no-streaming", dest="streaming", action="store_false",
+                           help="wait for the whole answer instead of streaming it")
     return arguments
 
 

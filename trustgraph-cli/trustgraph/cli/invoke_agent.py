@@ -11,10 +11,11 @@ from trustgraph.api import (
     AgentEvent,
     AgentFinal,
     AgentObservation,
+    AgentStream,
     AgentThought,
 )
 
-from .common import connect, parser, positive, run, scope_options, show_usage
+from .common import connect, parser, positive, question_options, run, scope_options, show_usage
 
 PROG = "tg-invoke-agent"
 DESCRIPTION = ("Ask the agent a question. It reasons step by step, calling tools (the "
@@ -26,13 +27,7 @@ LABELS = {AgentThought: "Thought: ", AgentObservation: "Observation: "}
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
-    arguments = scope_options(parser(PROG, DESCRIPTION))
-    arguments.add_argument("-q", "--question", required=True, help="the question to answer")
-    streaming = arguments.add_mutually_exclusive_group()
-    streaming.add_argument("--streaming", dest="streaming", action="store_true", default=True,
-                           help="print the answer as it streams (the default)")
-    streaming.add_argument("--no-streaming", dest="streaming", action="store_false",
-                           help="wait for the whole answer instead of streaming it")
+    arguments = question_options(scope_options(parser(PROG, DESCRIPTION)))
     arguments.add_argument("-v", "--verbose", action="store_true",
                            help="show the agent's thoughts, actions and observations too")
     arguments.add_argument("-p", "--pattern", choices=["react", "ask"],
@@ -118,12 +113,12 @@ async def invoke(args: argparse.Namespace) -> None:
             group=groups(args.group), pattern=args.pattern,
             max_iterations=args.max_iterations, flow=args.flow_id)
         try:
-            if args.streaming:
+            if args.streaming and isinstance(reply, AgentStream):
                 async for event in reply:
                     printer.show(event)
                 final = reply.final or AgentFinal(reply.usage)
             else:
-                result = await (reply.collect() if args.verbose else reply)
+                result = await (reply.collect() if isinstance(reply, AgentStream) else reply)
                 for event in (*result.steps, AgentAnswer(result, True)):
                     printer.show(event)
                 final = AgentFinal(result.usage, result.session_id)

@@ -9,7 +9,7 @@ from .rag import rag_main
 PROG = "tg-invoke-document-rag"
 DESCRIPTION = ("Answer a question from a collection's documents: the chunks nearest the "
                "question, then the LLM; the answer is printed as it streams.")
-LIMITS = {
+LIMITS: dict[tuple[str, ...], str] = {
     ("-d", "--doc-limit"): "chunks given to the LLM (service default 20)",
 }
 

@@ -9,7 +9,7 @@ PROG = "tg-invoke-graph-rag"
 DESCRIPTION = ("Answer a question from a collection's knowledge graph: entities near the "
                "question, the subgraph around them, then the LLM; the answer is printed "
                "as it streams.")
-LIMITS = {
+LIMITS: dict[tuple[str, ...], str] = {
     ("-e", "--entity-limit"): "seed entities to start from (service default 50)",
     ("--triple-limit",): "triples followed per entity per hop (service default 30)",
     ("-s", "--max-subgraph-size"): "most triples given to the LLM (service default 150)",

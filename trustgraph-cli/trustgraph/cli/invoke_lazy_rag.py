@@ -12,7 +12,7 @@ DESCRIPTION = ("Answer a question from a collection's knowledge graph, LazyRAG's
                "entities it names, the subgraph around them and their communities, "
                "summarised by the LLM now (nothing summarised at load time). The answer is "
                "printed as it streams, then the confidence and what the graph is missing.")
-LIMITS = {
+LIMITS: dict[tuple[str, ...], str] = {
     ("--max-hops",): "hops from a seed entity, 1-5 (service default LAZY_RAG_MAX_HOPS, 2)",
     ("--max-entities",): "most entities summarised, 1-200 (service default "
                          "LAZY_RAG_MAX_ENTITIES, 50)",

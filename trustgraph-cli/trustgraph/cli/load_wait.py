@@ -12,43 +12,47 @@ import asyncio
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Generic, Protocol, TypeVar
 
 from trustgraph.api import AsyncTrustGraph, TrustGraphError
-
-if TYPE_CHECKING:
-    from .loading import Source
 
 POLL_INTERVAL = 0.5  # seconds between status requests while documents are pending
 STATUS_BATCH = 500  # ids per load-status request (the service takes up to 1000)
 
 
+class Loaded(Protocol):
+    """What the waiter follows: any loaded document that has its library id."""
+
+    @property
+    def id(self) -> str: ...
+
+
+S = TypeVar("S", bound=Loaded)
+
+
 @dataclass
-class Pending:
+class Pending(Generic[S]):
     """A loaded document on its way down the pipeline, as last reported."""
 
-    source: "Source"
+    source: S
     state: str = "decoding"
     chunks: int | None = None
     stored: int = 0
 
 
-# finished(source, chunks, error): the document is done (``chunks`` stored) or failed.
-Finished = Callable[["Source", int, str | None], None]
-
-
-class Waiter:
-    def __init__(self, client: AsyncTrustGraph, user: str, collection: str, flow: str,
-                 timeout: float, finished: Finished,
+class Waiter(Generic[S]):
+    def __init__(self, client: AsyncTrustGraph, user: str | None, collection: str, flow: str,
+                 timeout: float, finished: Callable[[S, int, str | None], None],
                  progressed: Callable[[], None] = lambda: None) -> None:
         """``timeout``: seconds without any progress before the documents still
-        pending are given up as failed."""
+        pending are given up as failed; ``finished(source, chunks, error)``: a
+        document is done (``chunks`` stored) or failed."""
         self._client = client
-        self._scope = {"user": user, "collection": collection, "flow": flow}
+        self._user, self._collection, self._flow = user, collection, flow
         self._timeout = timeout
         self._finished = finished
         self._progressed = progressed
-        self._pending: dict[str, Pending] = {}
+        self._pending: dict[str, Pending[S]] = {}
         self._last_progress = time.monotonic()
         self._last_error = ""
         self.stored_done = 0  # chunks of the documents done
@@ -63,7 +67,7 @@ class Waiter:
         """Chunks the documents loaded so far became, as far as decoded."""
         return self.stored_done + sum(p.chunks or 0 for p in self._pending.values())
 
-    def add(self, source: "Source") -> None:
+    def add(self, source: S) -> None:
         self._pending[source.id] = Pending(source)
         self._last_progress = time.monotonic()  # its own wait starts now
 
@@ -85,8 +89,9 @@ class Waiter:
         moved = False
         for start in range(0, len(ids), STATUS_BATCH):
             try:
-                statuses = await self._client.load_status(ids[start:start + STATUS_BATCH],
-                                                          **self._scope)
+                statuses = await self._client.load_status(
+                    ids[start:start + STATUS_BATCH], user=self._user,
+                    collection=self._collection, flow=self._flow)
             except TrustGraphError as error:
                 if error.type == "connection":
                     raise

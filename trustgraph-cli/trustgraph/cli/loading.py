@@ -123,7 +123,7 @@ class Progress:
                  wait: bool) -> None:
         self.prog, self.outcome, self.files = prog, outcome, len(sources)
         self.accepted = 0  # loads answered (with --wait, not yet "loaded")
-        self.waiter: Waiter | None = None
+        self.waiter: Waiter[Source] | None = None  # with --wait, once connected
         self._started = time.monotonic()
         if wait:
             outcome.chunks = 0
@@ -138,7 +138,7 @@ class Progress:
     def loaded(self, source: Source) -> None:
         """The librarian holds it (and, with --wait, the pipeline has it)."""
         self.accepted += 1
-        if self.wait:
+        if self.waiter is not None:
             self.waiter.add(source)
         else:
             self._count(source, 0)

@@ -10,7 +10,17 @@ from typing import Any
 
 from trustgraph.api import Answer, Chunk, LazyResult, Metadata, RagStream, TrustGraphError
 
-from .common import connect, parser, positive, print_stream, run, scope_options, show_usage, write
+from .common import (
+    connect,
+    parser,
+    positive,
+    print_stream,
+    question_options,
+    run,
+    scope_options,
+    show_usage,
+    write,
+)
 
 SOURCE_TEXT = 160  # characters of a source's text shown by --show-sources
 
@@ -20,13 +30,7 @@ def rag_parser(prog: str, description: str, rewriting: bool = True
     """The options every RAG command takes (``rewriting``: with --optimize-query and
     --subqueries, for the services that can rewrite the question); each adds its own
     limits."""
-    arguments = scope_options(parser(prog, description))
-    arguments.add_argument("-q", "--question", required=True, help="the question to answer")
-    streaming = arguments.add_mutually_exclusive_group()
-    streaming.add_argument("--streaming", dest="streaming", action="store_true", default=True,
-                           help="print the answer as it streams (the default)")
-    streaming.add_argument("--no-streaming", dest="streaming", action="store_false",
-                           help="wait for the whole answer instead of streaming it")
+    arguments = question_options(scope_options(parser(prog, description)))
     if rewriting:
         arguments.add_argument("--optimize-query", action="store_true",
                                help="let the LLM rewrite the question before retrieval")
@@ -73,7 +77,7 @@ async def invoke_rag(args: argparse.Namespace, method: RagMethod, options: dict[
     async with connect(args) as client:
         reply = method(client, args.question, user=args.user, collection=args.collection,
                        streaming=args.streaming, flow=args.flow_id, **options)
-        if args.streaming:
+        if isinstance(reply, RagStream):  # asked with streaming
             await print_stream(_answer_text(reply, args.show_sources))
             usage, lazy = reply.usage, reply.lazy
         else:

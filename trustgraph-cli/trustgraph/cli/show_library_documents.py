@@ -33,8 +33,8 @@ async def show(args: argparse.Namespace) -> None:
     async with connect(args) as client:
         documents = await client.list_documents(args.user, args.collection)
     if not documents:
-        print(f"no documents in collection {args.collection!r} of user {args.user!r}",
-              flush=True)
+        whose = f"of user {args.user!r}" if args.user else "of this key's user"
+        print(f"no documents in collection {args.collection!r} {whose}", flush=True)
         return
     print(table([row(d) for d in documents]), flush=True)
 

@@ -14,11 +14,11 @@ from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from trustgraph.base import HandledError
+from trustgraph.base import Delta, HandledError
+from trustgraph.base.steps import concurrently, step
 from trustgraph.retrieval.answer import Found
 from trustgraph.retrieval.document_rag.service import retrieve_chunks
 from trustgraph.retrieval.graph_rag.service import retrieve_triples
-from trustgraph.retrieval.steps import concurrently, step
 from trustgraph.schema import AgentResponse, DocumentRagRequest, GraphRagRequest, Source
 
 from . import frames
@@ -49,16 +49,27 @@ class Prepared:
 
 
 def ask(limits: AskLimits):
-    async def pattern(dialog: Dialog) -> AsyncIterator[AgentResponse]:
+    async def pattern(dialog: Dialog) -> AsyncIterator[
+            AgentResponse | AsyncIterator[Delta | AgentResponse]]:
         prepared = await prepare(dialog, limits)
         yield frames.route_thought(prepared.route, prepared.question, prepared.sources)
         template, variables = final_prompt(prepared, dialog.turns)
-        answer = frames.answer_frames(dialog.prompts, template, variables, dialog.usage)
         with step(ERROR, f"answering ({template})"):
-            async with aclosing(answer) as pieces:
-                async for frame in pieces:
-                    yield frame
+            yield answer_frames(dialog, template, variables)  # its frames, in its place
     return pattern
+
+
+async def answer_frames(dialog: Dialog, template: str, variables: dict[str, Any]
+                        ) -> AsyncIterator[Delta | AgentResponse]:
+    """Template ``template``'s text streamed as answer frames, then the dialog's end.
+    Closing this closes the prompt request and its LLM stream."""
+    answer: list[str] = []
+    async with aclosing(dialog.prompts.stream(template, variables, dialog.counted)) as pieces:
+        async for piece in pieces:
+            if isinstance(piece, Delta):
+                answer.append(piece.text)
+                yield Delta(piece.text, "answer")
+    yield await dialog.end("".join(answer))
 
 
 async def prepare(dialog: Dialog, limits: AskLimits) -> Prepared:

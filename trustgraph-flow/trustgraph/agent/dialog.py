@@ -1,74 +1,83 @@
-"""One dialog, whatever its pattern: what a pattern is given, and what is done with
-the frames it yields.
+"""One dialog, whatever its pattern: what a pattern is given, and how it ends.
 
-A pattern (``react``, ``ask``) is an async generator of frames ending with the
-answer's last frame (``end_of_message``). The dialog turns that frame into the
-dialog's end: it saves the turn to the session first (so a turn is kept only when
-its answer was complete: a cancelled dialog never gets there), then sends it with
-``end_of_dialog``, the session id and the token totals of every LLM call. Without
-``streaming`` the same frames are collected into one answer frame, so the two ways
+A pattern (``react``, ``ask``) is an async generator of frames (and of sub-streams of
+frames, read in their place: ``base.service.Items``) that ends with ``await
+dialog.end(answer)``: the dialog's last frame, sent once the turn is saved to the
+session (so a turn is kept only when its answer was complete: a cancelled dialog
+never gets there), with ``end_of_dialog``, the session id and the token totals of
+every LLM call. ``run_dialog`` also puts the session id on the first frame; without
+``streaming`` it collects the same frames into one answer frame, so the two ways
 cannot drift.
 """
 from collections.abc import AsyncIterator, Callable
 from contextlib import aclosing
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
-from trustgraph.base import PromptClient
-from trustgraph.schema import AgentRequest, AgentResponse, Usage
+from trustgraph.base import Delta, Items, PromptClient
+from trustgraph.base.relay import as_record
+from trustgraph.schema import AgentResponse, PromptResponse, Usage
 
-from .frames import dialog_end, is_last_answer
+from .frames import dialog_end
 from .sessions import SessionStore, Turn
 
 
 @dataclass
 class Dialog:
-    request: AgentRequest
+    request: Any  # the ``AgentRequest``
     session_id: str
     turns: list[Turn]  # the session's earlier turns, oldest first
     clients: Any  # the flow's service clients
     prompts: PromptClient
     usage: Usage  # every LLM call of the dialog adds to it
+    sessions: SessionStore
+
+    def counted(self, final: PromptResponse) -> None:
+        """A prompt's final record (``PromptClient.stream``'s ``last``): its tokens
+        added to the dialog's."""
+        self.usage.add(Usage.of(final))
+
+    async def end(self, answer: str) -> AgentResponse:
+        """The dialog's last frame, once the turn (``answer`` the whole answer) is
+        saved."""
+        await self.sessions.save(self.request.user, self.session_id, self.request.question,
+                                 answer)
+        return dialog_end(self.session_id, self.usage)
 
 
-Pattern = Callable[[Dialog], AsyncIterator[AgentResponse]]
+Pattern = Callable[[Dialog], AsyncIterator[Any]]
 
 
-async def run_dialog(dialog: Dialog, pattern: Pattern, sessions: SessionStore
-                     ) -> AsyncIterator[AgentResponse]:
-    frames = _ended(dialog, pattern, sessions)
-    if not dialog.request.streaming:
-        frames = _collected(frames)
-    async with aclosing(frames) as records:
-        first = True
-        async for frame in records:
-            if first:  # the client learns its session id at once, and again at the end
-                frame.session_id, first = dialog.session_id, False
-            yield frame
+def run_dialog(dialog: Dialog, pattern: Pattern) -> AsyncIterator[AgentResponse | Items]:
+    frames = Items(pattern(dialog))
+    return _opened(dialog, frames) if dialog.request.streaming else \
+        _collected(dialog, frames)
 
 
-async def _ended(dialog: Dialog, pattern: Pattern, sessions: SessionStore
-                 ) -> AsyncIterator[AgentResponse]:
-    answer: list[str] = []
-    async with aclosing(pattern(dialog)) as frames:
-        async for frame in frames:
-            if frame.chunk_type == "answer":
-                answer.append(frame.content)
-            if is_last_answer(frame):
-                await sessions.save(dialog.request.user, dialog.session_id,
-                                    dialog.request.question, "".join(answer))
-                yield dialog_end(frame, dialog.session_id, dialog.usage)
-                return
-            yield frame
-    raise RuntimeError("the dialog ended without an answer")
+async def _opened(dialog: Dialog, frames: Items
+                  ) -> AsyncIterator[AgentResponse | Items]:
+    """The first frame with the session id (the client learns it at once, and again at
+    the end), then the others as they come."""
+    async with aclosing(frames):
+        item = await anext(frames)
+        first = as_record(AgentResponse, item) if isinstance(item, Delta) else \
+            cast(AgentResponse, item)
+        first.session_id = dialog.session_id
+        yield first
+        yield frames
 
 
-async def _collected(frames: AsyncIterator[AgentResponse]) -> AsyncIterator[AgentResponse]:
+async def _collected(dialog: Dialog, frames: Items) -> AsyncIterator[AgentResponse]:
     """One frame: the whole answer, with the route and sources the dialog gave."""
     answer: list[str] = []
     found: dict[str, Any] = {}
-    async with aclosing(frames) as records:
-        async for frame in records:
+    async with aclosing(frames):
+        async for item in frames:
+            if isinstance(item, Delta):
+                if item.kind == "answer":
+                    answer.append(item.text)
+                continue
+            frame = cast(AgentResponse, item)
             if frame.chunk_type == "answer":
                 answer.append(frame.content)
             found.update({name: value for name, value in

@@ -4,7 +4,9 @@ Each iteration is one ``agent-react`` prompt call, streamed: the parser passes t
 thought (and, on the last iteration, the answer) on as the LLM writes it, and the
 call is closed as soon as the step is complete (a model that goes on to invent its
 own "Observation:" is not read, or paid for, further). The tool then runs and its
-result is the observation the next iteration sees.
+result is the observation the next iteration sees. The parser is the one place a
+token is re-shaped on its way (into thought and answer frames); the layers above
+pass its frames on unread.
 
 A step the agent cannot run (no Action and no Final Answer, an unknown tool, bad
 arguments) is told to the model as that step's observation; after ``MAX_MALFORMED``
@@ -16,8 +18,8 @@ from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
 
-from trustgraph.base import HandledError
-from trustgraph.retrieval.steps import step as call_step
+from trustgraph.base import Delta, HandledError
+from trustgraph.base.steps import step as call_step
 from trustgraph.schema import AgentResponse, AgentStep
 from trustgraph.schema.tool import ToolDefinition
 
@@ -43,18 +45,17 @@ class ReactLimits:
 
 def react(tools: dict[str, ToolDefinition], limits: ReactLimits):
     """The pattern, over the tools offered to this dialog."""
-    async def pattern(dialog: Dialog) -> AsyncIterator[AgentResponse]:
+    async def pattern(dialog: Dialog) -> AsyncIterator[
+            AgentResponse | AsyncIterator[Delta | AgentResponse]]:
         steps = list(dialog.request.history or [])
         malformed = 0
         iterations = dialog.request.max_iterations or limits.max_iterations
         for _ in range(iterations):
             parser = ReactParser()
-            async with aclosing(_think(dialog, tools, steps, parser)) as thinking:
-                async for frame in thinking:
-                    yield frame
+            yield _think(dialog, tools, steps, parser)  # its frames, in its place
             step = parser.step
             if step.answer is not None:
-                yield frames.answer("", done=True)
+                yield await dialog.end(step.answer)
                 return
             try:
                 tool, arguments = _chosen(step, tools)
@@ -74,16 +75,16 @@ def react(tools: dict[str, ToolDefinition], limits: ReactLimits):
 
 
 async def _think(dialog: Dialog, tools: dict[str, ToolDefinition], steps: list[AgentStep],
-                 parser: ReactParser) -> AsyncIterator[AgentResponse]:
+                 parser: ReactParser) -> AsyncIterator[Delta | AgentResponse]:
     variables = {"question": dialog.request.question, "tools": described(tools),
                  "history": [step.model_dump() for step in steps],
                  "context": conversation(dialog.turns)}
     with call_step(ERROR, f"asking the model ({TEMPLATE})"):
-        async with aclosing(dialog.prompts.stream(TEMPLATE, variables)) as pieces:
+        async with aclosing(dialog.prompts.stream(TEMPLATE, variables,
+                                                  dialog.counted)) as pieces:
             async for piece in pieces:
-                if piece.end:
-                    dialog.usage.add(piece.usage)
-                    break
+                if not isinstance(piece, Delta):
+                    break  # the end: its tokens are counted
                 for kind, text in parser.feed(piece.text):
                     yield _frame(kind, text)
                 if parser.stopped:
@@ -92,10 +93,12 @@ async def _think(dialog: Dialog, tools: dict[str, ToolDefinition], steps: list[A
         yield _frame(kind, text)
 
 
-def _frame(kind: str, text: str) -> AgentResponse:
-    if kind == "answer":
-        return frames.answer(text)
-    return frames.thought(text, done=kind == "thought_end")
+def _frame(kind: str, text: str) -> Delta | AgentResponse:
+    """A parser event as a frame: text as the model writes it is a delta of its kind
+    (thought, answer); the end of a thought is a frame of its own."""
+    if kind == "thought_end":
+        return frames.thought(text, done=True)
+    return Delta(text, kind)
 
 
 def _chosen(step: Step, tools: dict[str, ToolDefinition]) -> tuple[ToolDefinition, dict]:

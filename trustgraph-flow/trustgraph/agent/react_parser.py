@@ -96,7 +96,7 @@ class ReactParser:
     def _line_start(self, delta: str, events: list[Event]) -> str:
         end = delta.find("\n")
         piece = delta if end < 0 else delta[:end]
-        line = self._line + piece
+        line = (self._line or "") + piece
         stripped = line.lstrip(MARKUP)
         lower = stripped[:LONGEST_MARKER].lower()
         marker = next((m for m in MARKERS if lower.startswith(m)), None)
@@ -151,7 +151,7 @@ class ReactParser:
         if section == "thought":
             self.step.thought += out
         else:
-            self.step.answer += out
+            self.step.answer = (self.step.answer or "") + out
         events.append((section, out))
 
 

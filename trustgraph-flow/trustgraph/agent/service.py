@@ -8,9 +8,8 @@ restart; sessions live in ``<TG_DATA_DIR>/agent/sessions.db``.
 import logging
 import uuid
 from collections.abc import AsyncIterator
-from contextlib import aclosing
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -56,22 +55,20 @@ def agent_handler(settings: AgentSettings, toolbox: Toolbox, sessions: SessionSt
     react_limits = ReactLimits(settings.agent_max_iterations, settings.tg_request_timeout)
     ask_pattern = ask(AskLimits(settings.agent_retrieval, settings.agent_doc_limit))
 
-    async def handle(request: AgentRequest, ctx: Context) -> AsyncIterator[AgentResponse]:
+    async def handle(request: AgentRequest, ctx: Context) -> AsyncIterator[Any]:
+        """The dialog's frames (returned: the runner reads them, and closes them, its
+        LLM stream and tool call with them, when the request is cancelled)."""
         session_id = request.session_id or uuid.uuid4().hex
         turns = [] if request.session_id is None else await sessions.turns(
             request.user, session_id, settings.agent_history_turns)
         dialog = Dialog(request, session_id, turns, ctx.clients,
-                        PromptClient(await ctx.clients.get("prompt")), Usage())
+                        PromptClient(await ctx.clients.get("prompt")), Usage(), sessions)
         pattern: Pattern = ask_pattern if (
             request.pattern or settings.agent_pattern) == "ask" else react(
             toolbox.offered(request.group), react_limits)
         log.info("id=%s agent: %s pattern, session %s (%d earlier turns)", ctx.id,
                  request.pattern or settings.agent_pattern, session_id, len(turns))
-        # Closed with the handler, not left to the garbage collector: closing the
-        # dialog is what closes its LLM stream and its tool call.
-        async with aclosing(run_dialog(dialog, pattern, sessions)) as frames:
-            async for frame in frames:
-                yield frame
+        return run_dialog(dialog, pattern)
     return handle
 
 

@@ -9,7 +9,7 @@ import json
 from contextlib import aclosing
 from typing import Any
 
-from trustgraph.base import PromptClient, RequestTimeout, ServiceError
+from trustgraph.base import Delta, PromptClient, RequestTimeout, ServiceError, relay
 from trustgraph.schema import (
     AgentRequest,
     DocumentRagRequest,
@@ -68,11 +68,11 @@ async def _rag(clients: Any, service: str, usage: Usage,
     rag_request.streaming = True
     parts: list[str] = []
     requester = await clients.get(service)
-    async with aclosing(requester.stream(rag_request, RagResponse)) as records:
-        async for record in records:
-            parts.append(record.chunk or "")
-            if record.end_of_stream:
-                usage.add(Usage.of(record))
+    async with aclosing(relay(requester.frames(rag_request), RagResponse,
+                              lambda final: usage.add(Usage.of(final)))) as pieces:
+        async for piece in pieces:
+            if isinstance(piece, Delta):
+                parts.append(piece.text)
     return "".join(parts)
 
 

@@ -5,7 +5,7 @@ from trustgraph.decoding import Decoded
 
 from .context import embedded_text
 from .splitter import DEFAULT_MAX_TOKENS, DEFAULT_OVERLAP, split_text
-from .tokens import TokenCounter, minilm_tokens
+from .tokens import TokenCounter
 
 
 @dataclass(frozen=True)
@@ -21,19 +21,18 @@ class DocumentChunk:
     headings: tuple[str, ...] = ()  # the section's heading path, heading by heading
 
 
-def chunk_document(document: Decoded, max_tokens: int = DEFAULT_MAX_TOKENS,
-                   overlap: int = DEFAULT_OVERLAP, counter: TokenCounter | None = None,
+def chunk_document(document: Decoded, counter: TokenCounter,
+                   max_tokens: int = DEFAULT_MAX_TOKENS, overlap: int = DEFAULT_OVERLAP,
                    title: str = "", window: int | None = None) -> list[DocumentChunk]:
     """``window``: the tokens the embedding model reads (``MODEL_LIMIT`` for
     all-MiniLM-L6-v2). Chunks are then cut small enough for the longest context any
     of them is embedded under (``title`` and heading path, context.py) to fit beside
     them, so the model still reads every word of the chunk."""
-    counter = counter or minilm_tokens()
     if window is not None:
         room = window - context_tokens(document, title, counter)
         max_tokens = min(max_tokens, max(room, window // 2, 2 * overlap))
     chunks = []
-    for chunk in split_text(document.text, max_tokens, overlap, counter):
+    for chunk in split_text(document.text, counter, max_tokens, overlap):
         # The section of the chunk's first new character: an overlapping start may
         # lie in the section before.
         section = document.section_at(chunk.start)

@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from itertools import pairwise
 
-from .tokens import Counts, TokenCounter, minilm_tokens
+from .tokens import Counts, TokenCounter
 
 # all-MiniLM-L6-v2 reads 256 tokens, two of them [CLS] and [SEP]: chunks stay at
 # or under 254 so the model sees every word of every chunk.
@@ -40,16 +40,15 @@ class TextChunk:
     tokens: int
 
 
-def split_text(text: str, max_tokens: int = DEFAULT_MAX_TOKENS,
-               overlap: int = DEFAULT_OVERLAP,
-               counter: TokenCounter | None = None) -> list[TextChunk]:
+def split_text(text: str, counter: TokenCounter, max_tokens: int = DEFAULT_MAX_TOKENS,
+               overlap: int = DEFAULT_OVERLAP) -> list[TextChunk]:
     """Chunks of ``text``, each of at most ``max_tokens`` tokens as ``counter``
-    counts them (default: all-MiniLM-L6-v2's tokenizer), consecutive chunks
-    sharing up to ``overlap`` tokens."""
+    counts them (the embedding model's tokenizer, for chunks it reads whole),
+    consecutive chunks sharing up to ``overlap`` tokens."""
     if max_tokens < 1 or not 0 <= overlap <= max_tokens // 2:
         raise ValueError(f"need max_tokens >= 1 and 0 <= overlap <= max_tokens/2, "
                          f"got {max_tokens} and {overlap}")
-    counts = Counts(text, counter or minilm_tokens())
+    counts = Counts(text, counter)
     capacity = max_tokens - overlap
     pieces = _pieces(text, 0, len(text), 0, counts, capacity)
     spans = _pack(pieces, counts, capacity)
@@ -99,7 +98,8 @@ def _pack(pieces: list[tuple[int, int]], counts: Counts,
     """Consecutive pieces joined while the total stays within ``capacity``; pieces
     with no tokens (white space) join whichever chunk they follow."""
     spans: list[tuple[int, int]] = []
-    start, end, tokens = None, None, 0
+    start: int | None = None
+    end = tokens = 0
     for a, b in pieces:
         n = counts.between(a, b)
         if start is not None and tokens + n > capacity:

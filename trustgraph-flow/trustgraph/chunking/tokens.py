@@ -1,5 +1,7 @@
 """Counting tokens the way the embedding model will.
 
+The chunker is given a counter: ``ModelTokens`` over the embedding model's own
+tokenizer (its provider supplies the tokenizer), or ``WordTokens`` when there is none.
 A counter tokenizes a whole document once and gives the character offset at
 which each token starts; the token count of any span of the text is then the
 number of starts inside it (two binary searches), with no re-tokenizing. For a
@@ -9,8 +11,9 @@ splitter cuts.
 """
 import bisect
 import re
-from functools import lru_cache
 from typing import Protocol
+
+from tokenizers import Tokenizer
 
 
 class TokenCounter(Protocol):
@@ -22,7 +25,7 @@ class TokenCounter(Protocol):
 class ModelTokens:
     """Any ``tokenizers.Tokenizer``; special tokens are not counted."""
 
-    def __init__(self, tokenizer) -> None:
+    def __init__(self, tokenizer: Tokenizer) -> None:
         self.tokenizer = tokenizer
 
     def token_starts(self, text: str) -> list[int]:
@@ -37,13 +40,6 @@ class WordTokens:
 
     def token_starts(self, text: str) -> list[int]:
         return [m.start() for m in self._TOKEN.finditer(text)]
-
-
-@lru_cache(maxsize=1)
-def minilm_tokens() -> ModelTokens:
-    """all-MiniLM-L6-v2's own tokenizer (the default embedding model's)."""
-    from trustgraph.embeddings.minilm.model_files import load_tokenizer
-    return ModelTokens(load_tokenizer())
 
 
 class Counts:

@@ -2,7 +2,10 @@
 in ``TG_DATA_DIR/config.db``, served on the bus, each change announced on
 ``CONFIG_NOTIFY_TOPIC`` so processors apply edits without a restart.
 
-Operations are listed in ``trustgraph.schema.config``.
+It also serves ``keys``: the users and API keys the gateway checks callers against,
+in the same file (``keys.py``); a change to them is announced as ``KEYS_CHANGED``.
+
+Operations are listed in ``trustgraph.schema.config`` and ``trustgraph.schema.keys``.
 """
 import asyncio
 import logging
@@ -14,11 +17,15 @@ from trustgraph.base import BadRequest, Context, ProcessorSettings, ProcessorSpe
 from trustgraph.schema import (
     CONFIG_FLOW,
     CONFIG_NOTIFY_TOPIC,
+    KEYS_CHANGED,
     ConfigNotify,
     ConfigRequest,
     ConfigResponse,
+    KeysRequest,
+    KeysResponse,
 )
 
+from .keys import KeyStore
 from .store import ConfigStore
 
 log = logging.getLogger(__name__)
@@ -84,21 +91,67 @@ def config_handler(store: ConfigStore, notify):
     return handle
 
 
+def keys_handler(store: KeyStore, notify):
+    """``notify()`` is awaited after every change to users or keys (not after
+    ``record-use``: how keys are used changes nothing a gateway checks)."""
+
+    def run(request: KeysRequest) -> tuple[KeysResponse, bool]:
+        """Runs on a worker thread (SQLite); returns the answer and whether it changed
+        users or keys."""
+        match request.operation:
+            case "add-user":
+                return KeysResponse(users=[store.add_user(request.owner)]), True
+            case "list-users":
+                return KeysResponse(users=store.users()), False
+            case "create-key":
+                _need(request.owner, "create-key needs owner: the user the key is for")
+                key, secret = store.create_key(request.owner, request.role, request.name,
+                                               request.expires, request.limits)
+                return KeysResponse(key=key, secret=secret), True
+            case "list-keys":
+                return KeysResponse(keys=store.keys(request.owner)), False
+            case "revoke-key":
+                _need(request.key_id, "revoke-key needs key_id")
+                return KeysResponse(key=store.revoke(request.key_id)), True
+            case "verifiers":
+                return KeysResponse(verifiers=store.verifiers()), False
+            case "record-use":
+                store.record_use(request.uses)
+                return KeysResponse(), False
+
+    async def handle(request: KeysRequest, ctx: Context) -> KeysResponse:
+        response, changed = await asyncio.to_thread(run, request)
+        if changed:
+            # The key's id, never the key: logs are read by more people than keys.
+            log.info("id=%s keys %s %s%s", ctx.id, request.operation, request.owner,
+                     f" {response.key.id} ({response.key.role})" if response.key else "")
+            await notify()
+        return response
+
+    return handle
+
+
 async def config_services(runtime: Runtime) -> list[Service]:
     path = Path(runtime.settings.tg_data_dir) / "config.db"
     store = await asyncio.to_thread(ConfigStore, path)
+    keys = await asyncio.to_thread(KeyStore, path)
 
     async def notify(version: int, types: list[str]) -> None:
         await runtime.publish(CONFIG_NOTIFY_TOPIC,
                               ConfigNotify(version=version, types=sorted(set(types))))
 
+    async def keys_changed() -> None:
+        # The config version stays: config watchers that saw it already ignore this.
+        await notify(await asyncio.to_thread(store.version), [KEYS_CHANGED])
+
     # Announce the current version, so watchers that started before this service
-    # (and found nobody to ask) read their configuration now.
+    # (and found nobody to ask) read their configuration (and gateways their keys) now.
     version, types = await asyncio.gather(asyncio.to_thread(store.version),
                                           asyncio.to_thread(store.types))
-    await notify(version, types)
+    await notify(version, [*types, KEYS_CHANGED])
     log.info("config at %s, version %d", path, version)
-    return [Service(NAME, ConfigRequest, ConfigResponse, config_handler(store, notify))]
+    return [Service(NAME, ConfigRequest, ConfigResponse, config_handler(store, notify)),
+            Service("keys", KeysRequest, KeysResponse, keys_handler(keys, keys_changed))]
 
 
 SPEC = ProcessorSpec(NAME, ConfigSettings, config_services)

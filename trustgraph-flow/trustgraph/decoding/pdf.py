@@ -40,7 +40,9 @@ def decode_pdf(data: bytes) -> Decoded:
     if not any(pages):
         raise DecodeError("the PDF has no text layer (a scanned PDF needs OCR, which is "
                           "not supported)")
-    parts, sections, offset = [], [], 0
+    parts: list[str] = []
+    sections: list[Section] = []
+    offset = 0
     for number, text in enumerate(pages, 1):
         if not text:
             continue
@@ -91,7 +93,8 @@ def _headings_at(outline: list[tuple[int, tuple[str, ...]]], page: int) -> tuple
 
 def _author(reader: PdfReader) -> str:
     try:
-        return str((reader.metadata or {}).get("/Author") or "").strip()
+        metadata = reader.metadata
+        return str(metadata.get("/Author") or "").strip() if metadata else ""
     except Exception:  # a damaged info dictionary: no author
         return ""
 

@@ -24,7 +24,7 @@ def embeddings_handler(embedder: Embedder, max_texts: int):
             raise HandledError("too-many-texts", f"{len(texts)} texts in one request; the "
                                f"limit is {max_texts}: send them in several requests")
         vectors = await embedder.embed(texts) if texts else []
-        return EmbeddingsResponse(vectors=vectors, end_of_stream=True)
+        return EmbeddingsResponse(vectors=vectors, model=embedder.name, end_of_stream=True)
     return embed
 
 

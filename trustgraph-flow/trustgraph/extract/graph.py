@@ -2,8 +2,9 @@
 as one ``ChunkTriples`` and one ``ChunkEntities`` record.
 
 Every entity gets its label and a ``mentioned-in`` edge to the chunk, and the chunk an
-``in-document`` edge to its document, so retrieval can go from any entity to the
-passages and documents it came from.
+``in-document`` edge to its document (and its heading path as its label), so
+retrieval can go from any entity to the passages and documents it came from, and
+cite them by title and heading.
 """
 import re
 from dataclasses import dataclass, field
@@ -12,6 +13,7 @@ from trustgraph.schema import Chunk, ChunkEntities, ChunkTriples, EntityContext,
 
 from .vocabulary import (
     DEFINITION,
+    HEADING_SEPARATOR,
     IN_DOCUMENT,
     LABEL,
     MENTIONED_IN,
@@ -33,7 +35,8 @@ def tidy(text: str) -> str:
 class ChunkGraph:
     chunk: Chunk
     triples: dict[Triple, None] = field(default_factory=dict)  # an ordered set
-    entities: dict[Term, EntityContext] = field(default_factory=dict)
+    entities: dict[Term, EntityContext] = field(default_factory=dict)  # to embed
+    named: set[Term] = field(default_factory=set)  # every entity of the chunk
 
     def __post_init__(self) -> None:
         self.node = Term.iri(chunk_iri(self.chunk.id))
@@ -42,21 +45,24 @@ class ChunkGraph:
         predicate = Term.iri(p) if isinstance(p, str) else p
         self.triples.setdefault(Triple(s=s, p=predicate, o=o))
 
-    def entity(self, name: str, definition: str = "") -> Term | None:
+    def entity(self, name: str, definition: str = "", embed: bool = True) -> Term | None:
         """The entity called ``name``, labelled and linked to the chunk on first sight;
-        None when the name has no letters or digits."""
+        None when the name has no letters or digits. ``embed``: sent on for an entity
+        vector (with its label and definition) from this chunk."""
         label, definition = tidy(name), tidy(definition)
         iri = entity_iri(label)
         if iri is None:
             return None
         term = Term.iri(iri)
-        known = self.entities.get(term)
-        if known is None:
-            self.entities[term] = EntityContext(entity=term, label=label,
-                                                definition=definition)
+        if term not in self.named:
+            self.named.add(term)
             self.add(term, LABEL, Term.literal(label))
             self.add(term, MENTIONED_IN, self.node)
-        elif definition and not known.definition:
+        known = self.entities.get(term)
+        if embed and known is None:
+            self.entities[term] = EntityContext(entity=term, label=label,
+                                                definition=definition)
+        elif known is not None and definition and not known.definition:
             self.entities[term] = known.model_copy(update={"definition": definition})
         if definition:
             self.add(term, DEFINITION, Term.literal(definition))
@@ -68,6 +74,9 @@ class ChunkGraph:
             return None
         document = self.chunk.document
         self.add(self.node, IN_DOCUMENT, Term.iri(document_iri(document.id)))
+        headings = [tidy(h) for h in self.chunk.headings or [] if tidy(h)]
+        if headings:
+            self.add(self.node, LABEL, Term.literal(HEADING_SEPARATOR.join(headings)))
         if document.title.strip():
             self.add(Term.iri(document_iri(document.id)), LABEL,
                      Term.literal(tidy(document.title)))

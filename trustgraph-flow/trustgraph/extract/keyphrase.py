@@ -42,8 +42,9 @@ class KeyphraseExtractor:
 
     def graph(self, chunk: Chunk) -> ChunkGraph:
         graph = ChunkGraph(chunk)
-        entities = [graph.entity(phrase) for phrase in self.key_phrases(chunk.text)]
-        for s, o in itertools.combinations(sorted(e.i for e in entities), 2):
+        entities = [entity for phrase in self.key_phrases(chunk.text)
+                    if (entity := graph.entity(phrase)) is not None]
+        for s, o in itertools.combinations(sorted(e.value for e in entities), 2):
             graph.add(Term.iri(s), CO_OCCURS, Term.iri(o))
         return graph
 
@@ -106,6 +107,6 @@ def co_occurrence_weights(mentions: Iterable[Triple]) -> Counter[tuple[Term, Ter
             by_chunk.setdefault(triple.o, set()).add(triple.s)
     weights: Counter[tuple[Term, Term]] = Counter()
     for entities in by_chunk.values():
-        ordered = sorted(entities, key=lambda term: term.i)
+        ordered = sorted(entities, key=lambda term: term.value)
         weights.update(itertools.combinations(ordered, 2))
     return weights

@@ -48,17 +48,18 @@ class Relationship(BaseModel):
 
 
 async def llm_graph(chunk: Chunk, prompts: PromptClient) -> ChunkGraph:
-    definitions, relationships = await asyncio.gather(
+    outcomes = await asyncio.gather(
         _ask(prompts, DEFINITIONS, chunk), _ask(prompts, RELATIONSHIPS, chunk),
         return_exceptions=True)
-    for outcome in (definitions, relationships):
+    for outcome in outcomes:
         if isinstance(outcome, BaseException):
             raise outcome
+    definitions, relationships = outcomes
     graph = ChunkGraph(chunk)
     for item in _items(definitions, Definition, DEFINITIONS, chunk):
         graph.entity(item.entity, item.definition)
-    for item in _items(relationships, Relationship, RELATIONSHIPS, chunk):
-        add_relationship(graph, item)
+    for relationship in _items(relationships, Relationship, RELATIONSHIPS, chunk):
+        add_relationship(graph, relationship)
     return graph
 
 

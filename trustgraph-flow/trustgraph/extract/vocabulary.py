@@ -25,6 +25,12 @@ CO_OCCURS = "urn:tg:co-occurs"  # entity → entity, subject IRI < object IRI
 MENTIONED_IN = "urn:tg:mentioned-in"  # entity → chunk
 IN_DOCUMENT = "urn:tg:in-document"  # chunk → document
 
+# The predicates of triples that say nothing a reader would call a fact: labels (every
+# name in a statement is its label already) and the provenance edges (an entity
+# mentioned in a chunk, a chunk in its document), which say where a statement came
+# from. Retrieval cites those by document title and heading, never as statements.
+NOT_STATEMENTS = frozenset({LABEL, MENTIONED_IN, IN_DOCUMENT})
+
 # The labels of the fixed predicates, emitted with them so a graph explains itself.
 PREDICATE_LABELS = {
     CO_OCCURS: "co-occurs with",
@@ -32,6 +38,10 @@ PREDICATE_LABELS = {
     IN_DOCUMENT: "in document",
     DEFINITION: "definition",
 }
+
+# A chunk's rdfs:label is its heading path (Markdown headings, a PDF's outline),
+# joined by this: retrieval cites a triple by its document's title and this path.
+HEADING_SEPARATOR = " > "
 
 # Words are runs of letters and digits; "+" and "#" stay attached (C++, C#, F#) and
 # are percent-encoded, being reserved in IRIs.
@@ -46,6 +56,26 @@ def slug(name: str) -> str:
     and spacing are dropped. Empty when ``name`` has no letters or digits."""
     folded = unicodedata.normalize("NFKC", name).casefold()
     return "-".join(_WORD.findall(folded)).translate(_RESERVED)
+
+
+# Plural-looking words that are singular already.
+NOT_PLURAL = {"species", "series", "means", "news", "physics", "mathematics", "economics",
+              "politics", "athletics", "ethics", "genetics", "linguistics", "analysis",
+              "basis", "crisis", "thesis", "status", "virus", "bus", "gas", "atlas"}
+
+
+def singular(word: str) -> str:
+    """A plural English word's singular by spelling alone ("parrots" → "parrot",
+    "colonies" → "colony"); any other word as it is. For matching names, where a
+    wrong guess costs only a probe that finds nothing."""
+    lower = word.casefold()
+    if lower in NOT_PLURAL or len(word) < 4 or not word[-1:].lower() == "s":
+        return word
+    if lower.endswith("ies"):
+        return word[:-3] + "y"
+    if lower.endswith(("sses", "xes", "ches", "shes", "zes")):
+        return word[:-2]
+    return word if lower.endswith(("ss", "us", "is")) else word[:-1]
 
 
 def entity_iri(name: str) -> str | None:

@@ -9,22 +9,24 @@ latency and the model never idles for it.
 """
 import asyncio
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 from trustgraph.base import Rejected
 
-Send = Callable[[list[str]], Awaitable[list[list[float]]]]
+# One result per text, in order: its vector (or whatever the sender pairs it with).
+Send = Callable[[list[str]], Awaitable[list[Any]]]
 
 
 class Collector:
     def __init__(self, send: Send, max_texts: int, in_flight: int = 2) -> None:
-        """``send`` embeds a list of texts (one vector each, in order)."""
+        """``send`` embeds a list of texts (one result each, in order)."""
         self._send = send
         self._max_texts = max(1, max_texts)
         self._in_flight = max(1, in_flight)
         self._waiting: list[tuple[str, asyncio.Future]] = []
         self._senders: set[asyncio.Task] = set()
 
-    async def vector(self, text: str) -> list[float]:
+    async def vector(self, text: str) -> Any:
         future = asyncio.get_running_loop().create_future()
         self._waiting.append((text, future))
         if len(self._senders) < self._in_flight:

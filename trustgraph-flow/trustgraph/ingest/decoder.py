@@ -28,10 +28,10 @@ from trustgraph.chunking import (
     DEFAULT_MAX_TOKENS,
     DEFAULT_OVERLAP,
     MODEL_LIMIT,
+    ModelTokens,
     TokenCounter,
     WordTokens,
     chunk_document,
-    minilm_tokens,
 )
 from trustgraph.decoding import DecodeError, decode
 from trustgraph.librarian.store import ContentMissing, LibraryStore, NotFound
@@ -64,7 +64,8 @@ def token_counter(name: str) -> TokenCounter:
     if name == "words":
         return WordTokens()
     try:
-        return minilm_tokens()
+        from trustgraph.embeddings.minilm.model_files import load_tokenizer
+        return ModelTokens(load_tokenizer())  # all-MiniLM-L6-v2's, the default model's
     except Exception as error:  # the model's package is optional
         log.warning("all-MiniLM-L6-v2's tokenizer is not available (%s); counting words "
                     "and punctuation instead", error)
@@ -87,7 +88,7 @@ def chunk_records(document: DocumentMetadata, content: bytes, kind: str, size: i
     # MiniLM-sized chunks leave room for the title and headings they are embedded
     # under; with word counting (another embedding model) the window is unknown.
     window = MODEL_LIMIT if model_window else None
-    chunks = chunk_document(decoded, size, overlap, counter, document.title, window)
+    chunks = chunk_document(decoded, counter, size, overlap, document.title, window)
     return [Chunk(document=ref, id=chunk_id(document.id, c.index), index=c.index,
                   text=c.text, page=c.page, total=len(chunks), page_end=c.page_end,
                   headings=list(c.headings) or None, char_start=c.start, char_end=c.end,

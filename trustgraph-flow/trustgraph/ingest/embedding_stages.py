@@ -28,7 +28,7 @@ from trustgraph.base import (
     ServiceError,
     Stage,
 )
-from trustgraph.base.stage import MAX_RECORD_BYTES
+from trustgraph.pubsub.pulsar_shim import MAX_RECORD_BYTES
 from trustgraph.schema import (
     Chunk,
     ChunkEntities,
@@ -58,9 +58,11 @@ class EmbeddingStageSettings(ProcessorSettings):
 
 
 async def embed(embeddings: Requester, texts: list[str], per_request: int,
-                what: str) -> list[list[float]]:
-    """One vector per text, in order, asking at most ``per_request`` texts at a time."""
+                what: str) -> tuple[list[list[float]], str]:
+    """One vector per text, in order, asking at most ``per_request`` texts at a time,
+    and the model that made them ("" from a service that does not say)."""
     vectors: list[list[float]] = []
+    model = ""
     for start in range(0, len(texts), per_request):
         part = texts[start:start + per_request]
         try:
@@ -71,6 +73,7 @@ async def embed(embeddings: Requester, texts: list[str], per_request: int,
                 raise Rejected(f"{what}: the embeddings service refused it: {error}") from None
             raise  # the provider failed: redelivered later
         got = response.vectors or []
+        model = response.model or ""
         if len(got) != len(part):
             raise RuntimeError(f"{what}: the embeddings service answered {len(got)} "
                                f"vectors for {len(part)} texts")
@@ -79,7 +82,7 @@ async def embed(embeddings: Requester, texts: list[str], per_request: int,
         if not vector or not all(math.isfinite(x) for x in vector):
             raise RuntimeError(f"{what}: the embeddings service answered an empty or "
                                f"non-finite vector")
-    return vectors
+    return vectors, model
 
 
 def chunk_stage(settings: EmbeddingStageSettings):
@@ -88,9 +91,11 @@ def chunk_stage(settings: EmbeddingStageSettings):
 
     def collector(ctx) -> Collector:
         if ctx.flow not in collectors:
-            async def send(texts: list[str]) -> list[list[float]]:
-                return await embed(await ctx.clients.get("embeddings"), texts, per_request,
-                                   f"{len(texts)} chunk(s) on flow {ctx.flow}")
+            async def send(texts: list[str]) -> list[tuple[list[float], str]]:
+                vectors, model = await embed(await ctx.clients.get("embeddings"), texts,
+                                             per_request,
+                                             f"{len(texts)} chunk(s) on flow {ctx.flow}")
+                return [(vector, model) for vector in vectors]
             collectors[ctx.flow] = Collector(send, per_request)
         return collectors[ctx.flow]
 
@@ -100,8 +105,9 @@ def chunk_stage(settings: EmbeddingStageSettings):
         if not chunk.text.strip():
             raise Rejected(f"chunk {chunk.id!r} has no text to embed")
         title = chunk.document.title if settings.tg_embed_title else ""
-        vector = await collector(ctx).vector(embedded_text(chunk.text, chunk.headings, title))
-        await ctx.emit("chunk-vectors", ChunkVector(chunk=chunk, vector=vector))
+        vector, model = await collector(ctx).vector(
+            embedded_text(chunk.text, chunk.headings, title))
+        await ctx.emit("chunk-vectors", ChunkVector(chunk=chunk, vector=vector, model=model))
     return embed_chunk
 
 
@@ -142,7 +148,7 @@ def entity_stage(settings: EmbeddingStageSettings):
                 raise Rejected(f"entities of chunk {record.chunk_id!r} have no labels")
             return  # a chunk without entities: nothing to do
         embeddings = await ctx.clients.get("embeddings")
-        vectors = await embed(embeddings, [entity_text(e.label, e.definition)
+        vectors, model = await embed(embeddings, [entity_text(e.label, e.definition)
                                            for e in entities],
                               settings.tg_embeddings_request_texts,
                               f"entities of chunk {record.chunk_id!r}")
@@ -150,7 +156,7 @@ def entity_stage(settings: EmbeddingStageSettings):
                  for e, v in zip(entities, vectors, strict=False)]
         for group in record_groups(found):
             await ctx.emit("entity-vectors", EntityVectors(document=record.document,
-                                                           entities=group))
+                                                           entities=group, model=model))
     return embed_entities
 
 

@@ -40,6 +40,7 @@ from trustgraph.base import (
     Service,
 )
 from trustgraph.decoding import MARKDOWN, PDF, PLAIN, guess_kind
+from trustgraph.pubsub.pulsar_shim import MAX_RECORD_BYTES
 from trustgraph.schema import (
     DecodeWork,
     DocumentLoadRequest,
@@ -64,9 +65,6 @@ log = logging.getLogger(__name__)
 
 NAME = "librarian"
 MAX_ID_CHARS = 1024
-# pulsar-lite (and Pulsar's default) refuse messages of 5 MiB or more; a request
-# carries its document base64-encoded (4/3 of its size) plus a little JSON.
-MAX_MESSAGE_BYTES = 5 * 1024 * 1024 - 64 * 1024
 DEFAULT_MAX_DOCUMENT_BYTES = 3 * 1024 * 1024
 DEFAULT_MAX_UPLOAD_BYTES = 256 * 1024 * 1024
 
@@ -190,13 +188,18 @@ class Library:
                  request.id, request.user, request.collection, kind, len(content), ctx.flow)
 
     async def librarian(self, request: LibrarianRequest, ctx: Context
-                        ) -> AsyncIterator[LibrarianResponse]:
+                        ) -> AsyncIterator[LibrarianResponse | AsyncIterator[LibrarianResponse]]:
         user, collection, id = request.user, request.collection, request.document_id
+        if request.operation == "list-collections":
+            if not user:
+                raise BadRequest("user must not be empty")
+            yield LibrarianResponse(end_of_stream=True, collections=await asyncio.to_thread(
+                self.store.collections, user))
+            return
         if request.operation == "list-documents":
             if not user or not collection:
                 raise BadRequest("user and collection must not be empty")
-            async for page in self._listing(user, collection, request.streaming):
-                yield page
+            yield self._listing(user, collection, request.streaming)  # its pages, in turn
             return
         if request.operation in ("upload-part", "complete-upload"):
             if not request.upload_id:
@@ -220,7 +223,8 @@ class Library:
             case "get-document-content":
                 document, content = await asyncio.to_thread(self.store.read, user,
                                                             collection, id)
-                if len(content) // 3 * 4 + 4096 > MAX_MESSAGE_BYTES:
+                # base64 (4/3 of its size) plus a little JSON must fit one message
+                if len(content) // 3 * 4 + 4096 > MAX_RECORD_BYTES:
                     raise HandledError("too-large", f"document {id!r} ({len(content)} "
                                        "bytes) is too large for one message")
                 yield LibrarianResponse(document=document, end_of_stream=True,

@@ -33,6 +33,7 @@ from pathlib import Path
 
 from trustgraph.base import BadRequest, HandledError
 from trustgraph.schema import DocumentMetadata, ProcessingMetadata
+from trustgraph.schema.librarian import CollectionInfo
 from trustgraph.sqlite_transaction import transaction
 
 from .files import ensure_dir, fsync_dir, read_parts, write_aside
@@ -179,6 +180,13 @@ class LibraryStore:
             db.executemany(f"INSERT OR IGNORE INTO document ({_COLUMNS}) "
                            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", map(_row, documents))
             return db.total_changes - before
+
+    def collections(self, user: str) -> list[CollectionInfo]:
+        """The user's collections that hold documents, by name, each with how many."""
+        with self._transaction() as db:
+            rows = db.execute("SELECT collection, count(*) FROM document WHERE user = ? "
+                              "GROUP BY collection ORDER BY collection", (user,))
+            return [CollectionInfo(collection=name, documents=n) for name, n in rows]
 
     def read(self, user: str, collection: str, id: str) -> tuple[DocumentMetadata, bytes]:
         """Metadata and content that belong together (``ContentMismatch`` when the

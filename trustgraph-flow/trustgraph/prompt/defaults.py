@@ -11,6 +11,10 @@ extract-relationships   text                         -> json [{subject, predicat
                                                           object, object-entity}]
 query-rewrite           query
 query-decompose         query; max_subqueries (optional, 4)   -> json [question]
+rerank                  query; passages: [{n, title, text}]   -> json [n] (best first)
+eval-judge              question; answer; sources: [text]; reference (optional)
+                                                     -> json {faithfulness, relevance,
+                                                          reason}
 agent-*                 the agent's templates: prompt/agent_templates.py
 lazy-rag-summary        query; entities: [name | {name, description?}];
                         relationships: [{s, p, o}]; communities (optional): [text];
@@ -192,6 +196,55 @@ Question: {{ query }}
     response_type="json",
     json_schema={"type": "array", "items": _STRING, "minItems": 1, "maxItems": 10})
 
+RERANK = PromptTemplate(
+    system="You rank search results by how well they answer a question. You reply with "
+           "JSON only: no commentary, no Markdown.",
+    prompt="""\
+Question: {{ query }}
+
+Passages:
+{% for p in passages %}[{{ p.n }}]{% if p.title %} ({{ p.title }}){% endif %} {{ p.text }}
+{% endfor %}
+Rank the passages by how well each answers the question, the best first. Reply with \
+a JSON array of the passage numbers, for example [3, 1, 2]. Leave out passages that \
+have nothing to do with the question.
+""",
+    response_type="json",
+    json_schema={"type": "array", "items": {"type": "integer", "minimum": 1}})
+
+EVAL_JUDGE = PromptTemplate(
+    system="You grade answers for an evaluation. You reply with JSON only: no "
+           "commentary, no Markdown.",
+    prompt="""\
+Question: {{ question }}
+
+Sources the answer was given:
+{% for s in sources %}[{{ loop.index }}] {{ s }}
+{% else %}(none)
+{% endfor %}
+{% if reference is defined and reference %}A reference answer: {{ reference }}
+
+{% endif %}The answer to grade:
+{{ answer }}
+
+Grade it on two scales from 0 to 1:
+- faithfulness: how much of what the answer claims is supported by the sources \
+(1: every claim; 0: none, or the answer contradicts them);
+{% set judged = reference is defined and reference -%}
+- relevance: how well the answer addresses the question{% if judged %}, judged \
+against the reference answer{% endif %} (1: fully; 0: not at all).
+
+Reply with a JSON object and nothing else, for example:
+{"faithfulness": 0.8, "relevance": 1.0, "reason": "one claim is not in the sources"}
+""",
+    response_type="json",
+    json_schema={"type": "object", "required": ["faithfulness", "relevance"],
+                 "properties": {"faithfulness": {"type": "number", "minimum": 0,
+                                                 "maximum": 1},
+                                "relevance": {"type": "number", "minimum": 0,
+                                              "maximum": 1},
+                                "reason": {"type": "string"}}})
+
 LAZY_RAG_SUMMARY = PromptTemplate(
     system=(
         "You write query-focused answers from a part of a knowledge graph. The graph "
@@ -240,6 +293,8 @@ DEFAULT_TEMPLATES: dict[str, PromptTemplate] = {
     "extract-relationships": EXTRACT_RELATIONSHIPS,
     "query-rewrite": QUERY_REWRITE,
     "query-decompose": QUERY_DECOMPOSE,
+    "rerank": RERANK,
+    "eval-judge": EVAL_JUDGE,
     "lazy-rag-summary": LAZY_RAG_SUMMARY,
     **AGENT_TEMPLATES,
 }

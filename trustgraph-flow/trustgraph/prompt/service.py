@@ -1,9 +1,9 @@
 """The prompt processor: renders a template kept in config (type ``prompt``) and asks
 text-completion.
 
-Text templates stream the model's deltas straight through (deltas that are already
-waiting go out as one record; none is held back to wait for more), then one final
-record with the token totals and model. JSON/JSONL templates never stream partial
+Text templates relay text-completion's answer (``relay``): its deltas passed on as
+they are (those already waiting as one; none is held back to wait for more), then
+one final record with the token totals and model. JSON/JSONL templates never stream partial
 text: the whole answer is collected, parsed and checked against the template's
 schema, and sent as one record with ``object``, or as a clear error.
 
@@ -14,7 +14,6 @@ the next request without a restart.
 import json
 import logging
 from collections.abc import AsyncIterator
-from contextlib import aclosing
 from typing import Any
 
 from pydantic import Field
@@ -22,14 +21,13 @@ from pydantic import Field
 from trustgraph.base import (
     BadRequest,
     Context,
-    HandledError,
+    Delta,
     ProcessorSettings,
     ProcessorSpec,
     Requester,
-    RequestTimeout,
     Runtime,
     Service,
-    ServiceError,
+    relay,
 )
 from trustgraph.schema import (
     PROMPT_CONFIG_TYPE,
@@ -37,11 +35,10 @@ from trustgraph.schema import (
     PromptResponse,
     TextCompletionRequest,
     TextCompletionResponse,
-    decode,
 )
 
 from .defaults import default_values
-from .templates import Compiled, PromptError, Templates
+from .templates import Compiled, Templates
 
 log = logging.getLogger(__name__)
 
@@ -68,49 +65,28 @@ def request_variables(request: PromptRequest) -> dict[str, Any]:
 
 
 def prompt_handler(templates: Templates):
-    async def handle(request: PromptRequest, ctx: Context) -> AsyncIterator[PromptResponse]:
+    async def handle(request: PromptRequest, ctx: Context
+                     ) -> AsyncIterator[Delta | PromptResponse] | PromptResponse:
+        """Text: text-completion's answer relayed. JSON: one record with the parsed
+        answer. Text-completion's errors are passed on as it said them."""
         template = templates.get(request.id)
         system, prompt = template.render(request_variables(request))
         llm = await ctx.clients.get("text-completion")
-        try:
-            if template.response_type == "text":
-                # Closed here and now when the request is cancelled, so the
-                # text-completion request is cancelled too.
-                async with aclosing(_text(llm, TextCompletionRequest(
-                        system=system, prompt=prompt, streaming=request.streaming,
-                        model=request.model))) as text:
-                    async for record in text:
-                        yield record
-            else:
-                yield await _structured(llm, template, TextCompletionRequest(
-                    system=system, prompt=prompt, model=request.model))
-        except ServiceError as error:  # text-completion's own error, passed on as it is
-            raise HandledError(error.error.type, error.error.message) from None
-        except RequestTimeout as error:
-            raise PromptError(str(error)) from None
+        if template.response_type == "text":
+            return relay(llm.frames(TextCompletionRequest(
+                system=system, prompt=prompt, streaming=request.streaming,
+                model=request.model, **request.sampling())), TextCompletionResponse,
+                final_text)
+        return await _structured(llm, template, TextCompletionRequest(
+            system=system, prompt=prompt, model=request.model, **request.sampling()))
     return handle
 
 
-async def _text(llm: Requester, request: TextCompletionRequest
-                ) -> AsyncIterator[PromptResponse]:
-    async with aclosing(llm.frames(request)) as frames:
-        async for batch in frames:
-            deltas: list[str] = []
-            for data, final in batch:  # only the last frame of a batch can be final
-                record = decode(TextCompletionResponse, data)
-                if record.error is not None or final:
-                    if deltas:
-                        yield PromptResponse(text="".join(deltas))
-                        deltas = []
-                    if record.error is not None:
-                        raise ServiceError(record.error)
-                    yield PromptResponse(
-                        text=record.response, end_of_stream=True, in_token=record.in_token,
-                        out_token=record.out_token, model=record.model)
-                else:
-                    deltas.append(record.response)
-            if deltas:
-                yield PromptResponse(text="".join(deltas))
+def final_text(final: TextCompletionResponse) -> PromptResponse:
+    """Text-completion's final record as the prompt's: its text (the whole answer
+    when not streaming), the token totals and the model."""
+    return PromptResponse(text=final.response, end_of_stream=True, in_token=final.in_token,
+                          out_token=final.out_token, model=final.model)
 
 
 async def _structured(llm: Requester, template: Compiled, request: TextCompletionRequest

@@ -102,5 +102,5 @@ def to_turtle(triples: Iterable[Triple], prefixes: dict[str, str] | None = None)
 
 def _node(term: Term) -> URIRef | Literal:
     if term.is_iri:
-        return URIRef(_NOT_IN_IRI.sub(lambda m: f"%{ord(m.group()):02X}", term.i))
+        return URIRef(_NOT_IN_IRI.sub(lambda m: f"%{ord(m.group()):02X}", term.value))
     return Literal(term.v)

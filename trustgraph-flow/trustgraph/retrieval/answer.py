@@ -6,28 +6,39 @@ then answer with the service's prompt. Retrieval completes before generation
 starts, so a streaming answer sends its sources first at no cost:
 
 * streaming: one ``metadata`` record (sources, rewritten question, sub-questions),
-  ``chunk`` records with the answer's deltas as the prompt service streams them,
-  then one final ``chunk`` record with no text, both end flags, the sources again
-  and the token totals;
+  the prompt service's deltas relayed (``chunk`` records once they leave the
+  process), then one final ``chunk`` record with no text, both end flags, the
+  sources again and the token totals;
 * not streaming: one record with the whole ``response``, the sources and totals.
 
 An error at any step is raised; the runtime sends it as the one final record.
 """
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import aclosing
-from dataclasses import dataclass
+from collections.abc import AsyncGenerator, Awaitable, Callable
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from trustgraph.base import Clients, Context, PromptClient, PromptResult, Service
-from trustgraph.schema import DocumentRagRequest, GraphRagRequest, RagResponse, Source, Usage
+from trustgraph.base import Clients, Context, PromptClient, Service
+from trustgraph.base.steps import step
+from trustgraph.schema import (
+    DocumentRagRequest,
+    GraphRagRequest,
+    PromptResponse,
+    RagResponse,
+    Source,
+    Usage,
+)
 
 from .questions import Questions, plan_questions
-from .steps import step
 
 log = logging.getLogger(__name__)
 R = TypeVar("R", bound=RagResponse)
+# What the answer's final record adds, given the prompt's token counts (its final
+# record, streaming; else the whole answer's ``Usage``): the totals, and whatever
+# else the service reports.
+Last = Callable[[PromptResponse | Usage], dict[str, Any]]
+
 
 @dataclass
 class Found:
@@ -36,6 +47,7 @@ class Found:
     sources: list[Source]
     template: str  # prompt template id
     variables: dict[str, Any]  # its variables, the question included
+    usage: Usage = field(default_factory=Usage)  # prompts retrieval ran (reranking)
 
 
 RagRequest = GraphRagRequest | DocumentRagRequest
@@ -47,7 +59,7 @@ def rag_service(name: str, error_type: str, request: type[RagRequest],
     """Service ``name``: ``retrieve(request, search texts, clients)`` finds the
     evidence; this does the rest. Failures are ``error_type`` errors."""
 
-    async def handle(request: RagRequest, ctx: Context) -> AsyncIterator[RagResponse]:
+    async def handle(request: RagRequest, ctx: Context) -> AsyncGenerator[Any, None]:
         started = time.perf_counter()
         prompts = PromptClient(await ctx.clients.get("prompt"))
         progress = request.streaming and request.progress
@@ -65,13 +77,11 @@ def rag_service(name: str, error_type: str, request: type[RagRequest],
                  len(questions.searches), len(found.sources),
                  (time.perf_counter() - started) * 1000)
         with step(error_type, f"answering ({found.template})"):
-            async with aclosing(answer_frames(
-                    prompts, found, request.streaming, RagResponse,
-                    first={"optimized_query": questions.optimized_query,
-                           "subqueries": questions.subqueries},
-                    last=lambda piece: _totals(questions, piece))) as frames:
-                async for frame in frames:
-                    yield frame
+            yield answer_frames(prompts, found, request.streaming, RagResponse,
+                                first={"optimized_query": questions.optimized_query,
+                                       "subqueries": questions.subqueries},
+                                last=lambda answer: _totals(questions, answer, found.usage),
+                                sampling=request.sampling())
 
     return Service(name, request, RagResponse, handle, error_type=error_type)
 
@@ -83,33 +93,35 @@ SEARCHING = {"document-rag": "searching the documents",
 
 def _progress(text: str) -> RagResponse:
     return RagResponse(message_type="progress", progress=text)
+
+
 async def answer_frames(prompts: PromptClient, found: Found, streaming: bool,
-                        response: type[R], first: dict[str, Any],
-                        last: Callable[[PromptResult], dict[str, Any]],
-                        model: str | None = None,
-                        metadata_sent: bool = False) -> AsyncIterator[R]:
+                        response: type[R], first: dict[str, Any], last: Last,
+                        model: str | None = None, metadata_sent: bool = False,
+                        sampling: dict[str, Any] | None = None
+                        ) -> AsyncGenerator[Any, None]:
     """The answer's frames, as ``response`` records: ``first`` goes on the metadata
-    record (and on the one record of a non-streaming answer), ``last(end piece)`` on
-    the final record; ``model`` overrides the LLM's own; ``metadata_sent``: the
-    caller sent the metadata record already (``metadata_frame``), as soon as it had
-    the sources. Every RAG service answers through this one sequence."""
+    record (and on the one record of a non-streaming answer), ``last(the prompt's
+    final record)`` on the final record; ``model`` overrides the LLM's own,
+    ``sampling`` its max_tokens, temperature and stop (the request's
+    ``Sampling.sampling()``); ``metadata_sent``: the caller sent the metadata record already
+    (``metadata_frame``), as soon as it had the sources. Every RAG service answers
+    through this one sequence; streaming, its deltas are the prompt's, relayed."""
     if not streaming:
-        result = await prompts.invoke(found.template, found.variables, model=model)
+        result = await prompts.invoke(found.template, found.variables, model=model,
+                                      sampling=sampling)
         yield response(response=result.text, end_of_stream=True, end_of_session=True,
-                       sources=found.sources, **first, **last(result))
+                       sources=found.sources, **first, **last(result.usage))
         return
     if not metadata_sent:
         yield metadata_frame(response, found.sources, first)
-    # Closed at once when the request is cancelled: the prompt request and its LLM
-    # stream with it.
-    async with aclosing(prompts.stream(found.template, found.variables,
-                                       model=model)) as pieces:
-        async for piece in pieces:
-            if not piece.end:
-                yield response(message_type="chunk", chunk=piece.text)
-            else:  # the end: no text, so a client joining every chunk sees it once
-                yield response(message_type="chunk", chunk="", end_of_stream=True,
-                               end_of_session=True, sources=found.sources, **last(piece))
+
+    def final(answer: PromptResponse) -> R:  # no text: a client joining every chunk sees it once
+        return response(message_type="chunk", chunk="", end_of_stream=True,
+                        end_of_session=True, sources=found.sources, **last(answer))
+
+    yield prompts.stream(found.template, found.variables, final, model=model,
+                         sampling=sampling)
 
 
 def metadata_frame(response: type[R], sources: list[Source], first: dict[str, Any]) -> R:
@@ -117,7 +129,9 @@ def metadata_frame(response: type[R], sources: list[Source], first: dict[str, An
     return response(message_type="metadata", sources=sources, **first)
 
 
-def _totals(questions: Questions, answer: PromptResult) -> dict[str, Any]:
-    """The request's token totals: the optimisation prompts' and the answer's."""
-    usage = Usage().add(questions.usage).add(answer.usage)
+def _totals(questions: Questions, answer: PromptResponse | Usage,
+            retrieval: Usage | None = None) -> dict[str, Any]:
+    """The request's token totals: the optimisation prompts', retrieval's (a rerank)
+    and the answer's."""
+    usage = Usage().add(questions.usage).add(retrieval or Usage()).add(Usage.of(answer))
     return {"in_token": usage.in_token, "out_token": usage.out_token, "model": answer.model}

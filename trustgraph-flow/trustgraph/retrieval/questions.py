@@ -10,9 +10,8 @@ user asked it: the rewrite is for search, and it drops what search does not need
 from dataclasses import dataclass, field
 
 from trustgraph.base import HandledError, PromptClient, PromptResult
+from trustgraph.base.steps import concurrently, step
 from trustgraph.schema import Usage
-
-from .steps import concurrently, step
 
 REWRITE = "query-rewrite"
 DECOMPOSE = "query-decompose"

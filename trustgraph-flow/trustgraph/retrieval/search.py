@@ -10,11 +10,12 @@
 """
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Protocol, TypeVar
+from typing import Any, Literal, Protocol, TypeVar, overload
 
 from pydantic import BaseModel, Field
 
 from trustgraph.base import Clients, HandledError, ProcessorSettings
+from trustgraph.base.steps import concurrently, step
 from trustgraph.schema import (
     DocumentEmbeddingsRequest,
     DocumentEmbeddingsResponse,
@@ -29,7 +30,6 @@ from trustgraph.schema import (
 )
 
 from .fusion import Fused, Ranking, fuse
-from .steps import concurrently, step
 
 T = TypeVar("T")
 
@@ -48,29 +48,50 @@ class Scope(Protocol):
     collection: str
 
 
-async def embed(clients: Clients, texts: list[str], error_type: str) -> list[list[float]]:
+class Embedded(list):
+    """Vectors, one per text, that also say which model made them (``model``; None
+    from an embeddings service that does not say), so that a vector store searched
+    with them can refuse a collection embedded by another model. A plain list
+    otherwise: callers that only read the vectors need not know."""
+
+    model: str | None = None
+
+
+async def embed(clients: Clients, texts: list[str], error_type: str) -> Embedded:
     """Every search text's vector, from one ``embeddings`` request."""
     embeddings = await clients.get("embeddings")
     with step(error_type, "embedding the question"):
-        vectors = (await embeddings.call(EmbeddingsRequest(texts=texts),
-                                         EmbeddingsResponse)).vectors or []
+        response = await embeddings.call(EmbeddingsRequest(texts=texts), EmbeddingsResponse)
+    vectors = Embedded(response.vectors or [])
+    vectors.model = response.model
     if len(vectors) != len(texts):
         raise HandledError(error_type, f"the embeddings service answered {len(vectors)} "
                                        f"vectors for {len(texts)} texts")
     return vectors
 
 
+@overload
+async def search_vectors(clients: Clients, vectors: list[list[float]],
+                         service: Literal["graph-embeddings"], scope: Scope, limit: int,
+                         error_type: str) -> list[GraphEmbeddingsResponse]: ...
+@overload
+async def search_vectors(clients: Clients, vectors: list[list[float]],
+                         service: Literal["document-embeddings"], scope: Scope, limit: int,
+                         error_type: str) -> list[DocumentEmbeddingsResponse]: ...
 async def search_vectors(clients: Clients, vectors: list[list[float]], service: str,
-                         scope: Scope, limit: int, error_type: str) -> list[Response]:
+                         scope: Scope, limit: int, error_type: str) -> list[Any]:
     """One ``service`` answer per vector, in order: the ``limit`` nearest it in the
-    user's collection (``scope.user``, ``scope.collection``)."""
+    user's collection (``scope.user``, ``scope.collection``). Vectors from ``embed``
+    name their model, and the store refuses a collection of another model's."""
     request_model, response_model = STORES[service]
     store = await clients.get(service)
+    model = getattr(vectors, "model", None)
     with step(error_type, f"searching {service}"):
-        return await concurrently(*(
+        return list(await concurrently(*(
             store.call(request_model(vector=vector, limit=limit, user=scope.user,
-                                     collection=scope.collection), response_model)
-            for vector in vectors))
+                                     collection=scope.collection, model=model),
+                       response_model)
+            for vector in vectors)))
 
 
 def merge_rankings(rankings: Sequence[Sequence[T]], key: Callable[[T], Hashable],

@@ -9,6 +9,7 @@ serves HTTP from a ``main`` of its own.
 import importlib
 import os
 from collections.abc import Callable, Mapping
+from typing import Any
 
 from trustgraph.base import ProcessorSpec
 
@@ -49,7 +50,7 @@ def switched_off(name: str, environ: Mapping[str, str] = os.environ) -> str | No
 PROVIDER_PREFIX = "text-completion-"
 
 
-def _target(name: str) -> object:
+def _target(name: str) -> Any:
     if name not in RUNNABLES:
         known = ", ".join(sorted(RUNNABLES))
         raise SystemExit(f"unknown processor {name!r}; known: {known}, "

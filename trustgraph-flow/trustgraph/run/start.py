@@ -14,13 +14,12 @@ import socket
 import sys
 import time
 from pathlib import Path
-from typing import Annotated
 from urllib.parse import urlsplit
 
-from pydantic import AliasChoices, Field, field_validator
-from pydantic_settings import NoDecode
+from pydantic import AliasChoices, Field
 
 from trustgraph.base import Settings, load_settings
+from trustgraph.base.settings import CommaList
 from trustgraph.pubsub.embedded import BrokerUnavailable, EmbeddedBroker
 
 from .leftovers import holding
@@ -49,17 +48,9 @@ class StartSettings(Settings):
     tg_gateway_host: str = "127.0.0.1"  # 0.0.0.0 to accept other machines
     tg_gateway_port: int = 8888
     tg_gateway_token: str = ""
-    tg_processors: Annotated[list[str], NoDecode] = DEFAULT_STACK
+    tg_processors: CommaList = DEFAULT_STACK
     # NAME=N: N processes of that part sharing its work (replicas.py); also --replicas
-    tg_replicas: Annotated[list[str], NoDecode] = Field(
-        [], validation_alias=AliasChoices("tg_replicas", "replicas"))
-
-    @field_validator("tg_processors", "tg_replicas", mode="before")
-    @classmethod
-    def _comma_separated(cls, value: object) -> object:
-        if isinstance(value, str):
-            return [v.strip() for v in value.split(",") if v.strip()]
-        return value
+    tg_replicas: CommaList = Field([], validation_alias=AliasChoices("tg_replicas", "replicas"))
 
 
 class StartError(Exception):
@@ -92,7 +83,7 @@ def plan(entries: list[str]) -> list[str]:
     a process group (``prompt+text-completion``, one child process); a processor whose
     module is not installed is left out with a line saying so, the rest of its group
     still run."""
-    parts, seen = [], set()
+    parts, seen = list[str](), set[str]()
     for entry in dict.fromkeys(entries):
         try:
             names = members(entry)
@@ -158,17 +149,18 @@ class Platform:
                  shutdown: asyncio.Event, replicas: dict[str, int] | None = None) -> None:
         """``replicas``: processes of each part that runs more than one."""
         self.settings = settings
+        self.parts = parts
         self.run_dir = run_dir
         self.data_dir = run_dir.path.parent
         self.shutdown = shutdown
         self.broker = None if settings.pulsar_url else BrokerKeeper(
             EmbeddedBroker(self.data_dir, settings.tg_broker_port), run_dir, shutdown,
             on_spawn=self._broker_started)
-        self.pulsar_url = settings.pulsar_url or self.broker.broker.url
+        self.pulsar_url = self.broker.broker.url if self.broker else settings.pulsar_url
         host = local_host(settings.tg_gateway_host)
         self.http_url = f"http://{host}:{settings.tg_gateway_port}/"
         self.ws_url = f"ws://{host}:{settings.tg_gateway_port}/api/v1/socket"
-        env = self._child_env()
+        env = self._child_env(parts)
         self.children = [
             Child(replica_name(part, i), [sys.executable, "-m", "trustgraph.run.single", part],
                   env | {"TG_READY_FILE": str(run_dir.ready_file(replica_name(part, i))),
@@ -176,14 +168,22 @@ class Platform:
                   run_dir, shutdown, on_spawn=self._child_started)
             for part in parts for i in range((replicas or {}).get(part, 1))]
 
-    def _child_env(self) -> dict[str, str]:
+    def _child_env(self, parts: list[str]) -> dict[str, str]:
         s = self.settings
         env = dict(os.environ, PULSAR_URL=self.pulsar_url, TG_DATA_DIR=str(self.data_dir),
                    TG_GATEWAY_HOST=s.tg_gateway_host, TG_GATEWAY_PORT=str(s.tg_gateway_port),
                    TG_LOG_LEVEL=s.tg_log_level, TG_SUPERVISOR_PID=str(os.getpid()))
         if s.tg_gateway_token:
             env["TG_GATEWAY_TOKEN"] = s.tg_gateway_token
+        if not self.keys_served(parts):
+            env.setdefault("TG_GATEWAY_KEYS", "false")  # no config service to read them
         return env
+
+    def keys_served(self, parts: list[str]) -> bool:
+        """Whether a config service (which keeps the API keys) may be on the bus: one
+        of ours, or, on a broker not ours, perhaps someone else's."""
+        ours = any("config" in members(part) for part in parts)
+        return ours or self.broker is None
 
     async def start(self) -> None:
         say(f"{'data dir':<{WIDTH}} {self.data_dir}")
@@ -193,6 +193,7 @@ class Platform:
             await self._check_external_broker()
         if self.shutdown.is_set():
             return
+        _say_llm(self.parts)
         for child in self.children:
             child.start()
 
@@ -234,6 +235,7 @@ class Platform:
         return self.run_dir.ready_file(child.name).exists()
 
     def _broker_started(self, broker: EmbeddedBroker, again: bool) -> None:
+        assert broker.process is not None  # just spawned
         if again:
             say(f"broker restarted, pid {broker.process.pid}")
         else:
@@ -245,8 +247,12 @@ class Platform:
             say(f"{child.name} restarted, pid {child.pid}")
         elif child.name == GATEWAY:
             s = self.settings
+            keys = child.env.get("TG_GATEWAY_KEYS", "true").lower() != "false"
             access = ("token-protected (TG_GATEWAY_TOKEN)" if s.tg_gateway_token
-                      else "OPEN: no TG_GATEWAY_TOKEN set")
+                      else "API keys (open to this machine until one is created)" if keys
+                      else "OPEN: no TG_GATEWAY_TOKEN set (to this machine only)")
+            if keys and s.tg_gateway_token:
+                access += " and API keys"
             where = "" if local_host(s.tg_gateway_host) == s.tg_gateway_host \
                 else f" on all interfaces ({s.tg_gateway_host})"
             say(f"{GATEWAY:<{WIDTH}} {self.http_url}  {self.ws_url}{where}  {access}  "
@@ -260,6 +266,20 @@ class Platform:
         if url.hostname and not await accepts_async(url.hostname, url.port or 6650):
             say(f"broker {self.pulsar_url} does not answer yet; the parts will keep "
                 f"retrying")
+
+
+def _say_llm(parts: list[str]) -> None:
+    """Which LLM answers, when text-completion is among ``parts``; plainly a demo when
+    it is the bundled model."""
+    names = [name for part in parts for name in members(part)]
+    fixed = [n.removeprefix(PROVIDER_PREFIX) for n in names if n.startswith(PROVIDER_PREFIX)]
+    if not fixed and "text-completion" not in names:
+        return
+    from trustgraph.model.text_completion.choice import current
+    first, *more = current(fixed[0] if fixed else None).lines()
+    say(f"{'llm':<{WIDTH}} {first}")
+    for line in more:
+        say(f"{'':<{WIDTH}} {line}")
 
 
 async def serve(settings: StartSettings, parts: list[str], run_dir: RunDir,

@@ -115,6 +115,7 @@ class Child:
 
     async def _terminate(self) -> None:
         process = self.process
+        assert process is not None  # terminated only once started
         _signal_group(process, signal.SIGTERM)
         try:
             await asyncio.wait_for(process.wait(), self._grace)
@@ -184,22 +185,28 @@ class BrokerKeeper:
         await asyncio.to_thread(self.broker.stop)
         self.run_dir.remove(BROKER)
 
+    def _process(self) -> subprocess.Popen:
+        """The broker's process: there is one from the first start on."""
+        process = self.broker.process
+        assert process is not None
+        return process
+
     def _started(self, again: bool) -> None:
         self._since = asyncio.get_running_loop().time()
-        self.run_dir.write_pid(BROKER, self.broker.process.pid)
+        self.run_dir.write_pid(BROKER, self._process().pid)
         self._on_spawn(self.broker, again)
 
     async def _keep_running(self) -> None:
         loop = asyncio.get_running_loop()
-        while await _first(_exited(self.broker.process), self._stop.wait()):
+        while await _first(_exited(self._process()), self._stop.wait()):
             # A Ctrl-C reaches the broker too; let tg-start's own signal land first.
             if await _stopped_within(0.1, self._shutdown, self._stop):
                 return
             self.exits += 1
-            code = self.broker.process.poll()
+            code = self._process().poll()
             delay = self._backoff.after(loop.time() - self._since)
             log.warning("broker (pid %d) exited with %s; restarting it in %.1f s on %s",
-                        self.broker.process.pid, code, delay, self.broker.url)
+                        self._process().pid, code, delay, self.broker.url)
             while True:
                 if await _stopped_within(delay, self._shutdown, self._stop):
                     return
@@ -210,6 +217,11 @@ class BrokerKeeper:
                     delay = self._backoff.after(0)
                     log.error("broker restart failed: %s; retrying in %.1f s", error, delay)
             self._started(again=True)
+
+
+def _settle(exited: asyncio.Future) -> None:
+    if not exited.done():
+        exited.set_result(None)
 
 
 async def _exited(process: subprocess.Popen) -> None:
@@ -223,7 +235,7 @@ async def _exited(process: subprocess.Popen) -> None:
             await asyncio.sleep(0.2)
         return
     exited = loop.create_future()
-    loop.add_reader(fd, lambda: exited.done() or exited.set_result(None))
+    loop.add_reader(fd, _settle, exited)
     try:
         await exited
     finally:

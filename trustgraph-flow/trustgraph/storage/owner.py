@@ -4,7 +4,7 @@ removed document."""
 import logging
 
 from trustgraph.base import HandledError, Rejected
-from trustgraph.base.stage import MAX_RECORD_BYTES
+from trustgraph.pubsub.pulsar_shim import MAX_RECORD_BYTES
 from trustgraph.schema import DocumentRef, DocumentRemoved, encode
 
 log = logging.getLogger(__name__)

@@ -1,7 +1,9 @@
 // Builds src/ into dist/: one ES module bundle for the page, a lazily loaded chunk
 // for the graph view (Cytoscape is most of the bytes; the first paint needs none of
-// it), the stylesheet, and index.html pointing at the hashed file names. The hashes
-// make every asset cacheable for ever; only index.html is revalidated.
+// it) and the stylesheet, under hashed file names. The hashes make every asset
+// cacheable for ever. The page itself is src/index.html: the gateway fills in its
+// {{app.js}} and {{style.css}} from dist/build-info.json's "entries" (so the page's
+// HTML is written once, not copied into dist/).
 //
 // dist/build-info.json records a hash of everything the build reads, so a unit test
 // can tell (without Node) that the committed dist/ was built from the committed src/.
@@ -57,12 +59,9 @@ const result = await build({
 
 const outputs = Object.keys(result.metafile.outputs).map((path) => relative(dist, path));
 const named = (prefix, ext) => outputs.find((p) => p.startsWith(`assets/${prefix}-`) && p.endsWith(ext));
-const html = readFileSync(join(here, "src/index.html"), "utf8")
-  .replace("{{app.js}}", named("app", ".js"))
-  .replace("{{style.css}}", named("style", ".css"));
-writeFileSync(join(dist, "index.html"), html);
 writeFileSync(join(dist, "build-info.json"), JSON.stringify({
   source_sha256: sourceHash(),
-  files: ["index.html", ...outputs.sort()],
+  entries: { "app.js": named("app", ".js"), "style.css": named("style", ".css") },
+  files: outputs.sort(),
 }, null, 1) + "\n");
-console.log(`workbench: ${outputs.length + 1} files in dist/`);
+console.log(`workbench: ${outputs.length} files in dist/`);

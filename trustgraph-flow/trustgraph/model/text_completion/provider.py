@@ -8,7 +8,7 @@ ending with the request's ``Usage``; non-streaming callers collect it.
 Errors: raise ``Overloaded`` for rate-limit / overload answers (retried with backoff
 while nothing has been yielded yet, see ``retry.py``), ``LlmError`` for anything else.
 """
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import Protocol
 
 from trustgraph.base import HandledError, ProcessorSettings
@@ -25,7 +25,7 @@ class Overloaded(LlmError):
 
 
 class Provider(Protocol):
-    def stream(self, system: str, prompt: str) -> AsyncIterator[str | Usage]: ...
+    def stream(self, system: str, prompt: str) -> AsyncGenerator[str | Usage, None]: ...
 
 
 # A text-completion request holds a slot for its whole stream while this process
@@ -37,7 +37,7 @@ DEFAULT_CONNECTIONS = 1024
 
 
 class LlmSettings(ProcessorSettings):
-    tg_llm: str = ""  # provider name; empty picks openai when its variables are set
+    tg_llm: str = ""  # provider name; empty: openai when its variables are set, else local
     tg_llm_model: str = ""
     tg_llm_temperature: float = 0.0
     tg_llm_max_tokens: int = 4096
@@ -59,6 +59,6 @@ class NotConfigured:
     """Stands in when no provider is configured, so the stack still starts and every
     request is told how to configure one."""
 
-    async def stream(self, system: str, prompt: str) -> AsyncIterator[str | Usage]:
+    async def stream(self, system: str, prompt: str) -> AsyncGenerator[str | Usage, None]:
         raise LlmError(NOT_CONFIGURED)
         yield  # makes this an async generator

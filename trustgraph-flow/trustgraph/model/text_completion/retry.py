@@ -3,7 +3,7 @@ after that a retry would repeat text the caller already has, so the error stands
 import asyncio
 import logging
 import random
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from contextlib import aclosing
 
 from .provider import LlmError, Overloaded, Provider, Usage
@@ -21,7 +21,7 @@ class Retrying:
         self.base_delay = base_delay
         self.max_delay = max_delay
 
-    async def stream(self, system: str, prompt: str) -> AsyncIterator[str | Usage]:
+    async def stream(self, system: str, prompt: str) -> AsyncGenerator[str | Usage, None]:
         for attempt in range(self.retries + 1):
             started = False
             try:

@@ -1,68 +1,60 @@
 """The text-completion processor: one service, its provider chosen by ``TG_LLM``
 (or fixed by ``tg-run text-completion-<provider>``)."""
+import asyncio
 import copy
-import importlib
-import os
-from collections.abc import AsyncIterator
-from types import ModuleType
+import logging
+from collections.abc import AsyncGenerator
+from typing import Any
 
-from trustgraph.base import Context, ProcessorSpec, Runtime, Service
+from trustgraph.base import Context, Delta, ProcessorSpec, Runtime, Service, ServiceError
 from trustgraph.schema import TextCompletionRequest, TextCompletionResponse
+from trustgraph.schema.config import LLM_CONFIG_KEY, LLM_CONFIG_TYPE
 
+from .choice import chosen_provider, current, provider_module
 from .provider import LlmSettings, NotConfigured, Provider, Usage
 from .retry import Retrying
 
-
-def provider_module(name: str) -> ModuleType:
-    try:
-        return importlib.import_module(f"{__package__}.{name.replace('-', '_')}.provider")
-    except ModuleNotFoundError as error:
-        if error.name and error.name.startswith(__package__):
-            raise SystemExit(f"TG_LLM={name!r} is not a known provider") from None
-        raise
+log = logging.getLogger(__name__)
 
 
-def chosen_provider(argv: list[str]) -> str:
-    """The provider named by ``--tg-llm`` or ``TG_LLM``; else openai when its
-    variables are set; else none."""
-    for i, arg in enumerate(argv):
-        if arg.startswith("--tg-llm="):
-            return arg.split("=", 1)[1]
-        if arg == "--tg-llm" and i + 1 < len(argv):
-            return argv[i + 1]
-    if os.environ.get("TG_LLM"):
-        return os.environ["TG_LLM"]
-    return "openai" if os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL") else ""
-
-
-def with_model(provider: Provider, model: str | None) -> Provider:
-    """``provider`` answering with ``model`` instead of its configured one. Providers
-    keep their model in ``model`` and read it per request, so a shallow copy (sharing
-    the HTTP client, settings and retry wrapper's policy) is the same provider with
-    another model; one with no model (not configured) is used as it is."""
-    inner = getattr(provider, "provider", provider)  # under Retrying
-    if not model or not hasattr(inner, "model"):
+def with_options(provider: Provider, options: dict[str, Any]) -> Provider:
+    """``provider`` answering with ``options`` (``model``, ``max_tokens``,
+    ``temperature``, ``stop``) instead of its configured ones. A provider keeps each
+    setting it honours in an attribute of that name and reads it per request, so a
+    shallow copy (sharing the HTTP client, settings and retry wrapper's policy) with
+    the attribute changed is the same provider answering otherwise; an option it has
+    no attribute for is ignored (docs/providers says which honour which), and a
+    provider not configured is used as it is."""
+    if isinstance(provider, Retrying):
+        inner = with_options(provider.provider, options)
+        if inner is provider.provider:
+            return provider
+        wrapped = copy.copy(provider)
+        wrapped.provider = inner
+        return wrapped
+    changes = {name: value for name, value in options.items()
+               if value is not None and hasattr(provider, name)}
+    if not changes:
         return provider
-    changed = copy.copy(inner)
-    changed.model = model
-    if inner is provider:
-        return changed
-    wrapped = copy.copy(provider)
-    wrapped.provider = changed
-    return wrapped
+    changed = copy.copy(provider)
+    for name, value in changes.items():
+        setattr(changed, name, value)
+    return changed
 
 
 def completion_handler(provider: Provider):
     async def complete(request: TextCompletionRequest, ctx: Context
-                       ) -> AsyncIterator[TextCompletionResponse]:
+                       ) -> AsyncGenerator[Delta | TextCompletionResponse, None]:
+        """Streaming: each piece of text as a ``Delta`` (a ``TextCompletionResponse``
+        once it leaves the process), then the totals; else the whole answer once."""
         parts: list[str] = []
         usage = Usage(None, None, "")
-        chosen = with_model(provider, request.model)
+        chosen = with_options(provider, {"model": request.model, **request.sampling()})
         async for piece in chosen.stream(request.system, request.prompt):
             if isinstance(piece, Usage):
                 usage = piece
             elif request.streaming:
-                yield TextCompletionResponse(response=piece)
+                yield Delta(piece)
             else:
                 parts.append(piece)
         yield TextCompletionResponse(
@@ -79,12 +71,30 @@ def spec_for(provider_name: str) -> ProcessorSpec:
         settings: LlmSettings = runtime.settings
         provider = Retrying(module.make(settings), settings.tg_llm_retries) if module \
             else NotConfigured()
+        recording = asyncio.ensure_future(record_choice(runtime, provider_name))
+        release = getattr(provider, "aclose", None)
+
+        async def close() -> None:
+            recording.cancel()
+            if release is not None:
+                await release()
+
         return [Service("text-completion", TextCompletionRequest, TextCompletionResponse,
-                        completion_handler(provider), error_type="llm-error",
-                        close=getattr(provider, "aclose", None))]
+                        completion_handler(provider), error_type="llm-error", close=close)]
 
     name = f"text-completion-{provider_name}" if provider_name else "text-completion"
     return ProcessorSpec(name, settings_model, services)
+
+
+async def record_choice(runtime: Runtime, provider_name: str) -> None:
+    """Which LLM answers, recorded in config for the gateway's ``GET /api/v1/llm`` (the
+    workbench's demo-model notice). Best effort: text-completion serves either way."""
+    try:
+        config = await runtime.config()
+        choice = current(provider_name, runtime.settings if provider_name else None)
+        await config.put(LLM_CONFIG_TYPE, LLM_CONFIG_KEY, choice.as_json())
+    except ServiceError as error:
+        log.info("which LLM answers is not recorded in config: %s", error.error.message)
 
 
 def chosen_spec(argv: list[str]) -> ProcessorSpec:

@@ -5,14 +5,16 @@ vectors, best BM25 word matches, or both fused (``retrieval``, default
 
 Sources are the chunks in the order the prompt numbers them, so an answer's "[2]"
 is the second source: chunk id, document id, title, text, cosine distance (when the
-vector search found it) and the citation details the chunk was stored with.
+vector search found it) and the citation details the chunk was stored with. With
+``rerank``, the fused chunks are reordered through the LLM first (rerank.py).
 """
 from typing import Any
 
-from trustgraph.base import Clients, ProcessorSpec, Runtime
-from trustgraph.schema import DocumentRagRequest, ScoredChunk, Source
+from trustgraph.base import Clients, ProcessorSpec, PromptClient, Runtime
+from trustgraph.schema import DocumentRagRequest, ScoredChunk, Source, Usage
 
 from ..answer import Found, rag_service
+from ..rerank import Reranking, RerankSettings, rerank
 from ..search import FoundChunk, Fusion, RetrievalSettings, search_chunks
 
 NAME = "document-rag"
@@ -20,16 +22,45 @@ ERROR = f"{NAME}-error"
 TEMPLATE = "document-prompt"
 
 
-def chunk_retriever(fusion: Fusion):
+class DocumentRagSettings(RetrievalSettings, RerankSettings):
+    pass
+
+
+def chunk_retriever(fusion: Fusion, reranking: Reranking | None = None):
+    reranking = reranking or Reranking()
+
     async def retrieve_chunks(request: DocumentRagRequest, searches: list[str],
                               clients: Clients) -> Found:
         """At most ``doc-limit`` chunks, each search contributing its best."""
-        found = await search_chunks(clients, searches, request, request.doc_limit, ERROR,
+        limit = request.doc_limit
+        if request.rerank:
+            limit = max(limit, reranking.candidates)
+        found = await search_chunks(clients, searches, request, limit, ERROR,
                                     fusion, request.retrieval)
+        usage = Usage()
+        if request.rerank:
+            found, usage = await reranked(clients, request.query, found, reranking)
+        found = found[:request.doc_limit]
         return Found(sources=[cited(f) for f in found], template=TEMPLATE,
                      variables=document_variables(request.query,
-                                                  [f.chunk.text for f in found]))
+                                                  [f.chunk.text for f in found]),
+                     usage=usage)
     return retrieve_chunks
+
+
+async def reranked(clients: Clients, query: str, found: list[FoundChunk],
+                   reranking: Reranking) -> tuple[list[FoundChunk], Usage]:
+    """The first ``candidates`` chunks in the reranker's order (each scored with its
+    new place, ``rerank``), then the rest; and what the reranking prompt cost."""
+    head = found[:reranking.candidates]
+    result = await rerank(PromptClient(await clients.get("prompt")), query,
+                          [(f.chunk.title, f.chunk.text) for f in head], reranking)
+    if not result.applied:
+        return found, result.usage
+    ordered = [head[i] for i in result.order]
+    for place, chunk in enumerate(ordered, 1):
+        chunk.scores["rerank"] = place
+    return ordered + found[len(head):], result.usage
 
 
 # Vector retrieval with the old signature, for callers outside this service (the agent).
@@ -60,9 +91,10 @@ def cited(found: FoundChunk) -> Source:
 
 def services(runtime: Runtime):
     # Tests build the service without a runtime (and so without retrieval settings).
-    fusion = Fusion.of(getattr(runtime, "settings", None))
-    return [rag_service(NAME, ERROR, DocumentRagRequest, chunk_retriever(fusion))]
+    settings = getattr(runtime, "settings", None)
+    return [rag_service(NAME, ERROR, DocumentRagRequest,
+                        chunk_retriever(Fusion.of(settings), Reranking.of(settings)))]
 
 
-SPEC = ProcessorSpec(NAME, RetrievalSettings, services,
+SPEC = ProcessorSpec(NAME, DocumentRagSettings, services,
                      uses=("prompt", "embeddings", "document-embeddings", "lexical-search"))

@@ -13,7 +13,8 @@ the order the expansion reached them (HippoRAG's personalised PageRank, LightRAG
   are not in this ranking.
 
 ``best`` keeps the best of them, each document the chunk search found among them,
-and ``by_document`` orders those by the document they are cited from.
+and ``by_document`` orders those by the document they are cited from, each
+document's definitions first and its co-occurrences last.
 """
 import heapq
 import math
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from trustgraph.extract.vocabulary import CO_OCCURS, DEFINITION
 from trustgraph.schema import Evidence, ScoredEntity, Term
 
 from ..fusion import Ranking, fuse
@@ -33,6 +35,10 @@ DAMPING, ITERATIONS = 0.85, 30  # PageRank's usual damping; enough rounds to set
 # seeds, while a chunk's rank is independent evidence from the words and vectors of
 # the text itself.
 WEIGHTS = {"seed": 1.0, "pagerank": 1.0, "chunk": 2.0}
+# Within a document, what a statement says before how it ranked: a definition of
+# the entity first, then relations, then bare co-occurrence (the keyphrase
+# extractor's "A | co-occurs with | B", which a person would not call a fact).
+KINDS = {DEFINITION: 0, CO_OCCURS: 2}
 
 
 @dataclass
@@ -69,7 +75,7 @@ def rank_triples(evidence: Sequence[Evidence], seeds: Sequence[ScoredEntity],
     if not evidence:
         return []
     graph = Graph.of(evidence)
-    starts = {}  # seed node → its similarity (the best, if a seed repeats)
+    starts: dict[int, float] = {}  # seed node → its similarity (the best, if a seed repeats)
     for s in seeds:
         node = graph.nodes.get(_node(s.entity))
         if node is not None:
@@ -125,10 +131,11 @@ def by_document(ranked: Sequence[RankedTriple], document_ranks: dict[str, int]
     for n, r in enumerate(ranked):
         first.setdefault(r.evidence.document_id, n)
 
-    def key(item: tuple[int, RankedTriple]) -> tuple[float, int, int]:
+    def key(item: tuple[int, RankedTriple]) -> tuple[float, int, int, int]:
         n, r = item
         document = r.evidence.document_id
-        return document_ranks.get(document, math.inf), first[document], n
+        return (document_ranks.get(document, math.inf), first[document],
+                KINDS.get(r.evidence.triple.p.value, 1), n)
     return [r for _, r in sorted(enumerate(ranked), key=key)]
 
 

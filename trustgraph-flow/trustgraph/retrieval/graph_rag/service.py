@@ -17,15 +17,26 @@ chunk search found) and grouped by the document they are cited from, the documen
 of the best-matching chunks first, each source carrying those scores and its
 chunk's document title. The question is embedded once for both searches.
 """
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from pydantic import Field
 
 from trustgraph.base import Clients, ProcessorSpec, Runtime
+from trustgraph.base.steps import concurrently, step
+from trustgraph.extract.vocabulary import (
+    HEADING_SEPARATOR,
+    NOT_STATEMENTS,
+    chunk_iri,
+    document_iri,
+)
 from trustgraph.schema import (
-    RDFS_LABEL,
     Evidence,
     GraphRagRequest,
+    ScoredChunk,
     ScoredEntity,
     Source,
     SubgraphRequest,
@@ -43,7 +54,6 @@ from ..search import (
     search_chunks,
     search_vectors,
 )
-from ..steps import concurrently, step
 from .ranking import best, by_document, rank_triples
 
 NAME = "graph-rag"
@@ -52,6 +62,20 @@ TEMPLATE = "kg-prompt"
 
 
 CHUNK_SEEDS = 10  # chunks whose entities seed the subgraph, in mixed retrieval
+# Where a caller that wants each step's time (bench.graph) gets it: seconds by step.
+STEP_TIMES: ContextVar[dict[str, float] | None] = ContextVar("graph_rag_step_times",
+                                                            default=None)
+
+
+@contextmanager
+def timed(name: str) -> Iterator[None]:
+    times = STEP_TIMES.get()
+    started = time.perf_counter()
+    try:
+        yield
+    finally:
+        if times is not None:
+            times[name] = times.get(name, 0.0) + time.perf_counter() - started
 
 
 class GraphRagSettings(RetrievalSettings):
@@ -67,40 +91,59 @@ def triple_retriever(fusion: Fusion | None):
     async def retrieve_triples(request: GraphRagRequest, searches: list[str],
                                clients: Clients) -> Found:
         # Embedded once: the entity search and the chunk search share the vectors.
-        vectors = await embed(clients, searches, ERROR)
-        if fusion is None:
-            seeds, chunks = await seed_entities(request, vectors, clients), []
-        else:
-            seeds, chunks = await concurrently(
-                seed_entities(request, vectors, clients),
-                search_chunks(clients, searches, request, CHUNK_SEEDS, ERROR, fusion,
-                              vectors=vectors))
+        with timed("embed"):
+            vectors = await embed(clients, searches, ERROR)
+        with timed("seeds and chunks"):
+            if fusion is None:
+                seeds, chunks = (await seed_entities(request, vectors, clients),
+                                 list[FoundChunk]())
+            else:
+                seeds, chunks = await concurrently(
+                    seed_entities(request, vectors, clients),
+                    search_chunks(clients, searches, request, CHUNK_SEEDS, ERROR, fusion,
+                                  vectors=vectors))
         if not seeds:  # nothing in the collection: answered from no statements
             return Found(sources=[], template=TEMPLATE,
                          variables=kg_variables(request.query, []))
         chunk_ranks = {f.chunk.chunk_id: n for n, f in enumerate(chunks, 1)}
-        graph = await expand(request, seeds, list(chunk_ranks), clients, fusion is not None)
+        with timed("subgraph"):
+            graph = await expand(request, seeds, list(chunk_ranks), clients,
+                                 fusion is not None)
         # The store's labels, else the label the entity was embedded with.
         labels = {seed.entity.value: seed.label for seed in seeds if seed.label}
         labels.update(graph.labels or {})
-        # A label triple's object is already how its subject reads in every statement.
-        used = [e for e in graph.triples or [] if e.triple.p.value != RDFS_LABEL]
+        used = [e for e in graph.triples or [] if e.triple.p.value not in NOT_STATEMENTS]
         scores: list[dict[str, float] | None] = [None] * len(used)
         if fusion is not None:
-            ranked = rank_triples(used, seeds, chunk_ranks, fusion.k)
-            documents = document_ranks(chunks)
-            ranked = by_document(best(ranked, request.max_subgraph_size, documents),
-                                 documents)
+            with timed("ranking"):
+                ranked = rank_triples(used, seeds, chunk_ranks, fusion.k)
+                documents = document_ranks(chunks)
+                ranked = by_document(best(ranked, request.max_subgraph_size, documents),
+                                     documents)
             used, scores = [r.evidence for r in ranked], [r.scores for r in ranked]
-        titles = {f.chunk.chunk_id: f.chunk.title for f in chunks}
+        found = {f.chunk.chunk_id: f.chunk for f in chunks}
         statements = [statement(e, labels) for e in used]
-        sources = [Source(id=e.chunk_id, document_id=e.document_id, text=" | ".join(words),
-                          s=e.triple.s, p=e.triple.p, o=e.triple.o, scores=score,
-                          title=titles.get(e.chunk_id, ""))
+        sources = [cited(e, words, score, labels, found.get(e.chunk_id))
                    for e, words, score in zip(used, statements, scores, strict=True)]
         return Found(sources=sources, template=TEMPLATE,
                      variables=kg_variables(request.query, statements))
     return retrieve_triples
+
+
+def cited(evidence: Evidence, words: tuple[str, str, str], score: dict[str, float] | None,
+          labels: dict[str, str], chunk: ScoredChunk | None) -> Source:
+    """A statement's source: the triple, and the document (by its title) and heading
+    it was extracted from (the store's labels of its document and chunk; the chunk
+    search's, for a chunk it found)."""
+    title = labels.get(document_iri(evidence.document_id)) if evidence.document_id else None
+    path = labels.get(chunk_iri(evidence.chunk_id)) if evidence.chunk_id else None
+    headings = path.split(HEADING_SEPARATOR) if path else None
+    if chunk is not None:
+        title, headings = title or chunk.title, headings or chunk.header_titles
+    t = evidence.triple
+    return Source(id=evidence.chunk_id, document_id=evidence.document_id,
+                  text=" | ".join(words), s=t.s, p=t.p, o=t.o, scores=score,
+                  title=title or "", header_titles=headings or None)
 
 
 def document_ranks(chunks: list[FoundChunk]) -> dict[str, int]:
@@ -152,7 +195,7 @@ def statement(evidence: Evidence, labels: dict[str, str]) -> tuple[str, str, str
 
 def name(term: Term, labels: dict[str, str]) -> str:
     """How a term reads to the LLM: its label if it has one, else its IRI or text."""
-    return labels.get(term.i, term.i) if term.is_iri else term.v
+    return labels.get(term.value, term.value) if term.is_iri else term.value
 
 
 def services(runtime: Runtime):

@@ -95,9 +95,9 @@ def _describe(graph: igraph.Graph, membership: list[int]
             kept.append(int(node))
     relations: dict[int, list[tuple[int, int, int]]] = defaultdict(list)
     for e in np.flatnonzero(inner)[np.argsort(-weights[inner], kind="stable")]:
-        kept = relations[int(community[pairs[e, 0]])]
-        if len(kept) < TOP_RELATIONS:
-            kept.append((int(pairs[e, 0]), int(pairs[e, 1]), int(weights[e])))
+        ties = relations[int(community[pairs[e, 0]])]
+        if len(ties) < TOP_RELATIONS:
+            ties.append((int(pairs[e, 0]), int(pairs[e, 1]), int(weights[e])))
     return dict(members), dict(relations)
 
 

@@ -2,8 +2,9 @@
 
 * ``windows``: every run of one to three words of the question that starts and ends
   on a content word ("Acme Rockets", "founded Acme Rockets", ...). Their entity IRIs
-  (extraction's naming rule, ``entity_iri``) are the lexical seed candidates: a
-  window that names an entity of the graph is an exact match of its label.
+  (extraction's naming rule, ``entity_iri``), as written and with the last word
+  singular, are the lexical seed candidates: a window that names an entity of the
+  graph is an exact match of its label.
 * ``key_terms``: the phrases confidence and missing information are judged on: the
   windows that matched an entity (longest first, not overlapping), then the runs of
   content words nothing matched.
@@ -16,7 +17,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from trustgraph.extract.vocabulary import entity_iri
+from trustgraph.extract.vocabulary import entity_iri, singular
 
 MAX_WINDOW = 3
 # Words that ask rather than name (most are stop words already; these are not).
@@ -36,7 +37,9 @@ def yake_stopwords() -> frozenset[str]:
     """YAKE's English list, the one the keyphrase extractor indexes with, read from
     YAKE's package data: importing YAKE (and networkx with it) would cost the serving
     process ~1 s of start-up for a word list."""
-    package = Path(importlib.util.find_spec("yake").submodule_search_locations[0])
+    spec = importlib.util.find_spec("yake")
+    assert spec is not None and spec.submodule_search_locations, "yake is a dependency"
+    package = Path(spec.submodule_search_locations[0])
     words = (package / "core" / "StopwordsList" / "stopwords_en.txt").read_text("utf-8")
     return frozenset(words.lower().split("\n"))
 
@@ -59,6 +62,15 @@ class Window:
     def iri(self) -> str | None:
         return entity_iri(self.text)
 
+    @property
+    def iris(self) -> list[str]:
+        """The entities the window may name: as written, and with its last word
+        singular ("cockatoos" names the entity "cockatoo" too: extraction names a
+        common noun by its singular)."""
+        head, _, last = self.text.rpartition(" ")
+        names = [self.text, f"{head} {singular(last)}".strip()]
+        return list(dict.fromkeys(i for i in map(entity_iri, names) if i))
+
 
 def windows(question: str) -> list[Window]:
     """Every 1–3 word run starting and ending on a content word, longest first."""
@@ -78,11 +90,11 @@ class KeyTerm:
 def key_terms(question: str, matched_iris: set[str]) -> list[KeyTerm]:
     """The windows naming entities in ``matched_iris`` (longest first, never
     overlapping), then each run of content words none of them covers, in order."""
-    tokens, taken = words(question), set()
+    tokens, taken = words(question), set[int]()
     terms: list[tuple[int, KeyTerm]] = []
     for window in windows(question):
         span = set(range(window.start, window.end))
-        if window.iri in matched_iris and not span & taken:
+        if not matched_iris.isdisjoint(window.iris) and not span & taken:
             taken |= span
             terms.append((window.start, KeyTerm(window.text, True)))
     run: list[int] = []

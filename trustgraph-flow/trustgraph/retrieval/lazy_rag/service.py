@@ -19,15 +19,14 @@ configured one).
 """
 import logging
 import time
-from collections.abc import AsyncIterator
-from contextlib import aclosing
+from collections.abc import AsyncGenerator
 from pathlib import Path
+from typing import Any
 
 from trustgraph.base import (
     Context,
     ProcessorSpec,
     PromptClient,
-    PromptResult,
     RequestTimeout,
     Runtime,
     Service,
@@ -41,6 +40,8 @@ from trustgraph.schema import (
     LazyRagResponse,
     LazyRagStatusRequest,
     LazyRagStatusResponse,
+    PromptResponse,
+    Usage,
 )
 
 from ..answer import Found, answer_frames, metadata_frame
@@ -62,8 +63,7 @@ def _ms(started: float) -> float:
 
 
 def query_handler(settings: LazyRagSettings, cache: CommunityCache):
-    async def handle(request: LazyRagRequest, ctx: Context
-                     ) -> AsyncIterator[LazyRagResponse]:
+    async def handle(request: LazyRagRequest, ctx: Context) -> AsyncGenerator[Any, None]:
         started = time.perf_counter()
         retrieval = await find(request, Limits.of(request, settings), cache, ctx.clients)
         try:
@@ -81,18 +81,15 @@ def query_handler(settings: LazyRagSettings, cache: CommunityCache):
         found = Found(result.sources, TEMPLATE, prompt_variables(request.query, result))
         prompts = PromptClient(await ctx.clients.get("prompt"))
 
-        def last(piece: PromptResult) -> dict:
+        def last(answer: PromptResponse | Usage) -> dict:
             return {**result.fields(), "generation_time_ms": _ms(started),
-                    "in_token": piece.in_token, "out_token": piece.out_token,
-                    "model": piece.model}
+                    "in_token": answer.in_token, "out_token": answer.out_token,
+                    "model": answer.model}
 
         try:
-            async with aclosing(answer_frames(
-                    prompts, found, request.streaming, LazyRagResponse, first={},
-                    last=last, model=settings.lazy_rag_summary_model,
-                    metadata_sent=True)) as frames:
-                async for frame in frames:
-                    yield frame
+            yield answer_frames(prompts, found, request.streaming, LazyRagResponse,
+                                first={}, last=last, model=settings.lazy_rag_summary_model,
+                                metadata_sent=True, sampling=request.sampling())
         except (ServiceError, RequestTimeout) as failure:
             yield _without_summary(request, result, failure, started)
     return handle

@@ -2,21 +2,14 @@
 limits one request runs with: its own, else these."""
 from dataclasses import dataclass
 
-from pydantic import Field
-
 from trustgraph.base import ProcessorSettings
 from trustgraph.schema import LazyRagExpandRequest
-from trustgraph.schema.lazy_rag import MAX_LAZY_ENTITIES, MAX_LAZY_HOPS
+from trustgraph.schema.lazy_rag import LazyRagOptions
 
 
-class LazyRagSettings(ProcessorSettings):
-    # Read by the registry too: false, and ``tg-start`` leaves the processor out.
-    lazy_rag_enabled: bool = True
-    lazy_rag_max_hops: int = Field(2, ge=1, le=MAX_LAZY_HOPS)
-    lazy_rag_max_entities: int = Field(50, ge=1, le=MAX_LAZY_ENTITIES)
-    lazy_rag_use_communities: bool = True
-    # The model the summary is written with; unset: the text-completion service's own.
-    lazy_rag_summary_model: str | None = None
+class LazyRagSettings(ProcessorSettings, LazyRagOptions):
+    """The processor's settings and LazyRAG's own (``LAZY_RAG_*``, shared with the
+    gateway)."""
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from itertools import islice
 
 from trustgraph.base import Clients
+from trustgraph.base.steps import concurrently, step
 from trustgraph.extract.vocabulary import CHUNK, DOCUMENT
 from trustgraph.schema import (
     RDFS_LABEL,
@@ -29,7 +30,6 @@ from trustgraph.schema import (
 )
 
 from ..search import embed, search_vectors
-from ..steps import concurrently, step
 from .phrases import windows
 
 ERROR = "lazy-rag-error"
@@ -61,7 +61,7 @@ class Subgraph:
     labels: dict[str, str] = field(default_factory=dict)  # IRI → label
 
     def name(self, term: Term) -> str:
-        return self.labels.get(term.i, term.i) if term.is_iri else term.v
+        return self.labels.get(term.value, term.value) if term.is_iri else term.value
 
     def statement(self, triple: Triple) -> tuple[str, str, str]:
         return self.name(triple.s), self.name(triple.p), self.name(triple.o)
@@ -92,7 +92,7 @@ async def find_subgraph(request: LazyRagExpandRequest, max_entities: int, max_ho
 
 async def find_seeds(request: LazyRagExpandRequest, clients: Clients) -> list[Seed]:
     """Exact matches first (longest window first), then vector matches, each once."""
-    candidates = list(dict.fromkeys(w.iri for w in windows(request.query)))
+    candidates = list(dict.fromkeys(iri for w in windows(request.query) for iri in w.iris))
     vectors, exact = await concurrently(_nearest(request, clients),
                                         _probe(request, candidates[:MAX_CANDIDATES], clients))
     seeds = {iri: Seed(iri, label, 1.0, True) for iri, label in exact.items()}
@@ -100,7 +100,7 @@ async def find_seeds(request: LazyRagExpandRequest, clients: Clients) -> list[Se
     best = max((m.score for m in matches), default=0.0)
     for match in matches:
         if match.entity.i not in seeds and match.score >= best * RELATIVE_SIMILARITY:
-            seeds[match.entity.i] = _vector_seed(match)
+            seeds[match.entity.value] = _vector_seed(match)
     return list(seeds.values())
 
 
@@ -113,7 +113,7 @@ async def _nearest(request: LazyRagExpandRequest,
 
 
 def _vector_seed(match: ScoredEntity) -> Seed:
-    return Seed(match.entity.i, match.label, match.score, False)
+    return Seed(match.entity.value, match.label, match.score, False)
 
 
 async def _probe(request: LazyRagExpandRequest, candidates: list[str],
@@ -147,7 +147,7 @@ def select(seeds: list[Seed], evidence: list[Evidence], labels: dict[str, str],
     used = [e for e in kept if e.triple.s.i in inside
             and (e.triple.o.i in inside if e.triple.o.is_iri else True)]
     rank = {iri: n for n, iri in enumerate(chosen)}
-    used.sort(key=lambda e: max(rank[e.triple.s.i], rank.get(e.triple.o.value, 0)))
+    used.sort(key=lambda e: max(rank[e.triple.s.value], rank.get(e.triple.o.value, 0)))
     return Subgraph(seeds, entities, used[:RELATIONSHIPS_PER_ENTITY * max_entities], labels)
 
 
@@ -157,8 +157,8 @@ def distances(seeds: list[str], triples: Iterable[Triple]) -> dict[str, int]:
     links: dict[str, list[str]] = {}
     for t in triples:
         if t.o.is_iri:
-            links.setdefault(t.s.i, []).append(t.o.i)
-            links.setdefault(t.o.i, []).append(t.s.i)
+            links.setdefault(t.s.value, []).append(t.o.value)
+            links.setdefault(t.o.value, []).append(t.s.value)
     found = dict.fromkeys(seeds, 0)
     queue = deque(seeds)
     while queue:

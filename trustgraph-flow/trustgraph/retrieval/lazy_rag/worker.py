@@ -33,11 +33,13 @@ async def detect_in_subprocess(version: int, pages: AsyncIterator[bytes],
         sys.executable, "-m", LEIDEN, str(version), *not_entities,
         stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE)
+    stdin = process.stdin
+    assert stdin is not None  # stdin=PIPE
     try:
         async for page in pages:
-            process.stdin.write(framed(page))
-            await process.stdin.drain()
-        process.stdin.close()
+            stdin.write(framed(page))
+            await stdin.drain()
+        stdin.close()
         out, err = await process.communicate()
     finally:
         if process.returncode is None:  # failed or cancelled: the computation goes too

@@ -206,7 +206,7 @@ class Neo4jTriplesStore:
         rows = []
         for t in triples:
             check_addable(t)
-            rows.append((t.s.i, t.p.i, t.o.value, t.o.is_iri, document, chunk))
+            rows.append((t.s.value, t.p.value, t.o.value, t.o.is_iri, document, chunk))
         await self.add_provenance(user, collection, rows)
 
     async def add_provenance(self, user: str, collection: str,
@@ -261,10 +261,11 @@ class Neo4jTriplesStore:
         return [_triple(record) for record in records]
 
     async def neighbours(self, user: str, collection: str, entities: Iterable[Term],
-                         limit_per_entity: int = 30) -> list[Triple]:
+                         limit_per_entity: int = 30, limit: int | None = None
+                         ) -> list[Triple]:
         keys = [term_key(user, collection, Term.iri(e)) for e in iris(entities)]
         records = await self._read(NEIGHBOURS, keys=keys, limit=limit_per_entity)
-        return [_triple(record) for record in records]
+        return [_triple(record) for record in records[:limit]]
 
     async def labels(self, user: str, collection: str,
                      entities: Iterable[Term]) -> dict[Term, str]:

@@ -12,7 +12,8 @@ both sides of it:
   collection;
 * service ``subgraph`` — GraphRAG's retrieval in one request: breadth-first expansion
   from seed entities (one store round trip per hop), then the labels of every IRI
-  reached and the provenance of every triple kept (one round trip each);
+  reached and the provenance of every triple kept (one round trip each), and the
+  labels of the documents and chunks cited (titles, heading paths);
 * services ``graph-version`` and ``graph-edges`` — the scope's graph version (bumped
   by every write and removal) and its entity graph a page at a time (streaming: every
   page for one request), for readers that cache what they derive from the whole
@@ -40,7 +41,7 @@ from trustgraph.base import (
     Service,
     Stage,
 )
-from trustgraph.base.stage import MAX_RECORD_BYTES
+from trustgraph.pubsub.pulsar_shim import MAX_RECORD_BYTES
 from trustgraph.schema import (
     RDFS_LABEL,
     ChunkEntities,
@@ -64,9 +65,10 @@ from trustgraph.schema import (
     encode,
 )
 
+from ...extract.vocabulary import NOT_STATEMENTS, chunk_iri, document_iri
 from ..owner import fits_one_message, removal_stage, scope_of
 from ..settings import StoreSettings
-from ..stores import open_triples_store
+from .configured import open_triples_store
 from .core import core_triples_service
 from .store import TriplesStore, expand, iris
 
@@ -78,6 +80,7 @@ NAME = "triples-store"
 DEFINITIONS = ("http://www.w3.org/2004/02/skos/core#definition",
                "http://www.w3.org/2000/01/rdf-schema#comment")
 ENTITIES_PER_RECORD = 1000  # a ChunkEntities record stays far under the message limit
+
 
 
 class TriplesStoreSettings(StoreSettings, ProcessorSettings):
@@ -140,9 +143,24 @@ def subgraph_handler(store: TriplesStore):
         for triple in triples:
             document, chunk = found.get(triple, ("", ""))  # "": removed meanwhile
             evidence.append(Evidence(triple=triple, document_id=document, chunk_id=chunk))
-        return one_message(evidence, {e.i: label for e, label in labels.items()},
-                           iris(seeds), ctx)
+        named_labels = {e.value: label for e, label in labels.items()}
+        named_labels |= await citation_labels(store, *scope, evidence, named_labels)
+        return one_message(evidence, named_labels, iris(seeds), ctx)
     return subgraph
+
+
+async def citation_labels(store: TriplesStore, user: str, collection: str,
+                          evidence: list[Evidence], known: dict[str, str]) -> dict[str, str]:
+    """The labels, not among ``known``, of the documents and chunks ``evidence`` is
+    cited from: their titles and heading paths, for citing a triple by where it was
+    found rather than by an id."""
+    documents = {e.document_id for e in evidence if e.document_id}
+    chunks = {e.chunk_id for e in evidence if e.chunk_id}
+    wanted = {*map(document_iri, documents), *map(chunk_iri, chunks)} - known.keys()
+    if not wanted:
+        return {}
+    found = await store.labels(user, collection, [Term.iri(iri) for iri in sorted(wanted)])
+    return {term.value: label for term, label in found.items()}
 
 
 def mixed_seeds(request: SubgraphRequest,
@@ -154,7 +172,7 @@ def mixed_seeds(request: SubgraphRequest,
     if not request.seed_chunks:
         return request.seeds
     per_chunk = [sorted({e for t in chunk_triples.get(chunk, []) for e in (t.s, t.o)
-                         if e.is_iri}, key=lambda e: e.i)
+                         if e.is_iri}, key=lambda e: e.value)
                  for chunk in request.seed_chunks]
     from_chunks = [entities[n] for n in range(max(map(len, per_chunk), default=0))
                    for entities in per_chunk if n < len(entities)]
@@ -166,8 +184,9 @@ def mixed_seeds(request: SubgraphRequest,
 
 def with_chunk_triples(expanded: list[Triple], request: SubgraphRequest,
                        chunk_triples: dict[str, list[Triple]]) -> list[Triple]:
-    """The triples of the ``seed_chunks`` (up to ``triple_limit`` per chunk, in up
-    to half of ``max_subgraph_size``: each chunk's first, then each one's second,
+    """The statements of the ``seed_chunks`` (no labels or provenance edges: up to
+    ``triple_limit`` per chunk, in up to half of ``max_subgraph_size``: each
+    chunk's first, then each one's second,
     …, so that every chunk asked for has its part), after the expansion's others
     within the rest of it. The expansion follows edges in store order and stops at
     its budget, so without this the triples extracted from the chunks that best
@@ -175,7 +194,7 @@ def with_chunk_triples(expanded: list[Triple], request: SubgraphRequest,
     the expansion reached them or not, as a triple it reached late would be cut
     with the expansion's tail."""
     budget = request.max_subgraph_size
-    per_chunk = [[t for t in chunk_triples.get(chunk, []) if t.p.i != RDFS_LABEL]
+    per_chunk = [[t for t in chunk_triples.get(chunk, []) if t.p.i not in NOT_STATEMENTS]
                  [:request.triple_limit] for chunk in request.seed_chunks or ()]
     in_turn = [triples[n] for n in range(max(map(len, per_chunk), default=0))
                for triples in per_chunk if n < len(triples)]
@@ -209,7 +228,7 @@ def one_message(evidence: list[Evidence], labels: dict[str, str], seeds: list[st
             break
         used += cost
         kept.update(new)
-    fits_one_message(response, len(response.triples), "subgraph")  # a guard, never hit
+    fits_one_message(response, len(response.triples or ()), "subgraph")  # a guard, never hit
     return response
 
 
@@ -224,12 +243,13 @@ def labelled_entities(triples: list[Triple]) -> list[EntityContext]:
     labels: dict[Term, str] = {}
     described: dict[Term, dict[str, str]] = {}  # entity → {predicate: first text}
     for triple in triples:
-        if triple.o.is_iri or not triple.o.v.strip():
+        text = triple.o.value
+        if triple.o.is_iri or not text.strip():
             continue
         if triple.p.i == RDFS_LABEL:
-            labels.setdefault(triple.s, triple.o.v)
+            labels.setdefault(triple.s, text)
         elif triple.p.i in DEFINITIONS:
-            described.setdefault(triple.s, {}).setdefault(triple.p.i, triple.o.v)
+            described.setdefault(triple.s, {}).setdefault(triple.p.value, text)
     return [EntityContext(entity=entity, label=label,
                           definition=_best_definition(described.get(entity, {})))
             for entity, label in labels.items()]

@@ -95,7 +95,7 @@ WITH scope(id) AS {SCOPE},
      ranked(id, n) AS (
         SELECT id, row_number() OVER (PARTITION BY e ORDER BY id) FROM hits)
 SELECT s, p, o, o_iri FROM triples
-WHERE id IN (SELECT id FROM ranked WHERE n <= ?) ORDER BY id
+WHERE id IN (SELECT id FROM ranked WHERE n <= ?) ORDER BY id LIMIT ?
 """
 
 LABELS = f"""
@@ -213,7 +213,7 @@ class SqliteTriplesStore:
             check_addable(triple)
         if triples:
             await self._write(lambda db: _add(db, user, collection, [
-                (t.s.i, t.p.i, t.o.value, t.o.is_iri, document, chunk) for t in triples]))
+                (t.s.value, t.p.value, t.o.value, t.o.is_iri, document, chunk) for t in triples]))
 
     async def add_provenance(self, user: str, collection: str,
                              rows: Sequence[ProvenanceRow]) -> None:
@@ -258,13 +258,13 @@ class SqliteTriplesStore:
             return []  # never stored
         # The statement is assembled from the fixed fragments below only; every
         # value is a bound parameter.
-        where, params = [f"scope = {SCOPE}"], [user, collection]
+        where, params = [f"scope = {SCOPE}"], list[str | int]([user, collection])
         if s:
             where.append("s = ?")
-            params.append(s.i)
+            params.append(s.value)
         if p:
             where.append("p = ?")
-            params.append(p.i)
+            params.append(p.value)
         if o:
             where.append("o = ? AND o_iri = ?")
             params += [o.value, int(o.is_iri)]
@@ -273,10 +273,12 @@ class SqliteTriplesStore:
             make_triple(*row) for row in db.execute(sql, (*params, limit))])
 
     async def neighbours(self, user: str, collection: str, entities: Iterable[Term],
-                         limit_per_entity: int = 30) -> list[Triple]:
+                         limit_per_entity: int = 30, limit: int | None = None
+                         ) -> list[Triple]:
         keys = json.dumps(iris(entities))
         return await self._read(lambda db: [make_triple(*row) for row in db.execute(
-            NEIGHBOURS, (user, collection, keys, limit_per_entity))])
+            NEIGHBOURS, (user, collection, keys, limit_per_entity,
+                         -1 if limit is None else limit))])
 
     async def labels(self, user: str, collection: str,
                      entities: Iterable[Term]) -> dict[Term, str]:

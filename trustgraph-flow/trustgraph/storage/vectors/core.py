@@ -4,16 +4,15 @@ of a collection a page at a time, for knowledge cores (``trustgraph.schema.cores
 A chunk goes in as the chunk-vectors stage stores one (vector, text, title, citation
 fields, and the lexical index beside them); an entity's documents are added to those
 it already has. Both are keyed by chunk id or entity, so an import run again, whole
-or in part, stores nothing twice. Vectors of another embedding model than the
-collection's are refused.
+or in part, stores nothing twice. The collection's embedding model is its stamp
+(stamps.py): a core says which model made its vectors, an import into a collection
+stamped with another is refused (``embedding-model-mismatch``), and the first import
+into an unstamped one stamps it with the core's.
 """
-import asyncio
-import importlib
 import logging
 import uuid
 
 from trustgraph.base import BadRequest, Context, HandledError, Service
-from trustgraph.embeddings.provider import EmbeddingsSettings
 from trustgraph.schema import Term
 from trustgraph.schema.cores import (
     CoreChunk,
@@ -27,25 +26,12 @@ from trustgraph.schema.cores import (
 )
 
 from ..core_pages import fitting_page
+from .stamps import ModelMismatch
 from .store import CHUNKS, ENTITIES, ChunkVector, EntityVector, VectorStore
 
 log = logging.getLogger(__name__)
 
 KINDS = {"chunks": CHUNKS, "entities": ENTITIES}
-
-
-def embedding_model(user: str, collection: str) -> str:
-    """The embedding model of the collection's vectors. For now the one this
-    deployment's embeddings service is configured with (its settings, read from this
-    process's environment, which tg-start and docker-compose give every processor);
-    once the vector store stamps each collection with its model, that stamp."""
-    settings = EmbeddingsSettings()
-    if settings.tg_embeddings == "minilm":
-        from trustgraph.embeddings.minilm.model_files import MODEL_NAME
-        return MODEL_NAME
-    provider = importlib.import_module(f"trustgraph.embeddings.{settings.tg_embeddings}"
-                                       ".provider")
-    return settings.tg_embeddings_model or provider.DEFAULT_MODEL
 
 
 def core_vectors_handler(store: VectorStore):
@@ -59,7 +45,7 @@ def core_vectors_handler(store: VectorStore):
                 first, _ = await store.page(KINDS[request.part], *scope, None, 1)
                 return CoreResponse(count=counts[KINDS[request.part]],
                                     dimension=len(first[0].vector) if first else 0,
-                                    embedding_model=await _model_of(*scope))
+                                    embedding_model=await store.model_of(*scope))
             case "export":
                 _check_cursor(request.after)
                 return await fitting_page(lambda limit: _page(store, request, limit),
@@ -108,20 +94,26 @@ def _entity_row(payload: dict) -> CoreEntity:
                       label=payload.get("label", ""), documents=payload.get("documents", []))
 
 
-async def _model_of(user: str, collection: str) -> str:
-    # In a thread: a remote provider's module imports its SDK (seconds, the first time).
-    return await asyncio.to_thread(embedding_model, user, collection)
+async def _check_model(store: VectorStore, request: CoreRequest) -> None:
+    """The core's vectors may join the collection's: it has none stamped yet, or they
+    are of the same model. Checked without writing: an import of no records (the
+    gateway's check before anything is stored) stamps nothing."""
+    model = await store.model_of(request.user, request.collection)
+    if model is not None and request.embedding_model != model:
+        raise _mismatch(request, model)
+
+
+def _mismatch(request: CoreRequest, model: str) -> HandledError:
+    return HandledError("embedding-model-mismatch", (
+        f"the core's vectors are of {request.embedding_model or 'no named model'!r}, "
+        f"the vectors of {request.user}/{request.collection} of {model!r}: they "
+        f"cannot be searched together (import into another collection, or into a "
+        f"deployment embedding with the core's model)"))
 
 
 async def _import(store: VectorStore, request: CoreRequest, ctx: Context) -> int:
-    model = await _model_of(request.user, request.collection)
-    if request.embedding_model != model:
-        raise HandledError("embedding-model-mismatch", (
-            f"the core's vectors are of {request.embedding_model or 'no named model'!r}, "
-            f"the vectors of {request.user}/{request.collection} of {model!r}: they "
-            f"cannot be searched together (import into a deployment of that model, or "
-            f"re-embed the documents)"))
-    scope = request.user, request.collection
+    await _check_model(store, request)
+    scope, model = (request.user, request.collection), request.embedding_model
     try:
         if request.part == "chunks":
             chunks = rows_of(CoreChunk, request.records)
@@ -131,13 +123,17 @@ async def _import(store: VectorStore, request: CoreRequest, ctx: Context) -> int
             vectors = unpack_vectors(request.vectors, len(entities))
     except ValueError as error:
         raise BadRequest(f"{request.part}: {error}") from None
-    if request.part == "chunks":
-        await store.upsert_chunks(*scope, [_stored_chunk(row, vector) for row, vector
-                                           in zip(chunks, vectors, strict=True)])
-    else:
-        await store.put_entities(*scope, [
-            (EntityVector(entity=row.entity, vector=vector, label=row.label), row.documents)
-            for row, vector in zip(entities, vectors, strict=True)])
+    try:  # the first stamped write stamps the collection with the core's model
+        if request.part == "chunks":
+            await store.upsert_chunks(*scope, [_stored_chunk(row, vector) for row, vector
+                                               in zip(chunks, vectors, strict=True)], model)
+        else:
+            await store.put_entities(*scope, [
+                (EntityVector(entity=row.entity, vector=vector, label=row.label),
+                 row.documents) for row, vector in zip(entities, vectors, strict=True)],
+                model)
+    except ModelMismatch:  # stamped by another writer since the check
+        raise _mismatch(request, await store.model_of(*scope) or "") from None
     log.debug("id=%s core import: %d %s into %s/%s", ctx.id, len(vectors), request.part,
               *scope)
     return len(vectors)

@@ -40,6 +40,8 @@ from qdrant_edge import (
     UpdateOperation,
 )
 
+from .spaces import dense
+
 MAX_OPEN = 32
 
 _root = Path(".")
@@ -103,6 +105,7 @@ def _write(name: str, shard: EdgeShard, write: tuple[str, list]) -> None:
 def upsert(name: str, points: list[tuple[str, list[float], dict]]) -> bool:
     """Returns whether the shard now has enough unindexed points to index."""
     shard = _shard(name, len(points[0][1]))  # Edge refuses a vector of another size
+    assert shard is not None  # created, given the dimension
     _write(name, shard, ("upsert", points))
     total, indexed = indexing(name)
     # The second test stops rebuilding a shard whose segments Qdrant leaves plain.
@@ -116,8 +119,8 @@ def delete(name: str, ids: list[str]) -> None:
 
 def payloads(name: str, ids: list[str]) -> dict[str, dict]:
     shard = _shard(name)
-    records = shard.retrieve(ids, with_payload=True, with_vector=False) if shard else []
-    return {str(r.id): r.payload for r in records}
+    records = shard.retrieve([*ids], with_payload=True, with_vector=False) if shard else []
+    return {str(r.id): r.payload or {} for r in records}
 
 
 def search(name: str, vector: list[float], limit: int) -> list[tuple[dict, float]]:
@@ -125,30 +128,33 @@ def search(name: str, vector: list[float], limit: int) -> list[tuple[dict, float
         return []
     found = shard.query(QueryRequest(limit=limit, query=Query.Nearest(vector),
                                      with_payload=True))
-    return [(p.payload, p.score) for p in found]
+    return [(p.payload or {}, p.score) for p in found]
 
 
 def referencing(name: str, document: str) -> list[tuple[str, list[float], dict]]:
     if not (shard := _shard(name)):
         return []
     where = Filter(must=[FieldCondition("documents", match=MatchValue(document))])
-    points, offset = [], None
+    points: list[tuple[str, list[float], dict]] = []
+    offset = None
     while True:
         page, offset = shard.scroll(ScrollRequest(
             offset=offset, limit=1000, filter=where, with_payload=True, with_vector=True))
-        points += [(str(p.id), p.vector, p.payload) for p in page]
+        points += [(str(p.id), dense(p.vector), p.payload or {}) for p in page]
         if offset is None:
             return points
 
 
-def scroll(name: str, after: str | None, limit: int
-           ) -> tuple[list[tuple[str, list[float], dict]], str | None]:
-    """A page of the shard's points in id order, and the id the next page starts at."""
+def page(name: str, after: str | None, limit: int, vectors: bool = False
+         ) -> tuple[list[tuple[str, list[float], dict]], str | None]:
+    """Up to ``limit`` points (their vectors only if ``vectors``) from ``after`` on, in
+    id order, and where the next page starts (None: this was the last)."""
     if not (shard := _shard(name)):
         return [], None
-    page, offset = shard.scroll(ScrollRequest(offset=after, limit=limit, with_payload=True,
-                                              with_vector=True))
-    return [(str(p.id), p.vector, p.payload) for p in page], \
+    points, offset = shard.scroll(ScrollRequest(offset=after, limit=limit,
+                                                with_payload=True, with_vector=vectors))
+    return [(str(p.id), dense(p.vector) if vectors else [], p.payload or {})
+            for p in points], \
         None if offset is None else str(offset)
 
 
@@ -227,7 +233,7 @@ def build(path: str) -> None:
     shard.close()
 
 
-REQUESTS = {f.__name__: f for f in (upsert, delete, payloads, search, referencing, scroll, count,
+REQUESTS = {f.__name__: f for f in (upsert, delete, payloads, search, referencing, page, count,
                                     count_matching, drop, indexing, begin_build,
                                     finish_build)}
 

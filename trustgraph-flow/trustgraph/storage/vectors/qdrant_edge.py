@@ -62,11 +62,13 @@ class EdgeBackend:
                     sys.executable, "-m", edge_shards.__name__, "serve", str(self._root),
                     str(self._index_after),
                     stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE)
+            stdin, stdout = self._worker.stdin, self._worker.stdout
+            assert stdin is not None and stdout is not None  # both PIPE
             try:
-                self._worker.stdin.write(struct.pack(">I", len(request)) + request)
-                await self._worker.stdin.drain()
-                header = await self._worker.stdout.readexactly(4)
-                return await self._worker.stdout.readexactly(struct.unpack(">I", header)[0])
+                stdin.write(struct.pack(">I", len(request)) + request)
+                await stdin.drain()
+                header = await stdout.readexactly(4)
+                return await stdout.readexactly(struct.unpack(">I", header)[0])
             except (ConnectionError, asyncio.IncompleteReadError) as error:
                 raise EdgeError("the vector shard process exited; it restarts on the "
                                 "next request") from error
@@ -92,10 +94,11 @@ class EdgeBackend:
         rows = await self._call(edge_shards.referencing, space.name, document)
         return [Point(*row) for row in rows]
 
-    async def scroll(self, space: Space, after: str | None,
-                     limit: int) -> tuple[list[Point], str | None]:
-        rows, after = await self._call(edge_shards.scroll, space.name, after, limit)
-        return [Point(*row) for row in rows], after
+    async def page(self, space: Space, after: str | None, limit: int,
+                   vectors: bool = False) -> tuple[list[Point], str | None]:
+        rows, following = await self._call(edge_shards.page, space.name, after, limit,
+                                           vectors)
+        return [Point(*row) for row in rows], following
 
     async def delete(self, space: Space, ids: list[str]) -> None:
         await self._call(edge_shards.delete, space.name, ids)
@@ -123,7 +126,7 @@ class EdgeBackend:
             task.cancel()
         await asyncio.gather(*self._builds.values(), return_exceptions=True)
         async with self._calling:
-            if self._worker and self._worker.returncode is None:
+            if self._worker and self._worker.returncode is None and self._worker.stdin:
                 self._worker.stdin.close()  # the worker closes its shards and exits
                 await self._worker.wait()
 

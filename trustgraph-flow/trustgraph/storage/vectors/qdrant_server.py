@@ -5,6 +5,7 @@ contract tests exercise it without a server.
 """
 from qdrant_client import AsyncQdrantClient, models
 
+from .spaces import dense
 from .store import Point, Space
 
 
@@ -50,7 +51,7 @@ class QdrantServerBackend:
         if not ids or not await self._exists(space.name):
             return {}
         records = await self._client.retrieve(space.name, ids, with_payload=True)
-        return {str(r.id): r.payload for r in records}
+        return {str(r.id): r.payload or {} for r in records}
 
     async def search(self, space: Space, vector: list[float],
                      limit: int) -> list[tuple[dict, float]]:
@@ -58,30 +59,31 @@ class QdrantServerBackend:
             return []
         found = await self._client.query_points(space.name, query=vector, limit=limit,
                                                 with_payload=True)
-        return [(p.payload, p.score) for p in found.points]
+        return [(p.payload or {}, p.score) for p in found.points]
 
     async def referencing(self, space: Space, document: str) -> list[Point]:
         if not await self._exists(space.name):
             return []
         where = models.Filter(must=[models.FieldCondition(
             key="documents", match=models.MatchValue(value=document))])
-        points, offset = [], None
+        points: list[Point] = []
+        offset = None
         while True:
             page, offset = await self._client.scroll(
                 space.name, scroll_filter=where, limit=1000, offset=offset,
                 with_payload=True, with_vectors=True)
-            points += [Point(str(r.id), r.vector, r.payload) for r in page]
+            points += [Point(str(r.id), dense(r.vector), r.payload or {}) for r in page]
             if offset is None:
                 return points
 
-    async def scroll(self, space: Space, after: str | None,
-                     limit: int) -> tuple[list[Point], str | None]:
+    async def page(self, space: Space, after: str | None, limit: int,
+                   vectors: bool = False) -> tuple[list[Point], str | None]:
         if not await self._exists(space.name):
             return [], None
-        page, offset = await self._client.scroll(space.name, limit=limit, offset=after,
-                                                 with_payload=True, with_vectors=True)
-        return ([Point(str(r.id), r.vector, r.payload) for r in page],
-                None if offset is None else str(offset))
+        found, following = await self._client.scroll(
+            space.name, limit=limit, offset=after, with_payload=True, with_vectors=vectors)
+        return [Point(str(r.id), dense(r.vector) if vectors else [], r.payload or {})
+                for r in found], None if following is None else str(following)
 
     async def delete(self, space: Space, ids: list[str]) -> None:
         if ids and await self._exists(space.name):

@@ -12,6 +12,7 @@ import hashlib
 import re
 from collections import Counter
 from collections.abc import Sequence
+from typing import Any
 
 from qdrant_client import AsyncQdrantClient, models
 
@@ -36,7 +37,7 @@ def document_vector(chunk: LexicalChunk) -> models.SparseVector:
     words += re.findall(r"\w+", f"{chunk.title} {chunk.headings}".lower()) * TITLE_REPEAT
     counts = Counter(words)
     norm = K1 * (1 - B + B * len(words) / AVERAGE_WORDS)
-    weights = {}
+    weights: dict[int, float] = {}
     for word, tf in counts.items():
         weights[dimension(word)] = weights.get(dimension(word), 0) + tf * (K1 + 1) / (tf + norm)
     return models.SparseVector(indices=list(weights), values=list(weights.values()))
@@ -87,9 +88,7 @@ class QdrantSparseIndex:
             return []
         found = await self._client.query_points(name, query=vector, using=SPARSE,
                                                 limit=limit, with_payload=True)
-        return [ChunkMatch(p.payload["chunk_id"], p.payload["document"],
-                             p.payload["title"], p.payload["text"], p.score,
-                             p.payload.get("meta") or {}) for p in found.points]
+        return [_match(p.payload or {}, p.score) for p in found.points]
 
     async def remove_document(self, user: str, collection: str, document: str) -> None:
         await self._delete(user, collection, [models.FieldCondition(
@@ -127,3 +126,8 @@ class QdrantSparseIndex:
 
     async def close(self) -> None:
         pass  # the client is the vector backend's, closed with it
+
+
+def _match(payload: dict[str, Any], score: float) -> ChunkMatch:
+    return ChunkMatch(payload["chunk_id"], payload["document"], payload["title"],
+                      payload["text"], score, payload.get("meta") or {})

@@ -15,6 +15,9 @@ as valid, and may be replicated:
   (chunks best matching a question's words: BM25 over the lexical index kept beside
   the chunk vectors, lexical.py) and ``graph-embeddings`` (entities nearest a
   vector), scoped by user and collection;
+* service ``reembed``: every vector of a (user, collection) computed again by the
+  ``embeddings`` service's model, and the collection stamped with it (reembed.py;
+  ``tg-reembed``); progress records, then the totals;
 * service ``chunk-count`` (bus only): how many chunk vectors of a version of a
   document are stored, which the librarian's ``load-status`` reports;
 * service ``core-vectors``: chunks and entity vectors a page at a time, out of and
@@ -42,19 +45,25 @@ from trustgraph.schema import (
     DocumentEmbeddingsRequest,
     DocumentEmbeddingsResponse,
     DocumentRemoved,
+    EmbeddingsRequest,
+    EmbeddingsResponse,
     EntityVectors,
     GraphEmbeddingsRequest,
     GraphEmbeddingsResponse,
     LexicalSearchRequest,
+    ReembedRequest,
+    ReembedResponse,
     ScoredChunk,
     ScoredEntity,
 )
 
 from ..owner import fits_one_message, removal_stage, scope_of
 from ..settings import StoreSettings
-from ..stores import open_vector_store
 from . import store as stored
+from .configured import open_vector_store
 from .core import core_vectors_service
+from .reembed import reembed
+from .stamps import ModelMismatch
 from .store import VectorStore
 
 log = logging.getLogger(__name__)
@@ -87,7 +96,9 @@ def chunk_vectors_stage(store: VectorStore):
             raise Rejected(f"a chunk of document {document.id!r} has no id")
         check_vector(record.vector, f"chunk {record.chunk.id!r}")
         try:
-            await store.upsert_chunks(user, collection, [stored_chunk(record)])
+            await store.upsert_chunks(user, collection, [stored_chunk(record)], record.model)
+        except ModelMismatch as error:
+            raise Rejected(f"chunk {record.chunk.id!r} not stored: {error}") from None
         except Exception as error:
             if is_dimension_error(error):
                 raise Rejected(f"chunk {record.chunk.id!r} not stored in {user}/"
@@ -138,7 +149,10 @@ def entity_vectors_stage(store: VectorStore):
         try:
             await store.upsert_entities(user, collection, [stored.EntityVector(
                 entity=e.entity, vector=e.vector, label=e.label, document=document.id)
-                for e in record.entities])
+                for e in record.entities], record.model)
+        except ModelMismatch as error:
+            raise Rejected(f"entity vectors of document {document.id!r} not stored: "
+                           f"{error}") from None
         except Exception as error:
             if is_dimension_error(error):
                 raise Rejected(f"entity vectors of document {document.id!r} not stored in "
@@ -147,9 +161,12 @@ def entity_vectors_stage(store: VectorStore):
     return store_entities
 
 
-async def _searching(search, user: str, collection: str, vector: list[float], limit: int):
+async def _searching(search, request: DocumentEmbeddingsRequest | GraphEmbeddingsRequest):
+    user, collection = request.user, request.collection
     try:
-        return await search(user, collection, vector, limit)
+        return await search(user, collection, request.vector, request.limit, request.model)
+    except ModelMismatch as error:
+        raise BadRequest(str(error)) from None
     except Exception as error:
         if is_dimension_error(error):
             raise BadRequest(f"the vector does not match the vectors "
@@ -160,8 +177,7 @@ async def _searching(search, user: str, collection: str, vector: list[float], li
 def document_handler(store: VectorStore):
     async def search(request: DocumentEmbeddingsRequest, ctx: Context
                      ) -> DocumentEmbeddingsResponse:
-        found = await _searching(store.search_chunks, request.user, request.collection,
-                                 request.vector, request.limit)
+        found = await _searching(store.search_chunks, request)
         response = DocumentEmbeddingsResponse(chunks=[scored_chunk(m) for m in found])
         fits_one_message(response, len(found), "document-embeddings")
         return response
@@ -182,11 +198,45 @@ def lexical_handler(store: VectorStore):
 def graph_handler(store: VectorStore):
     async def search(request: GraphEmbeddingsRequest, ctx: Context
                      ) -> GraphEmbeddingsResponse:
-        found = await _searching(store.search_entities, request.user, request.collection,
-                                 request.vector, request.limit)
+        found = await _searching(store.search_entities, request)
         return GraphEmbeddingsResponse(entities=[
             ScoredEntity(entity=m.entity, score=m.score, label=m.label) for m in found])
     return search
+
+
+def reembed_handler(store: VectorStore):
+    async def handle(request: ReembedRequest, ctx: Context):
+        embeddings = await ctx.clients.get("embeddings")
+
+        async def embed(texts: list[str]) -> tuple[list[list[float]], str]:
+            answer = await embeddings.call(EmbeddingsRequest(texts=texts),
+                                           EmbeddingsResponse)
+            vectors = answer.vectors or []
+            if len(vectors) != len(texts) or not answer.model:
+                raise BadRequest(f"the embeddings service answered {len(vectors)} vectors "
+                                 f"for {len(texts)} texts, made by {answer.model!r}")
+            return vectors, answer.model
+
+        progress = None
+        try:
+            async for progress in reembed(store, request.user, request.collection, embed,
+                                          request.embed_title, request.page):
+                yield _progress(progress, end=False)
+        except ModelMismatch as error:
+            raise BadRequest(str(error)) from None
+        if progress is None:  # nothing stored: nothing to do
+            yield ReembedResponse(model=await store.model_of(request.user,
+                                                             request.collection))
+        else:
+            yield _progress(progress, end=True)
+    return handle
+
+
+def _progress(progress, end: bool) -> ReembedResponse:
+    return ReembedResponse(model=progress.model, previous_model=progress.previous,
+                           chunks=progress.done["chunks"],
+                           entities=progress.done["entities"], total=progress.total,
+                           end_of_stream=end)
 
 
 def count_handler(store: VectorStore):
@@ -212,6 +262,8 @@ def parts(store: VectorStore) -> list[Service | Stage]:
                 document_handler(store), error_type="document-embeddings-error"),
         Service("lexical-search", LexicalSearchRequest, DocumentEmbeddingsResponse,
                 lexical_handler(store), error_type="lexical-search-error"),
+        Service("reembed", ReembedRequest, ReembedResponse, reembed_handler(store),
+                error_type="reembed-error"),
         Service("chunk-count", ChunkCountRequest, ChunkCountResponse, count_handler(store),
                 error_type="chunk-count-error"),
         core_vectors_service(store),
@@ -221,4 +273,4 @@ def parts(store: VectorStore) -> list[Service | Stage]:
     ]
 
 
-SPEC = ProcessorSpec(NAME, VectorStoreSettings, services)
+SPEC = ProcessorSpec(NAME, VectorStoreSettings, services, uses=("embeddings",))

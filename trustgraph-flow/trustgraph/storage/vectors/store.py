@@ -20,17 +20,11 @@ from trustgraph.schema import Term
 
 from .lexical import LexicalChunk, LexicalIndex
 from .matches import ChunkMatch
-from .spaces import Space
+from .spaces import Point, Space
+from .stamps import ModelStamps
 
 CHUNKS, ENTITIES = "chunks", "entities"
 _IDS = uuid.UUID("5c0f3d52-5d0e-4d0b-9a52-7d3c0ae7c1b1")
-
-
-@dataclass
-class Point:
-    id: str
-    vector: list[float]
-    payload: dict[str, Any] = field(default_factory=dict)
 
 
 class PointBackend(Protocol):
@@ -43,10 +37,11 @@ class PointBackend(Protocol):
                      limit: int) -> list[tuple[dict, float]]: ...
     async def referencing(self, space: Space, document: str) -> list[Point]:
         """Points (with vectors) whose ``documents`` list contains ``document``."""
-    async def scroll(self, space: Space, after: str | None,
-                     limit: int) -> tuple[list[Point], str | None]:
-        """Up to ``limit`` points (with vectors) in a stable order from ``after`` (None:
-        the first), and the ``after`` of the next page (None: no more)."""
+    async def page(self, space: Space, after: str | None, limit: int,
+                   vectors: bool = False) -> tuple[list[Point], str | None]:
+        """Up to ``limit`` points (their vectors only if ``vectors``) in a stable order
+        from ``after`` (None: the first) on, and the ``after`` of the next page (None:
+        that was the last)."""
     async def delete(self, space: Space, ids: list[str]) -> None: ...
     async def drop(self, space: Space) -> None: ...
     async def count(self, space: Space) -> int: ...
@@ -106,12 +101,21 @@ class VectorStore:
         # Entity upserts and document removal read, merge and write back the
         # documents lists: one at a time in this process, or one would undo another.
         # (Writers in different processes can still race: see docs/storage.md.)
-        self._merging = asyncio.Lock()
+        self.merging = asyncio.Lock()
+        self.stamps = ModelStamps(backend)
+
+    async def model_of(self, user: str, collection: str) -> str | None:
+        """The embedding model whose vectors the scope holds (stamps.py); None for a
+        scope with no stamped vectors."""
+        stamp = await self.stamps.get(user, collection)
+        return stamp.model if stamp else None
 
     async def upsert_chunks(self, user: str, collection: str,
-                            chunks: Sequence[ChunkVector]) -> None:
-        """Add or replace chunk vectors (a chunk id names one chunk per collection)."""
+                            chunks: Sequence[ChunkVector], model: str = "") -> None:
+        """Add or replace chunk vectors (a chunk id names one chunk per collection).
+        ``model``: the embedding model that made them (stamps.py; "": not said)."""
         if chunks:
+            await self.stamps.for_write(user, collection, model)
             await self.backend.upsert(Space(CHUNKS, user, collection), [Point(
                 point_id(c.chunk_id), list(c.vector),
                 {"chunk_id": c.chunk_id, "title": c.title, "text": c.text,
@@ -147,20 +151,24 @@ class VectorStore:
             {"documents": document, "version": version} for document, version in documents])
 
     async def upsert_entities(self, user: str, collection: str,
-                              entities: Sequence[EntityVector]) -> None:
+                              entities: Sequence[EntityVector], model: str = "") -> None:
         """Add or replace entity vectors; the documents already supporting an entity
         are kept (one point per entity, however many documents mention it)."""
-        await self.put_entities(user, collection, [(e, [e.document]) for e in entities])
+        await self.put_entities(user, collection, [(e, [e.document]) for e in entities],
+                                model)
 
     async def put_entities(self, user: str, collection: str,
-                           entities: Sequence[tuple[EntityVector, list[str]]]) -> None:
+                           entities: Sequence[tuple[EntityVector, list[str]]],
+                           model: str = "") -> None:
         """Entity vectors, each with the documents that support it: added to the
-        documents already stored for it, never replacing them."""
+        documents already stored for it, never replacing them. ``model``: as for
+        ``upsert_chunks``."""
         if not entities:
             return
+        await self.stamps.for_write(user, collection, model)
         space = Space(ENTITIES, user, collection)
         points = {point_id(entity_key(e.entity)): (e, documents) for e, documents in entities}
-        async with self._merging:
+        async with self.merging:
             known = await self.backend.payloads(space, list(points))
             await self.backend.upsert(space, [Point(id, list(e.vector), {
                 "entity": e.entity.model_dump(exclude_none=True), "label": e.label,
@@ -170,10 +178,13 @@ class VectorStore:
     async def page(self, kind: str, user: str, collection: str, after: str | None,
                    limit: int) -> tuple[list[Point], str | None]:
         """A page of the scope's chunk or entity points (``kind``), with their vectors."""
-        return await self.backend.scroll(Space(kind, user, collection), after, limit)
+        return await self.backend.page(Space(kind, user, collection), after, limit,
+                                       vectors=True)
 
     async def search_chunks(self, user: str, collection: str, vector: Sequence[float],
-                            limit: int = 10) -> list[ChunkMatch]:
+                            limit: int = 10, model: str | None = None) -> list[ChunkMatch]:
+        """``model``: the embedding model that made ``vector`` (None: not said)."""
+        await self.stamps.for_search(user, collection, model)
         found = await self.backend.search(Space(CHUNKS, user, collection), list(vector), limit)
         return [ChunkMatch(p["chunk_id"], p["documents"][0], p["title"], p["text"], score,
                            p.get("meta") or {}) for p, score in found]
@@ -190,14 +201,16 @@ class VectorStore:
         return await self.lexical.count(user, collection) if self.lexical else 0
 
     async def search_entities(self, user: str, collection: str, vector: Sequence[float],
-                              limit: int = 10) -> list[EntityMatch]:
+                              limit: int = 10, model: str | None = None
+                              ) -> list[EntityMatch]:
+        await self.stamps.for_search(user, collection, model)
         found = await self.backend.search(Space(ENTITIES, user, collection), list(vector),
                                           limit)
         return [EntityMatch(Term.model_validate(p["entity"]), p["label"], score)
                 for p, score in found]
 
     async def remove_document(self, user: str, collection: str, document: str) -> None:
-        async with self._merging:
+        async with self.merging:
             for kind in (CHUNKS, ENTITIES):
                 await self._remove_document(Space(kind, user, collection), document)
             if self.lexical:
@@ -217,6 +230,7 @@ class VectorStore:
     async def delete_collection(self, user: str, collection: str) -> None:
         for kind in (CHUNKS, ENTITIES):
             await self.backend.drop(Space(kind, user, collection))
+        await self.stamps.drop(user, collection)
         if self.lexical:
             await self.lexical.delete_collection(user, collection)
 

@@ -43,14 +43,14 @@ export class GraphPanel {
 
   async search(text) {
     if (!text) return;
-    const { user, collection, flow } = this.settings();
-    this.note.textContent = `searching ${user} / ${collection} for “${text}”…`;
+    const { user, owner, collection, flow } = this.settings();
+    this.note.textContent = `searching ${owner} / ${collection} for “${text}”…`;
     try {
       const { vectors } = await this.gateway.call("embeddings", { texts: [text] }, flow);
       const { entities } = await this.gateway.call("graph-embeddings", {
         vector: vectors[0], limit: 3, user, collection }, flow);
       if (!entities || !entities.length) {
-        this.note.textContent = `no entities in ${user} / ${collection} near “${text}”`;
+        this.note.textContent = `no entities in ${owner} / ${collection} near “${text}”`;
         return;
       }
       const found = await this.subgraph(entities.map((e) => e.entity), 2);

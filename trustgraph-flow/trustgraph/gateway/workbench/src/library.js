@@ -1,5 +1,6 @@
-// The library: the documents the librarian holds for the chosen user and
-// collection, each with a Remove button (two presses: the first asks to confirm).
+// The library: the documents the librarian holds in the chosen collection of the
+// signed-in user (or of whom an admin acts for), each with a Remove button (two
+// presses: the first asks to confirm).
 import { $, h } from "./dom.js";
 
 export class LibraryPanel {
@@ -12,7 +13,7 @@ export class LibraryPanel {
   }
 
   async refresh() {
-    const { user, collection } = this.settings();
+    const { user, owner, collection } = this.settings();
     this.note.textContent = "loading…";
     try {
       const answer = await this.gateway.call("librarian", {
@@ -20,8 +21,8 @@ export class LibraryPanel {
       const documents = answer.documents || [];
       this.body.replaceChildren(...documents.map((doc) => this.row(doc, user, collection)));
       this.note.textContent = documents.length
-        ? `${documents.length} documents in ${user} / ${collection}`
-        : `no documents in ${user} / ${collection} yet`;
+        ? `${documents.length} documents in ${owner} / ${collection}`
+        : `no documents in ${owner} / ${collection} yet`;
     } catch (error) {
       this.note.textContent = `could not list the library: ${error.message}`;
     }

@@ -1,18 +1,23 @@
-// The page's wiring: the connection (and its token), the tabs, and the three panels.
-// Each panel talks to the gateway only through the public websocket API.
+// The page's wiring: the connection (and its key), who is signed in, the tabs, and
+// the three panels. Each panel talks to the gateway only through the public
+// websocket API.
 import { AskPanel } from "./ask.js";
 import { $ } from "./dom.js";
 import { Gateway, socketUrl } from "./gateway.js";
 import { GraphPanel } from "./graph-panel.js";
+import { Identity } from "./identity.js";
 import { LibraryPanel } from "./library.js";
+import { showLlmNotice } from "./llm.js";
 import { LoadPanel } from "./load.js";
 import { probeModes } from "./modes.js";
 import { bindSettings } from "./settings.js";
 
-const TOKEN_KEY = "tg-workbench-token"; // sessionStorage: forgotten with the tab
+// The key, kept for this tab only (sessionStorage), never in the URL.
+const TOKEN_KEY = "tg-workbench-token";
 
-const settings = bindSettings($("#settings"));
 const gateway = new Gateway(socketUrl(location), sessionStorage.getItem(TOKEN_KEY));
+const identity = new Identity({ gateway, readSettings: bindSettings($("#settings")) });
+const settings = () => identity.scope();
 
 const graph = new GraphPanel($("#graph-view"), { gateway, settings });
 const ask = new AskPanel($("#ask-view"), { gateway, settings, onGraph: (triples) => {
@@ -20,7 +25,10 @@ const ask = new AskPanel($("#ask-view"), { gateway, settings, onGraph: (triples)
   graph.showTriples(triples);
 } });
 const library = new LibraryPanel($("#load-view"), { gateway, settings });
-new LoadPanel($("#load-view"), { gateway, settings, onLoaded: () => library.refresh() });
+new LoadPanel($("#load-view"), { gateway, settings, onLoaded: () => {
+  library.refresh();
+  identity.collections();
+} });
 
 // --- tabs (arrow keys move between them, as a tablist should) -------------------
 
@@ -47,7 +55,9 @@ for (const [i, tab] of tabs.entries()) {
 }
 showTab(tabs.some((t) => `#${t.dataset.tab}` === location.hash) ? location.hash.slice(1) : "ask");
 
-// --- the connection and the token ---------------------------------------------------
+showLlmNotice($("#llm-notice"), gateway.token);
+
+// --- the connection, the key and who it signs in ------------------------------------
 
 const banner = $("#connection");
 const tokenForm = $("#token-form");
@@ -61,11 +71,16 @@ gateway.addEventListener("state", ({ detail: { state, detail } }) => {
       probed = true;
       performance.mark("tg:connected");
       probeModes(gateway, gateway.token).then((modes) => ask.setModes(modes));
+      showLlmNotice($("#llm-notice"), gateway.token); // again: a key may be needed
+      identity.refresh(gateway.token).then(() => {
+        if (!$("#load-view").hidden) library.refresh();
+      });
     }
   } else if (state === "refused") {
+    identity.clear();
     banner.textContent = gateway.token
-      ? "The gateway refused this token (auth failure). Enter the right one."
-      : "This gateway needs an access token.";
+      ? `The gateway refused this key (${detail}). Enter the right one.`
+      : "This gateway needs an API key: sign in.";
     $("#token").focus();
   } else if (state === "closed") {
     banner.textContent = `connection to the gateway lost; ${detail}`;
@@ -80,9 +95,17 @@ tokenForm.addEventListener("submit", (event) => {
   probed = false;
   gateway.setToken(token);
 });
+$("#sign-out").addEventListener("click", () => {
+  sessionStorage.removeItem(TOKEN_KEY);
+  $("#token").value = "";
+  probed = false;
+  identity.clear();
+  gateway.setToken("");
+});
 
 // Settings that change the scope refresh what shows the scope.
 $("#settings").addEventListener("change", (event) => {
+  if (event.target.name === "user") identity.collections();
   if (["user", "collection"].includes(event.target.name) && !$("#load-view").hidden) {
     library.refresh();
   }

@@ -8,10 +8,11 @@ builds a typed model per event; both cost far more per chunk than the text we ne
 (DESIGN §1). Each ``data:`` line carries its own ``type``, so ``event:`` lines are skipped.
 """
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
+from typing import Any
 
 import anthropic
-import httpx
+import httpx2  # the HTTP client the SDK (2.x) is built on, and takes
 
 from ..provider import LlmError, LlmSettings, Overloaded, Usage
 
@@ -25,9 +26,9 @@ class Settings(LlmSettings):
     anthropic_base_url: str = ""
 
 
-def pool(settings: LlmSettings) -> httpx.AsyncClient:
+def pool(settings: LlmSettings) -> httpx2.AsyncClient:
     """The SDK's HTTP client with a pool of TG_LLM_CONNECTIONS."""
-    return anthropic.DefaultAsyncHttpxClient(limits=httpx.Limits(
+    return anthropic.DefaultAsyncHttpxClient(limits=httpx2.Limits(
         max_connections=settings.tg_llm_connections, max_keepalive_connections=100))
 
 
@@ -47,13 +48,17 @@ class AnthropicProvider:
         self.client = client
         self.model = model
         self.max_tokens = max_tokens
+        self.stop: list[str] | None = None  # a request's own stop sequences (with_options)
 
-    async def stream(self, system: str, prompt: str) -> AsyncIterator[str | Usage]:
+    async def stream(self, system: str, prompt: str) -> AsyncGenerator[str | Usage, None]:
         # No temperature: API version 2026-10-21 (SDK 2.x) rejects sampling parameters.
-        request = {"model": self.model, "max_tokens": self.max_tokens, "stream": True,
-                   "messages": [{"role": "user", "content": prompt}]}
+        request: dict[str, Any] = {
+            "model": self.model, "max_tokens": self.max_tokens, "stream": True,
+            "messages": [{"role": "user", "content": prompt}]}
         if system:  # the API rejects an empty system text
             request["system"] = system
+        if self.stop:
+            request["stop_sequences"] = self.stop
         usage: dict = {}
         model, finished = self.model, False
         try:

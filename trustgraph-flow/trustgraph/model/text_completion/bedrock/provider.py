@@ -7,7 +7,7 @@ CRCs) and hands each over as one parsed event: ``contentBlockDelta`` carries tex
 Credentials, region and endpoint resolve as every AWS tool does, unless set here.
 """
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from contextlib import AsyncExitStack
 
 from aiobotocore.config import AioConfig
@@ -63,7 +63,7 @@ class BedrockProvider:
         await self._exit.aclose()
         self._client = None
 
-    async def stream(self, system: str, prompt: str) -> AsyncIterator[str | Usage]:
+    async def stream(self, system: str, prompt: str) -> AsyncGenerator[str | Usage, None]:
         request = {
             "modelId": self.model,
             "messages": [{"role": "user", "content": [{"text": prompt}]}],
@@ -71,7 +71,8 @@ class BedrockProvider:
                                 "temperature": self.settings.tg_llm_temperature}}
         if system:
             request["system"] = [{"text": system}]
-        usage, events = {}, None
+        usage: dict[str, int] = {}  # the stream's token counts, from its metadata event
+        events = None
         try:
             response = await (await self.client()).converse_stream(**request)
             events = response["stream"]

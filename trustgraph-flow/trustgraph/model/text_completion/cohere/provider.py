@@ -8,7 +8,7 @@ line carries its own ``type``, so ``event:`` lines are skipped. Cohere's stream
 names no model, so usage reports the one asked for.
 """
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 
 import cohere
 import httpx
@@ -45,16 +45,17 @@ class CohereProvider:
         self.model = model
         self.temperature = temperature
         self.max_tokens = max_tokens
+        self.stop: list[str] | None = None  # a request's own stop sequences (with_options)
 
-    async def stream(self, system: str, prompt: str) -> AsyncIterator[str | Usage]:
-        messages = [{"role": "user", "content": prompt}]
+    async def stream(self, system: str, prompt: str) -> AsyncGenerator[str | Usage, None]:
+        messages: list[cohere.ChatMessageV2] = [cohere.UserChatMessageV2(content=prompt)]
         if system:
-            messages.insert(0, {"role": "system", "content": system})
+            messages.insert(0, cohere.SystemChatMessageV2(content=system))
         end = None
         try:
             async with self.client.with_raw_response.chat_stream(
                     model=self.model, messages=messages, temperature=self.temperature,
-                    max_tokens=self.max_tokens) as raw:
+                    max_tokens=self.max_tokens, stop_sequences=self.stop or None) as raw:
                 async for line in raw.response.aiter_lines():
                     if not line.startswith("data:"):
                         continue

@@ -14,7 +14,7 @@ stream's HTTP response, and closes it itself when the stream stops.
 """
 import contextlib
 import contextvars
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 
 import httpx
 from google import genai
@@ -71,16 +71,15 @@ class GeminiProvider:
         self.http = options.httpx_async_client
         self.model = model
         self.name = name
-        self.config = dict(temperature=temperature, max_output_tokens=max_tokens,
-                           automatic_continuation=False,
-                           automatic_function_calling=types.AutomaticFunctionCallingConfig(
-                               disable=True))
+        self.config = types.GenerateContentConfig(
+            temperature=temperature, max_output_tokens=max_tokens, automatic_continuation=False,
+            automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True))
 
-    async def stream(self, system: str, prompt: str) -> AsyncIterator[str | Usage]:
+    async def stream(self, system: str, prompt: str) -> AsyncGenerator[str | Usage, None]:
         usage, model, finish = None, self.model, None
         try:
-            async with contextlib.aclosing(self._chunks(system, prompt)) as chunks:
-                async for chunk in chunks:
+            async with self._chunks(system, prompt) as (chunk, chunks):
+                while chunk is not None:
                     candidate = chunk.candidates[0] if chunk.candidates else None
                     if candidate and candidate.content:
                         for part in candidate.content.parts or ():
@@ -93,6 +92,7 @@ class GeminiProvider:
                                        f"{_name(chunk.prompt_feedback.block_reason)}")
                     usage = chunk.usage_metadata or usage  # running totals: keep the last
                     model = chunk.model_version or model
+                    chunk = await anext(chunks, None)
         except errors.APIError as error:
             overloaded = error.code in OVERLOAD_CODES or error.status in OVERLOAD_STATUSES
             raise (Overloaded if overloaded else LlmError)(
@@ -108,30 +108,33 @@ class GeminiProvider:
             raise LlmError(f"{self.name} stopped the answer: {_name(finish)}")
         yield _usage(usage, model)
 
-    async def _chunks(self, system: str, prompt: str
-                      ) -> AsyncIterator[types.GenerateContentResponse]:
-        """The SDK's chunks; the HTTP response is closed however they end."""
-        config = types.GenerateContentConfig(system_instruction=system or None, **self.config)
+    @contextlib.asynccontextmanager
+    async def _chunks(self, system: str, prompt: str) -> AsyncIterator[
+            tuple[types.GenerateContentResponse | None,
+                  AsyncGenerator[types.GenerateContentResponse, None]]]:
+        """The SDK's first chunk (None: there was none) and the rest of them; the HTTP
+        response is closed however they end."""
+        config = self.config.model_copy(update={"system_instruction": system or None})
         opened: list[httpx.Response] = []
         try:
             noting = _opened.set(opened)
             try:
                 chunks = await self.client.aio.models.generate_content_stream(
                     model=self.model, contents=prompt, config=config)
+                # The SDK's stream is an async generator (typed only as an iterator).
+                assert isinstance(chunks, AsyncGenerator)
                 first = await anext(chunks, None)  # sends the request; _note keeps its response
             finally:
                 _opened.reset(noting)
             async with contextlib.aclosing(chunks):
-                if first is not None:
-                    yield first
-                async for chunk in chunks:
-                    yield chunk
+                yield first, chunks
         finally:
             for response in opened:  # a no-op unless the stream stopped early
                 await response.aclose()
 
     async def aclose(self) -> None:
-        await self.http.aclose()
+        if self.http is not None:
+            await self.http.aclose()
 
 
 def _usage(usage: types.GenerateContentResponseUsageMetadata | None, model: str) -> Usage:

@@ -7,7 +7,7 @@ that the platform installs, so this speaks the API with aiohttp (it is one POST)
 Per line: one ``json.loads`` of the raw bytes, no other parsing (DESIGN §1).
 """
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 
 import aiohttp
 
@@ -38,15 +38,21 @@ class OllamaProvider:
         self.url = f"{host}/api/chat"
         self.connections = connections  # the HTTP pool's size (TG_LLM_CONNECTIONS)
         self.model = model
-        self.options = {"temperature": temperature, "num_predict": max_tokens}
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+        self.stop: list[str] | None = None  # a request's own stop sequences (with_options)
         self.session: aiohttp.ClientSession | None = None  # made on the first request's loop
 
-    async def stream(self, system: str, prompt: str) -> AsyncIterator[str | Usage]:
+    async def stream(self, system: str, prompt: str) -> AsyncGenerator[str | Usage, None]:
         messages = [{"role": "user", "content": prompt}]
         if system:
             messages.insert(0, {"role": "system", "content": system})
+        options: dict[str, object] = {"temperature": self.temperature,
+                                      "num_predict": self.max_tokens}
+        if self.stop:
+            options["stop"] = self.stop
         body = {"model": self.model, "messages": messages, "stream": True,
-                "options": self.options}
+                "options": options}
         if self.session is None or self.session.closed:
             self.session = aiohttp.ClientSession(
                 timeout=TIMEOUT,

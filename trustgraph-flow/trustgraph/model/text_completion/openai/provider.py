@@ -9,13 +9,12 @@ whole platform added to a first token, and parsing every chunk into its typed
 models costs more again under load (DESIGN §1). Retries are retry.py's.
 """
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 
 import aiohttp
 import openai
 from pydantic_core import from_json
 
-from ..lines import waiting_lines
 from ..provider import DEFAULT_CONNECTIONS, LlmError, LlmSettings, Overloaded, Usage
 
 DEFAULT_MODEL = "gpt-4o-mini"
@@ -59,16 +58,19 @@ class OpenAiProvider:
         self.model = model
         self.temperature = temperature
         self.max_tokens = max_tokens
+        self.stop: list[str] | None = None  # a request's own stop sequences (with_options)
         # Servers that report usage unasked and reject ``stream_options`` (Mistral)
         # are given none.
         self.stream_options = {"include_usage": True} if include_usage else None
 
-    async def stream(self, system: str, prompt: str) -> AsyncIterator[str | Usage]:
+    async def stream(self, system: str, prompt: str) -> AsyncGenerator[str | Usage, None]:
         messages = [{"role": "user", "content": prompt}]
         if system:
             messages.insert(0, {"role": "system", "content": system})
         body = {"model": self.model, "messages": messages, "stream": True,
                 "temperature": self.temperature, "max_tokens": self.max_tokens}
+        if self.stop:
+            body["stop"] = self.stop
         if self.stream_options:
             body["stream_options"] = self.stream_options
         answer, opened = _Answer(self.label, self.model), False
@@ -78,7 +80,6 @@ class OpenAiProvider:
                 if response.status >= 400:
                     raise await self._refusal(response)
                 opened = True
-                # Lines that arrived together become one delta (lines.py).
                 async for lines in waiting_lines(response.content):
                     text, failure = answer.read(lines)
                     if text:  # what came before a failure is still the answer's start
@@ -120,6 +121,24 @@ class OpenAiProvider:
         if self._session is not None:
             await self._session.close()
             self._session = None
+
+
+async def waiting_lines(body: aiohttp.StreamReader) -> AsyncGenerator[list[bytes], None]:
+    """Every complete line of ``body`` (without its ``\\n``), grouped by what one read
+    found waiting; a last line with no newline comes at the end of the body.
+
+    When this process falls behind the stream (many streams on two cores), several
+    events are waiting in the socket's buffer: read together, they are one delta, so
+    one record, one broker message and one websocket frame downstream instead of one
+    each. Nothing waits for more than is there, so no token is held back."""
+    rest = b""
+    while data := await body.readany():
+        lines = (rest + data).split(b"\n") if rest else data.split(b"\n")
+        rest = lines.pop()
+        if lines:
+            yield lines
+    if rest:
+        yield [rest]
 
 
 class _Answer:

@@ -1,0 +1,245 @@
+"""The request/response protocol's state machine (``trustgraph.base.rpc``), on a clock
+the test moves: a request's ``Call`` at its requester (ordering, sequence gaps,
+re-sends until accepted, no-service, liveness, keep-alives, the record timeout) and
+its ``Reply`` at the serving runner (the deferred ``accepted`` marker, keep-alives,
+``seq`` and ``end``)."""
+import asyncio
+
+import pytest
+
+from trustgraph.base import Delta, RequestTimeout, ServiceError, Timing
+from trustgraph.base.local import LocalReply
+from trustgraph.base.rpc import MAX_PENDING, BusReply, Call
+from trustgraph.schema import TextCompletionResponse, encode
+
+TIMING = Timing(timeout=30.0, resend=1.0, accept_timeout=5.0, keep_alive=2.0, beats=5,
+                accept_after=0.05)
+
+
+class Clock:
+    """The running loop's clock, moved by the test: timers fire when it passes them,
+    never because the machine was slow."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.get_running_loop()
+        self.now = self.loop.time()
+        self.loop.time = lambda: self.now  # type: ignore[method-assign]
+
+    async def advance(self, seconds: float) -> None:
+        self.now += seconds
+        for _ in range(20):  # let what became due run, and what it woke
+            await asyncio.sleep(0)
+
+
+@pytest.fixture
+async def clock():
+    clock = Clock()
+    yield clock
+    del clock.loop.time  # the loop's own again
+
+
+def call(timing: Timing = TIMING) -> Call:
+    return Call(timing, "text-completion", "default")
+
+
+async def pending(awaitable) -> asyncio.Task:
+    task = asyncio.ensure_future(awaitable)
+    for _ in range(5):
+        await asyncio.sleep(0)
+    return task
+
+
+# --- the records of a call ----------------------------------------------------------------
+
+async def test_batches_whatever_has_arrived_in_order(clock):
+    request = call()
+    for seq in range(3):
+        request.put((b"%d" % seq, seq == 2), seq)
+    assert await request.next() == [(b"0", False), (b"1", False), (b"2", True)]
+    assert request.finished and request.accepted
+
+
+async def test_waits_for_the_first_record(clock):
+    request = call()
+    request.accept()
+    waiting = await pending(request.next())
+    assert not waiting.done()
+    request.put((b"x", True), 0)
+    assert await waiting == [(b"x", True)]
+
+
+async def test_a_gap_in_seq_fails_after_the_records_before_it(clock):
+    request = call()
+    request.put((b"a", False), 0)
+    request.put((b"c", False), 2)  # 1 was lost
+    request.put((b"d", True), 3)
+    assert await request.next() == [(b"a", False)]
+    with pytest.raises(ServiceError) as failure:
+        await request.next()
+    assert failure.value.error.type == "responses-lost"
+    assert "1 response record(s) lost" in failure.value.error.message
+
+
+async def test_records_without_seq_are_taken_in_order(clock):
+    request = call()  # in-process replies, and senders that number nothing
+    request.put((Delta("a"), False), None)
+    request.put((b"b", True), None)
+    assert len(await request.next()) == 2
+
+
+async def test_a_reader_that_never_reads_overflows_instead_of_growing(clock):
+    request = call()
+    for seq in range(MAX_PENDING + 1):
+        request.put((b"x", False), seq)
+    assert len(await request.next()) == MAX_PENDING
+    with pytest.raises(ServiceError, match="overflow"):
+        await request.next()
+
+
+# --- until a replica accepts it -----------------------------------------------------------
+
+async def test_sent_again_every_resend_until_no_service(clock):
+    request = call()
+    resends = 0
+    with pytest.raises(ServiceError) as failure:
+        while True:
+            waiting = await pending(request.next())
+            await clock.advance(TIMING.resend)
+            assert await waiting is None  # send it again
+            resends += 1
+    assert resends == 4  # at 1, 2, 3 and 4 s; at 5 s: given up
+    assert failure.value.error.type == "no-service"
+    assert "no text-completion processor took the request" in failure.value.error.message
+
+
+async def test_the_accepted_marker_ends_the_resends(clock):
+    request = call()
+    waiting = await pending(request.next())
+    request.accept()
+    await clock.advance(TIMING.resend * 3)
+    assert not waiting.done()  # accepted: nothing sent again, no-service never comes
+    request.put((b"x", True), 0)
+    assert await waiting == [(b"x", True)]
+
+
+async def test_a_first_record_is_acceptance_too(clock):
+    request = call()
+    request.put((b"a", False), 0)
+    assert await request.next() == [(b"a", False)]
+    waiting = await pending(request.next())
+    await clock.advance(TIMING.accept_timeout + 1)
+    assert not waiting.done()
+    waiting.cancel()
+
+
+# --- once accepted ------------------------------------------------------------------------
+
+async def test_not_a_word_for_the_liveness_is_an_answer_lost(clock):
+    request = call()
+    request.accept()
+    waiting = await pending(request.next())
+    await clock.advance(TIMING.liveness - 0.5)
+    assert not waiting.done()
+    await clock.advance(0.5)
+    with pytest.raises(RequestTimeout, match="went quiet: not a word for 10 s"):
+        await waiting
+
+
+async def test_keep_alives_hold_a_quiet_request_until_its_timeout(clock):
+    request = call()
+    request.accept()
+    waiting = await pending(request.next())
+    for _ in range(int(TIMING.timeout / TIMING.keep_alive) - 1):
+        await clock.advance(TIMING.keep_alive)
+        request.accept()  # a keep-alive
+    assert not waiting.done()  # far past the liveness, alive all along
+    await clock.advance(TIMING.keep_alive)
+    with pytest.raises(RequestTimeout, match="sent nothing for 30 s"):
+        await waiting
+
+
+async def test_each_record_gives_the_next_its_own_timeout(clock):
+    timing = Timing(timeout=3.0, keep_alive=2.0)  # liveness 10 s: the timeout decides
+    request = call(timing)
+    request.accept()
+    for seq in range(5):  # a record every 2 s: 10 s in all, never 3 s without one
+        waiting = await pending(request.next())
+        await clock.advance(2.0)
+        request.put((b"x", False), seq)
+        assert await waiting == [(b"x", False)]
+    waiting = await pending(request.next())
+    await clock.advance(3.0)
+    with pytest.raises(RequestTimeout, match="sent nothing for 3 s"):
+        await waiting
+    request.close()
+
+
+def test_timing_says_what_depends_on_what():
+    assert Timing(keep_alive=0.1).liveness == pytest.approx(0.5)
+    with pytest.raises(ValueError, match="accept_after"):
+        Timing(accept_after=1.0, resend=1.0)  # the deferred marker would cause re-sends
+
+
+# --- the serving side -------------------------------------------------------------------
+
+class Producer:
+    def __init__(self) -> None:
+        self.messages: list[tuple[str, bytes, dict[str, str]]] = []
+
+    async def post(self, data: bytes, properties: dict[str, str]) -> None:
+        self.messages.append(("post", data, properties))
+
+    async def send(self, data: bytes, properties: dict[str, str]) -> None:
+        self.messages.append(("send", data, properties))
+
+
+async def test_records_numbered_by_seq_the_last_marked_end_and_awaited(clock):
+    producer = Producer()
+    reply = BusReply(producer, TextCompletionResponse, "r1")
+    await reply.send(Delta("a"), False)
+    await reply.send(TextCompletionResponse(response="", end_of_stream=True), True)
+    assert producer.messages == [
+        ("post", encode(TextCompletionResponse(response="a")), {"id": "r1", "seq": "0"}),
+        ("send", encode(TextCompletionResponse(end_of_stream=True)),
+         {"id": "r1", "seq": "1", "end": "1"})]
+
+
+async def test_a_quick_first_record_goes_without_an_accepted_marker(clock):
+    producer = Producer()
+    reply = BusReply(producer, TextCompletionResponse, "r1")
+    reply.open(TIMING)
+    await clock.advance(TIMING.accept_after / 2)
+    await reply.send(Delta("a"), False)
+    await clock.advance(TIMING.accept_after * 2)
+    assert [properties for _, _, properties in producer.messages] == [{"id": "r1", "seq": "0"}]
+    reply.close()
+
+
+async def test_a_quiet_request_is_marked_accepted_after_accept_after(clock):
+    producer = Producer()
+    reply = BusReply(producer, TextCompletionResponse, "r1")
+    reply.open(TIMING)
+    await clock.advance(TIMING.accept_after)
+    assert producer.messages == [("post", b"", {"id": "r1", "accepted": "1"})]
+
+
+async def test_keep_alives_only_for_a_request_that_sent_nothing_since(clock):
+    producer = Producer()
+    reply = BusReply(producer, TextCompletionResponse, "r1")
+    await reply.keep_alive()  # quiet (waiting for a slot, or for the LLM)
+    await reply.send(Delta("a"), False)
+    await reply.keep_alive()  # a record went out since: no need
+    await reply.keep_alive()  # quiet again
+    assert [properties.get("accepted") for _, _, properties in producer.messages] == [
+        "1", None, "1"]
+
+
+async def test_in_process_a_delta_is_handed_over_and_a_record_encoded(clock):
+    request = call()
+    reply = LocalReply(request)
+    delta = Delta("a")
+    final = TextCompletionResponse(end_of_stream=True, out_token=1)
+    await reply.send(delta, False)
+    await reply.send(final, True)
+    [(first, _), (last, is_final)] = await request.next()
+    assert first is delta and last == encode(final) and is_final and reply.final

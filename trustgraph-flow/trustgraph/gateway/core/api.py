@@ -1,0 +1,184 @@
+"""The core as the API modules see it, and how each adds itself to the gateway.
+
+An API module (``gateway/apis/``) is one function, ``install(core)``: it asks
+services through ``core.client`` (the ``Dispatcher``), adds its routes with
+``core.route`` and its part of the OpenAPI document with ``core.document``, and
+may declare services optional or watch their answers (``core.client.optional``,
+``core.client.observe``). It never touches the bus.
+
+Every route is served the same way (``Core.served``): who is asking is decided
+first (``Auth.identify``), unless the route is public, and a route may be for some
+roles only (``/metrics``: admins); a failure becomes its HTTP status with a JSON
+body (the gateway's ``{"error": {"type", "message"}}``, or the route's own shape: an
+API speaking another protocol's errors gives ``errors``); and the request is
+tracked, so shutdown can drain it. What the caller may ask of services is decided
+where every request passes, ``core.client.frames``, given the ``Caller`` the handler
+receives. The core's own routes are the websocket, the service path,
+``/api/v1/whoami`` and ``/metrics``. A module that needs something running while the
+gateway serves (a task group of its own) gives ``core.background`` an async context
+manager: entered at start, left at stop, both in one task.
+"""
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
+
+from aiohttp import web
+
+from trustgraph.pubsub import Bus
+from trustgraph.schema import Role
+
+from .access import ADMINS, EVERYONE, forbidden
+from .auth import Auth, presented_token, whoami
+from .caller import PUBLIC, Caller
+from .dispatch import Dispatcher
+from .http_errors import json_errors
+from .jwt_auth import JwtSettings, JwtVerifier
+from .keyring import KeyRing
+from .limits import Limiter, Limits
+from .metrics import scrape
+from .openapi import Document, services_document
+from .responses import error_response
+from .rest import SERVICE_PATH, ServiceRoute
+from .services import SERVICES
+from .settings import CoreSettings
+from .websocket import Limits as SocketLimits
+from .websocket import SocketEndpoint
+
+Handler = Callable[[web.Request, Caller], Awaitable[web.StreamResponse]]
+ErrorResponse = Callable[[BaseException], web.Response]  # a failure as its HTTP answer
+
+
+@dataclass(frozen=True)
+class Route:
+    method: str
+    path: str
+    handler: Handler
+    public: bool = False  # answered without asking who is asking (the page, the document)
+    roles: frozenset[Role] = EVERYONE  # who may (what they may ask of services: frames)
+    errors: ErrorResponse = error_response  # how a failure is answered
+
+
+class Core:
+    def __init__(self, bus: Bus, settings: CoreSettings) -> None:
+        self.settings = settings  # the gateway's: they include every API's own
+        limiter = Limiter()
+        self.client = Dispatcher(bus, settings.tg_flows, settings.tg_request_timeout,
+                                 limiter)
+        defaults = Limits(settings.tg_key_concurrent, settings.tg_key_per_minute,
+                          settings.tg_key_tokens_per_day)
+        self.keys = KeyRing(bus, self.client.owner, limiter, defaults) \
+            if settings.tg_gateway_keys else None
+        self.auth = Auth(settings.tg_gateway_token, self.keys, _jwt(settings, defaults))
+        self.sockets = SocketEndpoint(self.client, self.auth, SocketLimits(
+            settings.tg_gateway_max_inflight, settings.tg_gateway_max_frame))
+        self.routes: list[Route] = []
+        self._background: list[Callable[[], AbstractAsyncContextManager[object]]] = []
+        self.documents = [services_document(SERVICES.values(), self.client.flows)]
+        self._handlers: set[asyncio.Task] = set()
+        self.route("POST", SERVICE_PATH, ServiceRoute(self.client))
+        self.route("GET", "/api/v1/whoami", whoami)
+        self.route("GET", "/metrics", scrape, public=settings.tg_metrics_open, roles=ADMINS)
+
+    async def start(self) -> None:
+        """Read the API keys (waiting up to ``tg_config_wait`` for the config service;
+        until they are read, keys are answered 503)."""
+        if self.keys is not None:
+            await self.keys.start(self.settings.tg_config_wait)
+
+    def route(self, method: str, path: str, handler: Handler, public: bool = False,
+              roles: frozenset[Role] = EVERYONE,
+              errors: ErrorResponse = error_response) -> None:
+        self.routes.append(Route(method, path, handler, public, roles, errors))
+
+    def background(self, running: Callable[[], AbstractAsyncContextManager[object]]) -> None:
+        """Keep ``running()`` entered while the gateway serves."""
+        self._background.append(running)
+
+    def document(self, document: Document) -> None:
+        self.documents.append(document)
+
+    def application(self) -> web.Application:
+        app = web.Application(client_max_size=self.settings.tg_gateway_max_frame,
+                              middlewares=[json_errors])
+        app.router.add_get("/api/v1/socket", self.sockets.handle)
+        for running in self._background:
+            app.cleanup_ctx.append(_in_own_task(running))
+        for route in self.routes:
+            if route.method == "GET":
+                app.router.add_get(route.path, self.served(route))  # and HEAD
+            else:
+                app.router.add_route(route.method, route.path, self.served(route))
+        return app
+
+    def served(self, route: Route) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+        async def handle(request: web.Request) -> web.StreamResponse:
+            task = asyncio.current_task()
+            assert task is not None  # aiohttp runs each handler in a task of its own
+            self._handlers.add(task)
+            try:
+                caller = PUBLIC if route.public else self.auth.identify(
+                    presented_token(request), peer=request.remote)
+                if not route.public and caller.role not in route.roles:
+                    raise forbidden(f"role {caller.role!r} may not use {route.path}")
+                return await route.handler(request, caller)
+            except web.HTTPException:
+                raise  # aiohttp's own answer (an unknown asset): JSON from the middleware
+            except Exception as exception:
+                return route.errors(exception)
+            finally:
+                self._handlers.discard(task)
+        return handle
+
+    async def close(self, grace: float) -> None:
+        """Close the websockets (cancelling their requests), then give the HTTP
+        requests in flight ``grace`` seconds and cancel the rest (and so their bus
+        requests), and report how the keys were used."""
+        await self.sockets.close_all()
+        if self._handlers:
+            _, late = await asyncio.wait(set(self._handlers), timeout=grace)
+            for task in late:
+                task.cancel()
+            if late:
+                await asyncio.wait(late, timeout=grace)
+        if self.keys is not None:
+            await self.keys.close()
+
+
+def _jwt(settings: CoreSettings, limits: Limits) -> JwtVerifier | None:
+    if not settings.tg_jwt_key_file:
+        return None
+    return JwtVerifier(JwtSettings(
+        settings.tg_jwt_key_file, tuple(settings.tg_jwt_algorithms), settings.tg_jwt_issuer,
+        settings.tg_jwt_audience, settings.tg_jwt_user_claim, settings.tg_jwt_role_claim),
+        limits)
+
+
+def _in_own_task(running: Callable[[], AbstractAsyncContextManager[object]]
+                 ) -> Callable[[web.Application], AsyncIterator[None]]:
+    """``running()`` as an aiohttp cleanup context, entered and left in a task of its
+    own: aiohttp may start and clean up an application from different tasks, and a
+    context holding a task group (anyio's) must be left in the task that entered it."""
+    async def entered(app: web.Application) -> AsyncIterator[None]:
+        started: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        stop = asyncio.Event()
+
+        async def hold() -> None:
+            try:
+                async with running():
+                    started.set_result(None)
+                    await stop.wait()
+            except BaseException as error:
+                if not started.done():
+                    started.set_exception(error)
+                raise
+
+        task = asyncio.create_task(hold())
+        await started
+        try:
+            yield
+        finally:
+            stop.set()
+            await task
+
+    return entered

@@ -1,0 +1,58 @@
+"""``POST /api/v1/flow/{flow}/service/{kind}`` (PROTOCOL §3): the body is the request
+object. Without streaming the answer is one JSON body (the final response record);
+with ``"streaming": true`` or ``Accept: application/x-ndjson`` it is NDJSON, one
+record per line; ``Accept: text/event-stream`` gives the same records as SSE
+``data:`` events.
+"""
+import json
+from collections.abc import AsyncIterable
+from contextlib import aclosing
+
+from aiohttp import web
+
+from .caller import Caller
+from .dispatch import Dispatcher
+from .errors import service_status
+from .framing import Frame
+from .metrics import REQUESTS
+from .responses import NDJSON, SSE, StreamFormat, json_body, streamed
+
+SERVICE_PATH = "/api/v1/flow/{flow}/service/{kind}"
+
+
+class ServiceRoute:
+    def __init__(self, client: Dispatcher) -> None:
+        self.client = client
+
+    async def __call__(self, request: web.Request, caller: Caller) -> web.StreamResponse:
+        flow = request.match_info["flow"]
+        row = self.client.resolve(request.match_info["kind"], flow)
+        body = await json_body(request)
+        stream = _stream_format(request, body)
+        if stream is not None and "streaming" in row.request_model.model_fields:
+            body.setdefault("streaming", True)
+        record = self.client.prepare(row, body)
+        REQUESTS.labels(row.name, "rest").inc()
+        async with aclosing(self.client.frames(row, flow, record, caller=caller)) as batches:
+            if stream is None:
+                return await _single(batches)
+            return await streamed(request, batches, stream)
+
+
+def _stream_format(request: web.Request, body: dict) -> StreamFormat | None:
+    accept = request.headers.get("Accept", "")
+    if "text/event-stream" in accept:
+        return SSE
+    if "application/x-ndjson" in accept or body.get("streaming") is True:
+        return NDJSON
+    return None
+
+
+async def _single(batches: AsyncIterable[list[Frame]]) -> web.Response:
+    final = b"{}"
+    async for batch in batches:
+        final = batch[-1][0]
+    # A service's own error comes back as its record, with the status of its type.
+    error = json.loads(final).get("error")
+    status = service_status(error.get("type", "")) if isinstance(error, dict) else 200
+    return web.Response(body=final, status=status, content_type="application/json")

