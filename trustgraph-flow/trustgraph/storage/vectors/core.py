@@ -26,6 +26,7 @@ from trustgraph.schema.cores import (
 )
 
 from ..core_pages import fitting_page
+from .spaces import is_dimension_error
 from .stamps import ModelMismatch
 from .store import CHUNKS, ENTITIES, ChunkVector, EntityVector, VectorStore
 
@@ -54,7 +55,6 @@ def core_vectors_handler(store: VectorStore):
                 try:
                     return CoreResponse(stored=await _import(store, request, ctx))
                 except Exception as error:
-                    from .service import is_dimension_error  # (service.py imports this)
                     if is_dimension_error(error):
                         raise BadRequest(f"{request.part} not stored in {request.user}/"
                                          f"{request.collection}: {error}") from None

@@ -63,6 +63,7 @@ from . import store as stored
 from .configured import open_vector_store
 from .core import core_vectors_service
 from .reembed import reembed
+from .spaces import is_dimension_error
 from .stamps import ModelMismatch
 from .store import VectorStore
 
@@ -73,12 +74,6 @@ NAME = "vector-store"
 
 class VectorStoreSettings(StoreSettings, ProcessorSettings):
     pass
-
-
-def is_dimension_error(error: Exception) -> bool:
-    """The store refused a vector whose length differs from its collection's (every
-    backend says "Vector dimension error: expected dim: N, got M")."""
-    return "dimension" in str(error).lower()
 
 
 def check_vector(vector: list[float], what: str) -> None:
