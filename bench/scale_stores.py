@@ -3,7 +3,7 @@ full-stack sizes: resident memory of processes, disk per store.
 
 The stores are the embedded ones ``tg-start`` opens (Qdrant Edge with the FTS5 lexical
 index, SQLite triples, the librarian's SQLite), in this process. The core is imported
-with the gateway's own import code (``trustgraph.gateway.cores.CoreImport``) calling
+with the gateway's own import code (``trustgraph.gateway.apis.cores.CoreImport``) calling
 the store owners' core services directly instead of over the bus. Then each query,
 ``--rounds`` times: the 10 chunks nearest a random vector, the 10 entities nearest
 one, a lexical search, and GraphRAG's subgraph (5 seeds, 2 hops, the default budgets);
@@ -24,13 +24,15 @@ from bench.scale_core import DIMENSION, question_words
 from bench.stats import median, ms, percentile
 from trustgraph.base import Context
 from trustgraph.extract.vocabulary import entity_iri
-from trustgraph.gateway.cores import SERVICE_OF, CoreImport
+from trustgraph.gateway.apis.cores import SERVICE_OF, CoreImport, Scope
+from trustgraph.gateway.core.caller import OPEN
 from trustgraph.librarian.core import core_documents_handler
 from trustgraph.librarian.store import LibraryStore
 from trustgraph.schema import SubgraphRequest, Term
 from trustgraph.schema.core_archive import CoreReader
 from trustgraph.storage.settings import StoreSettings
-from trustgraph.storage.stores import open_triples_store, open_vector_store
+from trustgraph.storage.triples.configured import open_triples_store
+from trustgraph.storage.vectors.configured import open_vector_store
 from trustgraph.storage.triples.core import core_triples_handler
 from trustgraph.storage.triples.service import subgraph_handler
 from trustgraph.storage.vectors.core import core_vectors_handler
@@ -91,7 +93,7 @@ class Direct:
         self.handlers = handlers
         self.spans: dict[str, tuple[float, float]] = {}
 
-    async def call(self, flow: str, request) -> dict:
+    async def call(self, scope: Scope, request) -> dict:
         started = time.perf_counter()
         response = await self.handlers[SERVICE_OF[request.part]](request, CONTEXT)
         first = self.spans.get(request.part, (started, 0.0))[0]
@@ -105,7 +107,8 @@ class Direct:
 
 async def import_directly(core: Path, handlers: dict) -> dict[str, float]:
     direct = Direct(handlers)
-    importer, reader = CoreImport(direct, USER, COLLECTION, "default"), CoreReader()
+    importer = CoreImport(direct, Scope(OPEN, USER, COLLECTION, "default"))
+    reader = CoreReader()
     try:
         with open(core, "rb") as file:
             while data := file.read(1 << 20):

@@ -257,8 +257,9 @@ async def test_a_collection_goes_to_neo4j_and_qdrant_and_back_with_the_same_answ
         deployments):
     a, b, c = deployments["a"], deployments["b"], deployments["c"]
     core_a = await export(a)
-    stored = (await put(b, core_a))["stored"]
-    assert stored == {"documents": 4, "chunks": 40, "entities": 25, "triples": 120}
+    answer = await put(b, core_a)
+    assert answer["stored"] == {"documents": 4, "chunks": 40, "entities": 25, "triples": 120}
+    assert answer["into"] == SCOPE
     core_b = await export(b)
     await put(c, core_b)
     core_c = await export(c)

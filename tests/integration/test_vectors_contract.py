@@ -425,6 +425,24 @@ async def test_pages_list_every_point_of_a_space_once(store, scope):
     assert await store.backend.page(Space("chunks", user, "nothing"), None, 3) == ([], None)
 
 
+async def test_pages_with_vectors_give_each_point_its_vector(store, scope):
+    """What a knowledge core exports: every point once, with its vector (a cosine
+    space stores it normalised)."""
+    user, collection = scope
+    await store.upsert_chunks(user, collection, [chunk(n) for n in range(7)])
+    found, after = {}, None
+    while True:
+        points, after = await store.page("chunks", user, collection, after, 3)
+        found.update((p.payload["chunk_id"], p.vector) for p in points)
+        if after is None:
+            break
+    assert found.keys() == {f"doc#c{n}" for n in range(7)}
+    for n in range(7):
+        given = vec(f"c{n}")
+        norm = sum(x * x for x in given) ** 0.5
+        assert found[f"doc#c{n}"] == pytest.approx([x / norm for x in given], abs=1e-6)
+
+
 async def test_edge_indexes_aside_and_keeps_the_writes_made_meanwhile(shard_dir, caplog):
     caplog.set_level(logging.INFO, "trustgraph.storage.vectors.qdrant_edge")
     tmp_path = shard_dir

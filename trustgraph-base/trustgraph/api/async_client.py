@@ -234,7 +234,8 @@ class AsyncTrustGraph:
     async def import_core(self, core: AsyncIterable[bytes], collection: str,
                           user: str | None = None, flow: str = "default") -> dict[str, Any]:
         """Store a knowledge core (its bytes, streamed) in the collection; answers
-        ``{"manifest", "stored": {part: records}}`` once all is stored."""
+        ``{"manifest", "stored": {part: records}, "into": {"user", "collection"}}`` once
+        all is stored."""
         return await self._http.upload(CORE_PATH.format(quote(collection, safe="")),
                                        given(user=user, flow=flow), core)
 

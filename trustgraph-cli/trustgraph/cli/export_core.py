@@ -95,7 +95,8 @@ async def export(args: argparse.Namespace) -> None:
         progress.close()
         partial.unlink(missing_ok=True)
     counts = progress.manifest["counts"] if progress.manifest else {}
-    print(f"{PROG}: {args.user}/{args.collection} -> {args.output} "
+    source = progress.manifest["source"] if progress.manifest else {}
+    print(f"{PROG}: {source.get('user', args.user)}/{args.collection} -> {args.output} "
           f"({args.output.stat().st_size / 1e6:.1f} MB) in {time.monotonic() - started:.1f} s: "
           + ", ".join(f"{counts.get(part, 0)} {part}" for part in counts), file=sys.stderr)
 

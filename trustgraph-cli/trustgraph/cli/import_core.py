@@ -45,8 +45,10 @@ async def import_core(args: argparse.Namespace) -> None:
             result = await client.import_core(_read(args.core, bar), args.collection,
                                               args.user, args.flow_id)
     source = result.get("manifest", {}).get("source", {})
+    into = result.get("into", {})  # whose collection: the key's user unless -U said
     print(f"{PROG}: {args.core} ({source.get('user')}/{source.get('collection')}) -> "
-          f"{args.user}/{args.collection} in {time.monotonic() - started:.1f} s: "
+          f"{into.get('user', args.user)}/{args.collection} in "
+          f"{time.monotonic() - started:.1f} s: "
           + ", ".join(f"{n} {part}" for part, n in result.get("stored", {}).items()),
           file=sys.stderr)
 

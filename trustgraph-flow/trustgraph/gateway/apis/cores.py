@@ -13,10 +13,10 @@ role table's ``core-*`` services, access.py).
 * ``PUT /api/v1/collections/{collection}/core?user=&flow=``: the body is a core,
   read as it arrives (never held whole); each page goes to its store owner and is
   stored before the next is read. Answered once all is stored: ``{"manifest",
-  "stored": {part: records}}``. Every store keys what it writes, so a PUT that was
-  cut off and is made again stores the same collection, nothing twice. A core of
-  another embedding model than the collection's (its stamp) is refused (409) before
-  anything is stored.
+  "stored": {part: records}, "into": {"user", "collection"}}``. Every store keys what
+  it writes, so a PUT that was cut off and is made again stores the same collection,
+  nothing twice. A core of another embedding model than the collection's (its stamp)
+  is refused (409) before anything is stored.
 """
 import asyncio
 import base64
@@ -181,7 +181,9 @@ class Cores:
             raise bad_request(f"not a knowledge core this gateway reads: {error}") from None
         finally:
             await importer.close()
-        return web.json_response({"manifest": importer.manifest, "stored": importer.stored})
+        return web.json_response({"manifest": importer.manifest, "stored": importer.stored,
+                                  "into": {"user": importer.scope.user,
+                                           "collection": importer.scope.collection}})
 
 
 class CoreImport:
@@ -189,7 +191,7 @@ class CoreImport:
 
     def __init__(self, cores: Cores, scope: Scope) -> None:
         self._cores = cores
-        self._scope = scope
+        self.scope = scope
         self.manifest: dict[str, Any] | None = None
         self.stored = dict.fromkeys(PARTS, 0)
         self._waiting: tuple[str, int, bytes] | None = None  # rows awaiting their vectors
@@ -242,9 +244,9 @@ class CoreImport:
         no records checks only that)."""
         assert self.manifest is not None
         if any(self.manifest.get("counts", {}).get(part) for part in VECTOR_PARTS):
-            await self._cores.call(self._scope, CoreRequest(
-                operation="import", part="chunks", user=self._scope.user,
-                collection=self._scope.collection,
+            await self._cores.call(self.scope, CoreRequest(
+                operation="import", part="chunks", user=self.scope.user,
+                collection=self.scope.collection,
                 embedding_model=self.manifest.get("embedding_model") or ""))
 
     async def _store(self, part: CorePart, rows: bytes, vectors: bytes) -> None:
@@ -255,12 +257,12 @@ class CoreImport:
             while len(self._storing) >= in_flight:
                 await self._settle(asyncio.FIRST_COMPLETED)
             self._storing.add(asyncio.ensure_future(self._store_page(CoreRequest(
-                operation="import", part=part, user=self._scope.user,
-                collection=self._scope.collection, records=records, vectors=packed,
+                operation="import", part=part, user=self.scope.user,
+                collection=self.scope.collection, records=records, vectors=packed,
                 embedding_model=model))))
 
     async def _store_page(self, request: CoreRequest) -> None:
-        answer = await self._cores.call(self._scope, request)
+        answer = await self._cores.call(self.scope, request)
         self.stored[request.part] += answer.get("stored", 0)
 
     async def _settle(self, when: str) -> None:
