@@ -9,8 +9,6 @@ gateways in batches (``record_use``): when it was last used, and LLM tokens per 
 import json
 import sqlite3
 import time
-from collections.abc import Iterator
-from contextlib import closing, contextmanager
 from pathlib import Path
 
 from trustgraph.base import BadRequest, HandledError
@@ -27,7 +25,7 @@ from trustgraph.schema.keys import (
     new_salt,
     utc_day,
 )
-from trustgraph.sqlite_transaction import transaction
+from trustgraph.sqlite_transaction import SqliteFile
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS api_user (
@@ -59,24 +57,14 @@ _KEY_COLUMNS = "id, user, role, name, limits, created, expires, revoked, last_us
 
 class KeyStore:
     def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with closing(sqlite3.connect(self.path)) as db:
-            db.execute("PRAGMA journal_mode=WAL")
-            db.executescript(SCHEMA)
-
-    @contextmanager
-    def _transaction(self, write: bool = False) -> Iterator[sqlite3.Connection]:
-        with closing(sqlite3.connect(self.path, timeout=10, isolation_level=None)) as db, \
-                transaction(db, write):
-            yield db
+        self._db = SqliteFile(path, SCHEMA)
 
     def add_user(self, user: str) -> UserInfo:
         if not USER_NAME.match(user):
             raise BadRequest(f"owner: {user!r} is not a user name (letters, digits and "
                              f"._@- up to 128, starting with a letter or digit)")
         added = UserInfo(user=user, created=time.time())
-        with self._transaction(write=True) as db:
+        with self._db.transaction(write=True) as db:
             try:
                 db.execute("INSERT INTO api_user (user, created) VALUES (?, ?)",
                            (user, added.created))
@@ -85,7 +73,7 @@ class KeyStore:
         return added
 
     def users(self) -> list[UserInfo]:
-        with self._transaction() as db:
+        with self._db.transaction() as db:
             return [UserInfo(user=user, created=created) for user, created in db.execute(
                 "SELECT user, created FROM api_user ORDER BY user")]
 
@@ -99,7 +87,7 @@ class KeyStore:
         salt = new_salt()
         created = ApiKey(id=key_id, user=user, role=role, name=name, created=now,
                          expires=expires, limits=limits or KeyLimits())
-        with self._transaction(write=True) as db:
+        with self._db.transaction(write=True) as db:
             if db.execute("SELECT 1 FROM api_user WHERE user = ?", (user,)).fetchone() is None:
                 raise HandledError("not-found", f"no user {user!r}: add it first "
                                                 f"(tg-add-user {user})")
@@ -111,13 +99,13 @@ class KeyStore:
 
     def keys(self, user: str = "") -> list[ApiKey]:
         where, args = ("WHERE user = ?", (user,)) if user else ("", ())
-        with self._transaction() as db:
+        with self._db.transaction() as db:
             return [_key(row) for row in db.execute(
                 f"SELECT {_KEY_COLUMNS} FROM api_key {where} ORDER BY user, created", args)]
 
     def revoke(self, key_id: str) -> ApiKey:
         """Revoke ``key_id`` (again: it stays revoked as of the first time)."""
-        with self._transaction(write=True) as db:
+        with self._db.transaction(write=True) as db:
             db.execute("UPDATE api_key SET revoked = ? WHERE id = ? AND revoked IS NULL",
                        (time.time(), key_id))
             row = db.execute(f"SELECT {_KEY_COLUMNS} FROM api_key WHERE id = ?",
@@ -129,7 +117,7 @@ class KeyStore:
     def verifiers(self) -> list[KeyVerifier]:
         """Every key with its salt and hash, and the tokens it used today (UTC)."""
         today = utc_day()
-        with self._transaction() as db:
+        with self._db.transaction() as db:
             rows = db.execute(
                 f"SELECT {', '.join('k.' + c.strip() for c in _KEY_COLUMNS.split(','))}, "
                 f"k.salt, k.hash, coalesce(t.tokens, 0) FROM api_key k "
@@ -140,7 +128,7 @@ class KeyStore:
     def record_use(self, uses: list[KeyUse]) -> None:
         """Add gateways' reports: the latest use wins, tokens add up per day; a day
         other than today or yesterday is kept no longer than it is reported."""
-        with self._transaction(write=True) as db:
+        with self._db.transaction(write=True) as db:
             db.executemany("UPDATE api_key SET last_used = max(coalesce(last_used, 0), ?) "
                            "WHERE id = ?", [(use.last_used, use.id) for use in uses])
             db.executemany(

@@ -8,14 +8,12 @@ WAL mode, so readers never wait for a writer.
 """
 import json
 import sqlite3
-from collections.abc import Iterator
-from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import Any
 
 from trustgraph.base import HandledError
 from trustgraph.schema import ConfigKey, ConfigValue
-from trustgraph.sqlite_transaction import transaction
+from trustgraph.sqlite_transaction import SqliteFile
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS item (
@@ -40,18 +38,7 @@ class NotFound(HandledError):
 
 class ConfigStore:
     def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with closing(sqlite3.connect(self.path)) as db:
-            db.execute("PRAGMA journal_mode=WAL")
-            db.executescript(SCHEMA)
-
-    @contextmanager
-    def _transaction(self, write: bool = False) -> Iterator[sqlite3.Connection]:
-        # One snapshot per read: the items and the version agree.
-        with closing(sqlite3.connect(self.path, timeout=10, isolation_level=None)) as db, \
-                transaction(db, write):
-            yield db
+        self._db = SqliteFile(path, SCHEMA)
 
     @staticmethod
     def _version(db: sqlite3.Connection) -> int:
@@ -63,11 +50,11 @@ class ConfigStore:
         return ConfigStore._version(db)
 
     def version(self) -> int:
-        with self._transaction() as db:
+        with self._db.transaction() as db:
             return self._version(db)
 
     def get(self, keys: list[ConfigKey]) -> tuple[list[ConfigValue], int]:
-        with self._transaction() as db:
+        with self._db.transaction() as db:
             found, missing = [], []
             for k in keys:
                 row = db.execute("SELECT value FROM item WHERE type = ? AND key = ?",
@@ -81,12 +68,12 @@ class ConfigStore:
             return found, self._version(db)
 
     def keys(self, type: str) -> tuple[list[str], int]:
-        with self._transaction() as db:
+        with self._db.transaction() as db:
             rows = db.execute("SELECT key FROM item WHERE type = ? ORDER BY key", (type,))
             return [key for key, in rows], self._version(db)
 
     def values(self, type: str) -> tuple[list[ConfigValue], int]:
-        with self._transaction() as db:
+        with self._db.transaction() as db:
             rows = db.execute("SELECT key, value FROM item WHERE type = ? ORDER BY key",
                               (type,))
             values = [ConfigValue(type=type, key=key, value=json.loads(value))
@@ -94,7 +81,7 @@ class ConfigStore:
             return values, self._version(db)
 
     def everything(self) -> tuple[dict[str, dict[str, Any]], int]:
-        with self._transaction() as db:
+        with self._db.transaction() as db:
             config: dict[str, dict[str, Any]] = {}
             for type, key, value in db.execute(
                     "SELECT type, key, value FROM item ORDER BY type, key"):
@@ -102,11 +89,11 @@ class ConfigStore:
             return config, self._version(db)
 
     def types(self) -> list[str]:
-        with self._transaction() as db:
+        with self._db.transaction() as db:
             return [t for t, in db.execute("SELECT DISTINCT type FROM item ORDER BY type")]
 
     def put(self, values: list[ConfigValue]) -> int:
-        with self._transaction(write=True) as db:
+        with self._db.transaction(write=True) as db:
             db.executemany(
                 "INSERT INTO item (type, key, value) VALUES (?, ?, ?) "
                 "ON CONFLICT (type, key) DO UPDATE SET value = excluded.value",
@@ -115,7 +102,7 @@ class ConfigStore:
 
     def delete(self, keys: list[ConfigKey]) -> int:
         """Deletes all of ``keys`` or, when any is unknown, none of them."""
-        with self._transaction(write=True) as db:
+        with self._db.transaction(write=True) as db:
             missing = [k for k in keys if db.execute(
                 "DELETE FROM item WHERE type = ? AND key = ?", (k.type, k.key)).rowcount == 0]
             if missing:
