@@ -1,8 +1,10 @@
 """tg-start as a user runs it: the stack comes up, answers through the gateway's
 websocket, survives its parts being killed, and stops cleanly leaving nothing behind."""
 import asyncio
+import os
 import re
 import signal
+import socket
 import subprocess
 import time
 import uuid
@@ -13,6 +15,7 @@ import pytest
 from tests.support.openai_server import expected_text
 from tests.support.stack import Stack, openai_server_thread
 from tests.support.waiting import eventually
+from trustgraph.pubsub.embedded import broker_binary
 from trustgraph.run.rundir import alive
 
 PARTS = ["text-completion", "gateway"]
@@ -144,18 +147,66 @@ def test_sigterm_while_starting_leaves_nothing_behind():
         stack.close()
 
 
-def test_children_of_a_killed_tg_start_are_cleaned_up():
-    """SIGKILL leaves tg-start no say: its processors follow it (parent-death
-    signal) and the next tg-start on that data dir stops the orphaned broker."""
+def test_every_child_of_a_killed_tg_start_dies_with_it_and_a_new_start_succeeds():
+    """SIGKILL leaves tg-start no say: its processors and its broker follow it (a
+    parent-death signal each), and the next tg-start on that data dir starts."""
     with Stack(processors=PARTS) as stack:
-        children = {n: stack.pid(n) for n in PARTS}
-        broker = stack.pid("broker")
+        children = {n: stack.pid(n) for n in [*PARTS, "broker"]}
         stack.process.kill()
         stack.process.wait()
         stack.process = None
         stack.wait_for(lambda: not any(alive(p) for p in children.values()), 10,
-                       "the processors to follow tg-start")
-        assert alive(broker)
+                       "every child to follow tg-start")
         stack.start()
-        assert not alive(broker) and stack.pid("broker") != broker
-        assert "left over from an earlier tg-start" in stack.log()
+        assert stack.pid("broker") != children["broker"]
+        assert "left over" not in stack.log()  # nothing was
+
+
+def test_sigterm_then_sigkill_mid_stop_as_a_process_manager_does():
+    """A process manager's stop: SIGTERM, then SIGKILL when its grace period ends,
+    here while tg-start is still stopping its parts. Nothing is left, and the next
+    start on the same data dir and ports succeeds."""
+    with Stack(processors=PARTS) as stack:
+        children = {n: stack.pid(n) for n in [*PARTS, "broker"]}
+        stack.process.send_signal(signal.SIGTERM)
+        stack.wait_for(lambda: "tg-start: stopping" in stack.log(), 10, "the stop to begin")
+        stack.process.kill()
+        stack.process.wait()
+        stack.process = None
+        stack.wait_for(lambda: not any(alive(p) for p in children.values()), 10,
+                       "every child to follow tg-start")
+        stack.start()
+
+
+def test_a_broker_left_on_this_data_dir_without_a_pid_file_is_stopped():
+    """A broker of this data dir that nothing recorded (started by an older release,
+    or its pid file lost) is recognised by its data path and stopped."""
+    stack = Stack(processors=PARTS)
+    data = stack.data_dir / "broker"
+    data.mkdir()
+    stray = subprocess.Popen([broker_binary(), "--addr", f"127.0.0.1:{stack.broker_port}",
+                              "--db-path", str(data / "data")], cwd=data,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    try:
+        stack.wait_for(lambda: stack.serving("broker"), 10, "the stray broker")
+        with stack:
+            assert stray.wait(10) in (-signal.SIGTERM, -signal.SIGKILL, 0)
+            assert f"stopping a process (pid {stray.pid} (" in stack.log()
+            assert "left over from an earlier tg-start" in stack.log()
+    finally:
+        stray.kill()
+        stray.wait()
+
+
+def test_a_port_held_by_something_else_is_named():
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        stack = Stack(processors=PARTS, env={"TG_GATEWAY_PORT": str(holder.getsockname()[1])})
+        try:
+            stack.launch()
+            assert stack.process.wait(30) == 1
+            assert f"port {holder.getsockname()[1]} is already in use by pid {os.getpid()}" \
+                in stack.log()
+        finally:
+            stack.close()

@@ -1,4 +1,5 @@
-"""What several integration modules share: a ``bus`` on the session's broker, a data
+"""What several integration modules share: a Bolt server (``arcadedb``), a ``bus`` on
+the session's broker, a data
 directory for processors that store (in memory when the machine has some; one per
 test or per module), and
 ``frames_of`` for the modules that drive a gateway's websocket, and ``ws`` / ``http``
@@ -12,10 +13,20 @@ import aiohttp
 import pytest
 import pytest_asyncio
 
+from tests.support.arcadedb import ArcadeDb
 from tests.support.local_llm import local_llm, local_llm_long  # noqa: F401  (fixtures)
 from trustgraph.pubsub import Bus
+from trustgraph.pubsub.embedded import free_port
 
 DEADLINE = 30.0
+
+
+@pytest.fixture(scope="session")
+def arcadedb(tmp_path_factory):
+    """A Bolt + Cypher server (ArcadeDB) for the Neo4j backend, once per session."""
+    server = ArcadeDb(tmp_path_factory.mktemp("arcadedb"), free_port(), free_port()).start()
+    yield server
+    server.stop()
 
 
 @pytest.fixture

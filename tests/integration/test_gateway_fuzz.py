@@ -37,6 +37,7 @@ from tests.support.openai_server import OpenAiServer, expected_text
 from trustgraph.gateway.apis.query import QueryRequest
 from trustgraph.gateway.core.services import SERVICES, ServiceRow
 from trustgraph.schema import Record
+from trustgraph.schema.core_archive import MANIFEST, PARTS, CoreWriter, manifest, member_name
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -202,6 +203,8 @@ ROUTES = [
     Route("GET", "/api/v1/socket"),  # the websocket itself: test_websocket_frames
     Route("GET", "/"),  # the workbench page
     Route("GET", "/assets/{name}"),
+    Route("GET", "/api/v1/collections/{collection}/core"),  # knowledge cores
+    Route("PUT", "/api/v1/collections/{collection}/core"),  # test_core_upload
 ]
 
 # --- the rig ---------------------------------------------------------------------
@@ -326,6 +329,49 @@ async def test_any_method_and_path(rig, http, method, route, segments, query, wh
     async with asyncio.timeout(DEADLINE):
         async with http.request(method, rig.url + path.replace(FLOW, rig.flow),
                                 params=query, headers=credentials(rig, who)) as response:
+            await assert_http_answer(response)
+    await settled(rig)
+
+
+# A knowledge core: a real manifest (its fields sometimes anything) and page members
+# of any part whose lines are rows, JSON or text, vectors of any bytes; or any bytes.
+CORE_MANIFEST = st.builds(lambda model, dimension, counts, junk: {
+    **manifest("fuzz", "c", model, dimension, counts), **junk},
+    st.none() | CLEAN_TEXT, st.integers(-1, 4), st.fixed_dictionaries(
+        {part: st.integers(0, 3) for part in PARTS}), st.dictionaries(
+        st.sampled_from(["format", "version", "counts", "embedding_model"]), JSON,
+        max_size=1))
+CORE_MEMBER = st.tuples(
+    st.sampled_from(PARTS), st.integers(1, 3), st.booleans(),
+    st.lists(JSON.map(json.dumps) | TEXT, max_size=3).map(
+        lambda lines: "\n".join(lines).encode("utf-8", "surrogatepass"))
+    | st.binary(max_size=64))
+
+
+def core_file(described: dict, members: list, cut: int | None) -> bytes:
+    writer = CoreWriter()
+    data = writer.member(MANIFEST, json.dumps(described).encode()) + b"".join(
+        writer.member(member_name(part, page, vectors), body)
+        for part, page, vectors, body in members) + writer.end()
+    return data if cut is None else data[:cut]
+
+
+CORES = st.one_of(
+    st.builds(core_file, CORE_MANIFEST, st.lists(CORE_MEMBER, max_size=4),
+              st.none() | st.integers(0, 400)),
+    st.binary(max_size=200))
+
+
+@FUZZ
+@given(body=CORES, user=st.sampled_from([None, "alice", "bob"]) | CLEAN_TEXT,
+       collection=CLEAN_TEXT.filter(lambda name: "/" not in name and name not in (".", "..")),
+       who=WHO)
+async def test_core_upload(rig, http, body, user, collection, who):
+    query = {"flow": rig.flow, **({"user": user} if user is not None else {})}
+    path = f"api/v1/collections/{aiohttp.helpers.quote(collection or 'c', safe='')}/core"
+    async with asyncio.timeout(DEADLINE):
+        async with http.put(rig.url + path, params=query, data=body,
+                            headers=credentials(rig, who)) as response:
             await assert_http_answer(response)
     await settled(rig)
 

@@ -25,6 +25,7 @@ import pytest_asyncio
 
 from tests.support.gateway_rig import gateway_rig
 from tests.support.openai_server import OpenAiServer
+from trustgraph.schema.core_archive import MANIFEST, CoreReader, CoreWriter, manifest, member_name
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -51,6 +52,7 @@ class Probe:
     shows: str | None = None  # in an answer: the user's data, "{user}" its user
     method: str = "POST"  # an API route's (``path``)
     path: str | None = None
+    upload: Callable[[], bytes] | None = None  # a PUT's body (its request: the query)
 
 
 def triple(user: str, what: str) -> dict:
@@ -60,6 +62,30 @@ def triple(user: str, what: str) -> dict:
 
 def librarian(operation: str, **fields) -> Callable[[], dict]:
     return lambda: {"operation": operation, "collection": "c", **fields}
+
+
+def core_page(operation: str, part: str) -> Callable[[], dict]:
+    return lambda: {"operation": operation, "part": part, "collection": "c"}
+
+
+def knowledge_core() -> bytes:
+    """A core of one triple (whoever imports it, into their own collection)."""
+    writer = CoreWriter()
+    row = {"s": f"{IRI}probe-core", "p": f"{IRI}says", "o": "probe", "o_iri": False,
+           "document": "probe-doc"}
+    described = manifest("probe", "c", None, 0, {"documents": 0, "chunks": 0,
+                                                "entities": 0, "triples": 1})
+    return (writer.member(MANIFEST, json.dumps(described).encode())
+            + writer.member(member_name("triples", 1), json.dumps(row).encode() + b"\n")
+            + writer.end())
+
+
+def core_text(data: bytes) -> str:
+    """A knowledge core's members as text: what it shows of whose data."""
+    reader = CoreReader()
+    members = reader.feed(data)
+    reader.end()
+    return "\n".join(body.decode(errors="replace") for _, body in members)
 
 
 PROBES = [
@@ -103,6 +129,14 @@ PROBES = [
           librarian("remove-document", document_id="no-such-doc")),
     Probe("begin-upload", "write", "librarian",
           librarian("begin-upload", document_id="probe-upload", size=10)),
+    Probe("core-triples-export", "read", "core-triples",
+          core_page("export", "triples"), shows="{user}-mark"),
+    Probe("core-documents-count", "read", "core-documents",
+          core_page("count", "documents")),
+    Probe("core-vectors-export", "read", "core-vectors",
+          core_page("export", "chunks")),
+    Probe("core-triples-import", "write", "core-triples",
+          core_page("import", "triples")),
     Probe("config-get", "config", "config", lambda: {"operation": "list", "type": "prompt"},
           scoped=False),
     Probe("config-put", "admin", "config", lambda: {
@@ -124,6 +158,10 @@ PROBES = [
     Probe("lazy-expand", "read", None, lambda: {"query": "secret", "collection": "c"},
           path="/api/v1/lazy-rag/expand"),
     Probe("lazy-status", "read", None, dict, method="GET", path="/api/v1/lazy-rag/status"),
+    Probe("core-export", "read", None, dict, method="GET",
+          path="/api/v1/collections/c/core", shows="{user}-mark"),
+    Probe("core-import", "write", None, dict, method="PUT",
+          path="/api/v1/collections/c/core", upload=knowledge_core),
     Probe("metrics", "admin", None, dict, scoped=False, method="GET", path="/metrics"),
     Probe("whoami", "read", None, dict, scoped=False, method="GET", path="/api/v1/whoami",
           shows='"user": "{user}"'),
@@ -200,10 +238,16 @@ async def over_rest(http, rig, probe: Probe, request: dict, key: str | None) -> 
         url = rig.url + probe.path.lstrip("/")
     if probe.method == "GET":
         call = http.get(url, params=request, headers=headers)
+    elif probe.upload is not None:
+        call = http.request(probe.method, url, params=request, data=probe.upload(),
+                            headers=headers)
     else:
         call = http.post(url, json=request, headers=headers)
     async with call as response:
-        body = await response.text()
+        if response.content_type == "application/gzip":
+            body = core_text(await response.read())
+        else:
+            body = await response.text()
         error = json.loads(body).get("error") if response.status >= 400 else None
         return Outcome(response.status, error, body)
 

@@ -13,8 +13,6 @@ from collections import Counter
 
 import pytest
 
-from tests.support.arcadedb import ArcadeDb
-from trustgraph.pubsub.embedded import free_port
 from trustgraph.schema import RDFS_LABEL, Term, Triple
 from trustgraph.storage.triples.neo4j import Neo4jTriplesStore
 from trustgraph.storage.triples.sqlite import SqliteTriplesStore
@@ -26,13 +24,6 @@ LABEL = I(RDFS_LABEL)
 
 def t(s: str, p: str, o: Term | str) -> Triple:
     return Triple(s=I(s), p=I(p), o=o if isinstance(o, Term) else I(o))
-
-
-@pytest.fixture(scope="session")
-def arcadedb(tmp_path_factory):
-    server = ArcadeDb(tmp_path_factory.mktemp("arcadedb"), free_port(), free_port()).start()
-    yield server
-    server.stop()
 
 
 @pytest.fixture(params=["sqlite", "neo4j-arcadedb", "neo4j"])

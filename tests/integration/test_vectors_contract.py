@@ -425,6 +425,24 @@ async def test_pages_list_every_point_of_a_space_once(store, scope):
     assert await store.backend.page(Space("chunks", user, "nothing"), None, 3) == ([], None)
 
 
+async def test_pages_with_vectors_give_each_point_its_vector(store, scope):
+    """What a knowledge core exports: every point once, with its vector (a cosine
+    space stores it normalised)."""
+    user, collection = scope
+    await store.upsert_chunks(user, collection, [chunk(n) for n in range(7)])
+    found, after = {}, None
+    while True:
+        points, after = await store.page("chunks", user, collection, after, 3)
+        found.update((p.payload["chunk_id"], p.vector) for p in points)
+        if after is None:
+            break
+    assert found.keys() == {f"doc#c{n}" for n in range(7)}
+    for n in range(7):
+        given = vec(f"c{n}")
+        norm = sum(x * x for x in given) ** 0.5
+        assert found[f"doc#c{n}"] == pytest.approx([x / norm for x in given], abs=1e-6)
+
+
 async def test_edge_indexes_aside_and_keeps_the_writes_made_meanwhile(shard_dir, caplog):
     caplog.set_level(logging.INFO, "trustgraph.storage.vectors.qdrant_edge")
     tmp_path = shard_dir
@@ -452,6 +470,31 @@ async def test_edge_indexes_aside_and_keeps_the_writes_made_meanwhile(shard_dir,
         assert await reopened.count(space) == 440
     finally:
         await reopened.close()
+
+
+async def test_edge_builds_at_first_search_the_index_a_restart_left_unbuilt(shard_dir,
+                                                                           caplog):
+    """Written, then closed before writes paused long enough to index (a restart
+    right after a big import): the next process's first search starts the build."""
+    caplog.set_level(logging.INFO, "trustgraph.storage.vectors.qdrant_edge")
+    space = Space("chunks", "u", "c")
+    writer = EdgeBackend(shard_dir, index_after=300, quiet=3600)
+    try:
+        await writer.upsert(space, [Point(f"00000000-0000-0000-0000-{n:012d}", vec(n),
+                                          {"n": n}) for n in range(400)])
+    finally:
+        await writer.close()
+    assert "swapped in" not in caplog.text
+    reader = EdgeBackend(shard_dir, index_after=300, quiet=0)
+    try:
+        [(payload, _)] = await reader.search(space, vec(7), 1)
+        assert payload == {"n": 7}
+        assert reader._builds, "the first search should start the missed build"
+        await reader.wait_for_indexing()
+        assert "swapped in" in caplog.text
+        assert await reader.count(space) == 400
+    finally:
+        await reader.close()
 
 
 async def test_edge_cancelled_call_does_not_leave_its_reply_to_the_next(shard_dir):

@@ -57,7 +57,7 @@ def test_no_broker_for_this_platform_is_said_plainly(tmp_path, monkeypatch, caps
         def __init__(self, data_dir, port):
             self.url, self.process = f"pulsar://127.0.0.1:{port}", None
 
-        def start(self):
+        def spawn(self):
             raise BrokerUnavailable("the embedded broker runs on Linux x86-64 only; "
                                     "set PULSAR_URL")
 

@@ -4,9 +4,17 @@ The transport (``GatewaySocket``) does requests in general; each service below i
 few lines saying what its request holds (built with ``wire``'s helpers) and where its
 answer's text is.
 """
-from collections.abc import AsyncGenerator, Callable, Coroutine, Iterable
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterable,
+    AsyncIterator,
+    Callable,
+    Coroutine,
+    Iterable,
+)
 from contextlib import aclosing
 from typing import Any, Literal, overload
+from urllib.parse import quote
 
 from trustgraph.schema.librarian import UPLOAD_PART_BYTES
 
@@ -23,6 +31,7 @@ DEFAULT_URL = "http://localhost:8888/"
 # TG_MAX_DOCUMENT_BYTES); larger ones are uploaded in parts of UPLOAD_PART_BYTES.
 SINGLE_LOAD_BYTES = 3 * 1024 * 1024
 KNOWLEDGE_BATCH = 1000  # triples per knowledge-load request
+CORE_PATH = "/api/v1/collections/{}/core"  # knowledge cores (REST only)
 QUERY_PATH = "/api/v1/query"  # the answer-stream API (REST only)
 WHOAMI_PATH = "/api/v1/whoami"
 
@@ -213,6 +222,22 @@ class AsyncTrustGraph:
 
     async def _answer(self, body: dict[str, Any]) -> Answer:
         return answer_from(await self._http.post(QUERY_PATH, body))
+
+    # knowledge cores: a collection as one file (docs/knowledge-cores.md)
+
+    def export_core(self, collection: str, user: str | None = None,
+                    flow: str = "default") -> AsyncIterator[bytes]:
+        """The collection's knowledge core (a ``.tgz``), its bytes as they arrive."""
+        return self._http.download(CORE_PATH.format(quote(collection, safe="")),
+                                   given(user=user, flow=flow))
+
+    async def import_core(self, core: AsyncIterable[bytes], collection: str,
+                          user: str | None = None, flow: str = "default") -> dict[str, Any]:
+        """Store a knowledge core (its bytes, streamed) in the collection; answers
+        ``{"manifest", "stored": {part: records}, "into": {"user", "collection"}}`` once
+        all is stored."""
+        return await self._http.upload(CORE_PATH.format(quote(collection, safe="")),
+                                       given(user=user, flow=flow), core)
 
     # the agent: reasons in steps, calls tools, remembers a session
 

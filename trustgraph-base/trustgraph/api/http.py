@@ -1,5 +1,6 @@
 """The client's REST transport, for the gateway's HTTP-only APIs (the answer-stream
-API ``/api/v1/query``): a JSON request answered by one JSON body or by NDJSON lines.
+API ``/api/v1/query``, knowledge cores): a JSON request answered by one JSON body or
+by NDJSON lines, and a file downloaded or uploaded as a stream of bytes.
 
 The gateway URL the client was given may be its websocket address; ``http_url``
 derives the HTTP base from it. One ``aiohttp`` session, opened on first use. A
@@ -7,9 +8,9 @@ failure is a ``TrustGraphError``: the gateway's ``{"error": {"type", "message"}}
 body as it is, or ``connection`` when the gateway cannot be reached.
 """
 import json
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, AsyncIterable
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlencode, urlsplit, urlunsplit
 
 import aiohttp
 
@@ -64,6 +65,23 @@ class GatewayHttp:
             except aiohttp.ClientError as error:
                 raise self._lost(error) from None
 
+    async def download(self, path: str, query: dict[str, str]
+                       ) -> AsyncGenerator[bytes, None]:
+        """GET ``path``: the body's bytes as they arrive. Closing this early drops the
+        connection."""
+        async with self._sent("GET", path, query) as response:
+            try:
+                async for data in response.content.iter_any():
+                    yield data
+            except aiohttp.ClientError as error:
+                raise self._lost(error) from None
+
+    async def upload(self, path: str, query: dict[str, str],
+                     body: AsyncIterable[bytes]) -> dict[str, Any]:
+        """PUT ``body`` (streamed as it is read); the JSON object answered."""
+        async with self._sent("PUT", path, query, data=body) as response:
+            return await _json(response)
+
     async def close(self) -> None:
         if self._session is not None:
             await self._session.close()
@@ -81,6 +99,14 @@ class GatewayHttp:
         request = self._session.get(self.endpoint(path), headers=headers) if body is None \
             else self._session.post(self.endpoint(path), json=body, headers=headers)
         return _Posted(self, request)
+
+    def _sent(self, method: str, path: str, query: dict[str, str], **body: Any) -> "_Posted":
+        if self._session is None:
+            self._session = aiohttp.ClientSession(timeout=self._timeout)
+        url = self.endpoint(path)
+        url += ("&" if "?" in url else "?") + urlencode(query)
+        return _Posted(self, self._session.request(method, url, headers=self._headers,
+                                                   **body))
 
     def _lost(self, error: BaseException) -> TrustGraphError:
         return TrustGraphError("connection", f"the connection to the gateway at {self.url} "

@@ -159,6 +159,10 @@ class StageRunner:
                                 f"{deliveries - 1} deliveries (did handling it end the "
                                 "process?)")
             return
+        if deliveries > 1:  # rare, and what an operator looks for after a crash
+            log.info("%s: message %s delivered again (delivery %d): the process that had "
+                     "it failed or stopped before settling it", name, message.message_id(),
+                     deliveries)
         try:
             record = decode(self.stage.record, message.data())
             await self.stage.handler(record, self._context)

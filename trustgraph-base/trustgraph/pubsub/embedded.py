@@ -1,12 +1,20 @@
 """The embedded broker: a ``pulsar-lite`` child process with its data in the data dir.
 
 Its metrics listener (0.0.0.0:8080 by default) is switched off through a config file.
+It dies with the process that started it, however that one dies (a SIGKILLed
+``tg-start`` used to leave it holding its port): on Linux it is started through a
+few lines of Python that ask the kernel for SIGTERM on the parent's death
+(``PR_SET_PDEATHSIG``) and then become the broker (``exec``), so nothing is left
+between the two. The kernel's "parent" is the *thread* that started it: start it
+from a thread that lives as long as the process (the main thread, an event loop's).
 ``pulsar-lite`` ships a Linux x86-64 binary only; elsewhere, point ``PULSAR_URL`` at an
 Apache Pulsar (for example the ``apachepulsar/pulsar`` standalone container).
 """
+import os
 import platform
 import socket
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -19,6 +27,18 @@ max_pending_publish_requests_per_connection = 100000
 
 [metrics]
 enabled = false
+"""
+
+
+# Run as ``python -I -S -c DIE_WITH_PARENT <parent pid> <binary> <args...>``: stdlib
+# only, so it starts in ~20 ms. The parent may die before prctl takes effect: then
+# the broker is not started at all.
+DIE_WITH_PARENT = """\
+import ctypes, os, signal, sys
+ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG
+if os.getppid() != int(sys.argv[1]):
+    sys.exit(f"the process that started the broker (pid {sys.argv[1]}) is gone")
+os.execv(sys.argv[2], sys.argv[2:])
 """
 
 
@@ -52,25 +72,42 @@ class EmbeddedBroker:
     def url(self) -> str:
         return f"pulsar://{self.host}:{self.port}"
 
+    @property
+    def data_path(self) -> Path:
+        """Its ``--db-path``: how a broker left running is recognised as this one."""
+        return self.dir / "data"
+
     def start(self, timeout: float = 15.0) -> str:
+        """Spawn it and wait until it listens (blocking: see ``spawn``)."""
+        self.spawn()
+        return self.wait_listening(timeout)
+
+    def spawn(self) -> None:
+        """Start the process (quick; the thread calling this is its kernel parent)."""
         self.dir.mkdir(parents=True, exist_ok=True)
         config = self.dir / "pulsar-lite.toml"
         config.write_text(CONFIG)
         if _accepts(self.host, self.port):
             raise BrokerUnavailable(f"port {self.port} is already in use; stop what holds "
                                     f"it or choose another with TG_BROKER_PORT")
+        argv = [broker_binary(), "--config", str(config), "--addr", f"{self.host}:{self.port}",
+                "--db-path", str(self.data_path), "--log-level", "warn"]
         with open(self.dir / "broker.log", "ab") as log:
             self.process = subprocess.Popen(
-                [broker_binary(), "--config", str(config), "--addr", f"{self.host}:{self.port}",
-                 "--db-path", str(self.dir / "data"), "--log-level", "warn"],
+                _dying_with_this_process(argv),
                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 # Its own session: a terminal's Ctrl-C reaches tg-start, which stops
                 # the broker last, after the processors.
                 cwd=self.dir, start_new_session=True)
+
+    def wait_listening(self, timeout: float = 15.0) -> str:
+        """Wait (blocking) until the spawned broker accepts connections."""
+        process = self.process
+        assert process is not None, "spawn() first"
         deadline = time.monotonic() + timeout
         while not _accepts(self.host, self.port):
-            if self.process.poll() is not None:
-                raise BrokerUnavailable(f"pulsar-lite exited with {self.process.returncode}; "
+            if process.poll() is not None:
+                raise BrokerUnavailable(f"pulsar-lite exited with {process.returncode}; "
                                         f"see {self.dir / 'broker.log'}")
             if time.monotonic() > deadline:
                 self.stop()
@@ -96,6 +133,12 @@ class EmbeddedBroker:
         if self.process is not None and self.alive():
             self.process.kill()
             self.process.wait()
+
+
+def _dying_with_this_process(argv: list[str]) -> list[str]:
+    if not sys.platform.startswith("linux"):
+        return argv
+    return [sys.executable, "-I", "-S", "-c", DIE_WITH_PARENT, str(os.getpid()), *argv]
 
 
 def _accepts(host: str, port: int) -> bool:

@@ -136,6 +136,19 @@ __all__ += ["CommunityCacheState", "LazyCommunity", "LazyEntity", "LazyRagExpand
             "LazyRagExpandResponse", "LazyRagRequest", "LazyRagResponse",
             "LazyRagStatusRequest", "LazyRagStatusResponse", "LazyRelationship"]
 
+from .cores import (  # noqa: E402
+                     CORE_SERVICES,
+                     CoreChunk,
+                     CoreDocument,
+                     CoreEntity,
+                     CoreRequest,
+                     CoreResponse,
+                     CoreTriple,
+)
+
+__all__ += ["CORE_SERVICES", "CoreChunk", "CoreDocument", "CoreEntity", "CoreRequest",
+            "CoreResponse", "CoreTriple"]
+
 from .keys import (  # noqa: E402
                      KEYS_CHANGED,
                      KEYS_FLOW,

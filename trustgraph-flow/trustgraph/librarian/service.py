@@ -1,6 +1,6 @@
 """The librarian processor: a user's documents, and the front door of ingestion.
 
-It serves four request/response services:
+It serves five request/response services:
 
 * ``librarian`` (outside flows, asked on ``LIBRARIAN_FLOW``): add, list, read and
   remove documents, upload large ones in parts, and send a stored one down a flow's
@@ -8,7 +8,9 @@ It serves four request/response services:
 * ``text-load`` and ``document-load`` (per flow): store the document, then send a
   ``DecodeWork`` to the flow's ``decode`` stage, then answer ``{}``;
 * ``load-status`` (per flow): how far the pipeline has got with loaded documents
-  (status.py).
+  (status.py);
+* ``core-documents``: the documents' metadata a page at a time, out of and into a
+  collection, for knowledge cores (core.py).
 
 Durability: a load is answered only after the content file is fsynced, its metadata
 committed, and the ``DecodeWork`` stored by the broker. A crash anywhere before the
@@ -55,6 +57,7 @@ from trustgraph.schema import (
 )
 from trustgraph.schema.librarian import LIST_PAGE
 
+from .core import core_documents_service
 from .status import status_handler
 from .store import LibraryStore
 
@@ -323,6 +326,7 @@ def library_services(library: Library) -> list[Service]:
                 error_type="load-error"),
         Service("load-status", LoadStatusRequest, LoadStatusResponse,
                 status_handler(library.store), error_type="load-status-error"),
+        core_documents_service(library.store),
     ]
 
 

@@ -172,6 +172,15 @@ class LibraryStore:
                 "AND id > ? ORDER BY id LIMIT ?", (user, collection, after, limit))
             return [_metadata(row) for row in rows]
 
+    def add_metadata(self, documents: list[DocumentMetadata]) -> int:
+        """Documents known by their metadata alone (a knowledge core's: the content
+        stays where it was), each unless the collection has it already; how many."""
+        with self._transaction(write=True) as db:
+            before = db.total_changes
+            db.executemany(f"INSERT OR IGNORE INTO document ({_COLUMNS}) "
+                           "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", map(_row, documents))
+            return db.total_changes - before
+
     def collections(self, user: str) -> list[CollectionInfo]:
         """The user's collections that hold documents, by name, each with how many."""
         with self._transaction() as db:

@@ -5,10 +5,10 @@ processor, and ``tg-start`` itself); ``<name>.ready`` appears once a processor s
 """
 import logging
 import os
-import signal
 import sys
-import time
 from pathlib import Path
+
+from .leftovers import Running, left_by_earlier_start, running, stop
 
 log = logging.getLogger(__name__)
 
@@ -48,22 +48,28 @@ class RunDir:
 
     def claim(self) -> None:
         """Become this data dir's tg-start: refuse if another one is running, and
-        stop what an earlier one left behind (its broker, if it was SIGKILLed)."""
+        stop what an earlier one left behind (leftovers.py)."""
         self.path.mkdir(parents=True, exist_ok=True)
         other = self.pid(SUPERVISOR)
         if other and other != os.getpid() and _runs(other, SUPERVISOR_MARKERS):
             raise AlreadyRunning(f"another tg-start (pid {other}) is running with data "
                                  f"dir {self.path.parent}; stop it or use another "
                                  f"TG_DATA_DIR")
-        for pid_file in sorted(self.path.glob("*.pid")):
-            name = pid_file.stem
-            pid = self.pid(name)
-            if name != SUPERVISOR and pid and _runs(pid, CHILD_MARKERS):
-                log.warning("stopping %s (pid %d) left over from an earlier tg-start",
-                            name, pid)
-                _kill_and_wait(pid)
+        names = {pid: name for name in self._names() if (pid := self.pid(name))}
+        found = {p.pid: p for p in left_by_earlier_start(self.path.parent)}
+        for pid, name in names.items():  # also where /proc cannot say (not Linux)
+            if name != SUPERVISOR and pid not in found and _runs(pid, CHILD_MARKERS):
+                found[pid] = Running(pid, (name,))
+        for pid, process in found.items():
+            log.warning("stopping %s (%s) left over from an earlier tg-start",
+                        names.get(pid, "a process"), process)
+            stop(process, grace=2.0)
+        for name in self._names():
             self.remove(name)
         self.pid_file(SUPERVISOR).write_text(f"{os.getpid()}\n")
+
+    def _names(self) -> list[str]:
+        return sorted(pid_file.stem for pid_file in self.path.glob("*.pid"))
 
     def release(self) -> None:
         self.remove(SUPERVISOR)
@@ -81,20 +87,6 @@ def _runs(pid: int, markers: tuple[str, ...]) -> bool:
     return any(marker in cmdline for marker in markers)
 
 
-def _kill_and_wait(pid: int, timeout: float = 5.0) -> None:
-    try:
-        os.kill(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        return
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and alive(pid):
-        time.sleep(0.02)  # before the event loop starts: nothing else to serve
-
-
 def alive(pid: int) -> bool:
     """Whether ``pid`` exists and has not exited (Linux: reads /proc)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rpartition(")")[2].split()[0] != "Z"  # a zombie is as good as gone
+    return running(pid) is not None

@@ -62,7 +62,13 @@ def main(argv: list[str] | None = None) -> None:
         return
     specs = [spec_of(member, rest) for member in names]
     _under_supervisor(os.environ.get("TG_SUPERVISOR_PID"))
-    serve(name, specs, rest)
+    serve(_labelled(name, os.environ.get("TG_REPLICA", "")), specs, rest)
+
+
+def _labelled(name: str, replica: str) -> str:
+    """What the log lines call this process: a replica but the first says which
+    (as tg-start names its pid and ready files)."""
+    return f"{name}.{replica}" if replica.isdigit() and int(replica) > 0 else name
 
 
 def serve(label: str, specs: list[ProcessorSpec], argv: list[str]) -> None:

@@ -16,10 +16,13 @@ import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from pydantic import AliasChoices, Field
+
 from trustgraph.base import Settings, load_settings
 from trustgraph.base.settings import CommaList
 from trustgraph.pubsub.embedded import BrokerUnavailable, EmbeddedBroker
 
+from .leftovers import holding
 from .registry import (
     DEFAULT_STACK,
     GROUP_SEPARATOR,
@@ -28,6 +31,7 @@ from .registry import (
     members,
     switched_off,
 )
+from .replicas import ReplicasError, replica_counts, replica_name
 from .rundir import AlreadyRunning, RunDir
 from .supervisor import BrokerKeeper, Child
 
@@ -45,6 +49,8 @@ class StartSettings(Settings):
     tg_gateway_port: int = 8888
     tg_gateway_token: str = ""
     tg_processors: CommaList = DEFAULT_STACK
+    # NAME=N: N processes of that part sharing its work (replicas.py); also --replicas
+    tg_replicas: CommaList = Field([], validation_alias=AliasChoices("tg_replicas", "replicas"))
 
 
 class StartError(Exception):
@@ -115,6 +121,17 @@ def accepts(host: str, port: int) -> bool:
         return False
 
 
+def check_free(host: str, port: int, setting: str) -> None:
+    """Refuse to start on a port something else listens on, naming what does (this
+    data dir's own leftovers were stopped already: ``RunDir.claim``)."""
+    if not accepts(host, port):
+        return
+    holder = holding(port)
+    who = f" by {holder}" if holder else ""
+    raise StartError(f"port {port} is already in use{who}; stop it or choose another "
+                     f"port with {setting}")
+
+
 async def accepts_async(host: str, port: int) -> bool:
     try:
         _, writer = await asyncio.wait_for(
@@ -129,8 +146,10 @@ class Platform:
     """The broker (embedded or not), the processors and the gateway of one tg-start."""
 
     def __init__(self, settings: StartSettings, parts: list[str], run_dir: RunDir,
-                 shutdown: asyncio.Event) -> None:
+                 shutdown: asyncio.Event, replicas: dict[str, int] | None = None) -> None:
+        """``replicas``: processes of each part that runs more than one."""
         self.settings = settings
+        self.parts = parts
         self.run_dir = run_dir
         self.data_dir = run_dir.path.parent
         self.shutdown = shutdown
@@ -142,10 +161,12 @@ class Platform:
         self.http_url = f"http://{host}:{settings.tg_gateway_port}/"
         self.ws_url = f"ws://{host}:{settings.tg_gateway_port}/api/v1/socket"
         env = self._child_env(parts)
-        self.children = [Child(name, [sys.executable, "-m", "trustgraph.run.single", name],
-                               env | {"TG_READY_FILE": str(run_dir.ready_file(name))},
-                               run_dir, shutdown, on_spawn=self._child_started)
-                         for name in parts]
+        self.children = [
+            Child(replica_name(part, i), [sys.executable, "-m", "trustgraph.run.single", part],
+                  env | {"TG_READY_FILE": str(run_dir.ready_file(replica_name(part, i))),
+                         "TG_REPLICA": str(i)},
+                  run_dir, shutdown, on_spawn=self._child_started)
+            for part in parts for i in range((replicas or {}).get(part, 1))]
 
     def _child_env(self, parts: list[str]) -> dict[str, str]:
         s = self.settings
@@ -172,7 +193,7 @@ class Platform:
             await self._check_external_broker()
         if self.shutdown.is_set():
             return
-        _say_llm([child.name for child in self.children])
+        _say_llm(self.parts)
         for child in self.children:
             child.start()
 
@@ -261,13 +282,14 @@ def _say_llm(parts: list[str]) -> None:
         say(f"{'':<{WIDTH}} {line}")
 
 
-async def serve(settings: StartSettings, parts: list[str], run_dir: RunDir) -> None:
+async def serve(settings: StartSettings, parts: list[str], run_dir: RunDir,
+                replicas: dict[str, int] | None = None) -> None:
     started = time.monotonic()
     shutdown = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         loop.add_signal_handler(sig, shutdown.set)
-    platform = Platform(settings, parts, run_dir, shutdown)
+    platform = Platform(settings, parts, run_dir, shutdown, replicas)
     try:
         await platform.start()
         settled = asyncio.ensure_future(platform.settled())
@@ -297,15 +319,17 @@ def main(argv: list[str] | None = None) -> int:
     run_dir = RunDir(Path(settings.tg_data_dir).absolute() / "run")
     try:
         parts = plan(settings.tg_processors)
+        replicas = replica_counts(settings.tg_replicas, parts, os.environ)
         run_dir.claim()
-    except (StartError, AlreadyRunning) as error:
+    except (StartError, ReplicasError, AlreadyRunning) as error:
         say(f"error: {error}", sys.stderr)
         return 1
     try:
-        if GATEWAY in parts and accepts(settings.tg_gateway_host, settings.tg_gateway_port):
-            raise StartError(f"port {settings.tg_gateway_port} is already in use; stop "
-                             f"what holds it or choose another with TG_GATEWAY_PORT")
-        asyncio.run(serve(settings, parts, run_dir))
+        if GATEWAY in parts:
+            check_free(settings.tg_gateway_host, settings.tg_gateway_port, "TG_GATEWAY_PORT")
+        if not settings.pulsar_url:
+            check_free("127.0.0.1", settings.tg_broker_port, "TG_BROKER_PORT")
+        asyncio.run(serve(settings, parts, run_dir, replicas))
     except StartError as error:
         say(f"error: {error}", sys.stderr)
         return 1

@@ -4,9 +4,10 @@ port and data if it dies (clients reconnect by themselves).
 
 Stop order: gateway, then processors (SIGTERM, then SIGKILL after a grace period),
 then the broker. Every child runs in its own session, so a Ctrl-C in the terminal
-reaches tg-start alone and the parts stop in that order (all but the broker, which
-``EmbeddedBroker`` starts in tg-start's process group: it may die of the Ctrl-C
-first, which is harmless, and is then not restarted).
+reaches tg-start alone and the parts stop in that order. Every child also dies with
+tg-start if tg-start is killed: the processors ask for it themselves (``single.py``),
+the broker is started asking for it (``EmbeddedBroker``), from the event loop's
+thread, since the kernel's parent of a child is the thread that started it.
 
 Once ``shutdown`` (shared by all keepers) is set, nothing is restarted any more.
 """
@@ -141,8 +142,10 @@ def _signal_group(process: asyncio.subprocess.Process, sig: int) -> None:
 class BrokerKeeper:
     """The embedded broker, restarted on the same port and data if it dies.
 
-    ``EmbeddedBroker`` is synchronous (it waits for its port), so its start and stop
-    run in a worker thread; its exit is watched through a pidfd, on the event loop.
+    ``EmbeddedBroker`` is synchronous: it is spawned on the event loop's thread (the
+    kernel's parent of a child is the thread that started it, and a worker thread
+    may end before tg-start does), then waited for, and stopped, in a worker thread;
+    its exit is watched through a pidfd, on the event loop.
     """
 
     def __init__(self, broker: EmbeddedBroker, run_dir: RunDir, shutdown: asyncio.Event,
@@ -159,11 +162,15 @@ class BrokerKeeper:
         self._watch: asyncio.Task | None = None
 
     async def start(self) -> None:
-        await asyncio.to_thread(self.broker.start)
+        await self._start_broker()
         self._started(again=False)
         self._task = asyncio.create_task(self._keep_running(), name="keep broker")
         self._watch = asyncio.create_task(WedgeWatch(
             self.broker.dir / "broker.log", self._restart_wedged).run(), name="watch broker")
+
+    async def _start_broker(self) -> None:
+        self.broker.spawn()
+        await asyncio.to_thread(self.broker.wait_listening)
 
     def _restart_wedged(self) -> None:
         if self.broker.process is not None and self.broker.process.poll() is None:
@@ -204,7 +211,7 @@ class BrokerKeeper:
                 if await _stopped_within(delay, self._shutdown, self._stop):
                     return
                 try:
-                    await asyncio.to_thread(self.broker.start)
+                    await self._start_broker()
                     break
                 except BrokerUnavailable as error:
                     delay = self._backoff.after(0)

@@ -3,12 +3,13 @@
 from collections.abc import Callable
 
 from ..core import Core
-from . import lazy_rag, llm, mcp_server, openai_chat, openapi, page, query
+from . import cores, lazy_rag, llm, mcp_server, openai_chat, openapi, page, query
 
 APIS: tuple[Callable[[Core], None], ...] = (
     query.install,     # /api/v1/query: the answer-stream API
     lazy_rag.install,  # /api/v1/lazy-rag/...
     llm.install,       # /api/v1/llm: which LLM answers (the page's demo notice)
+    cores.install,     # /api/v1/collections/{c}/core: knowledge cores out and in
     openai_chat.install,  # /v1/models, /v1/chat/completions (also /api/v1/openai/...)
     mcp_server.install,  # /mcp: the MCP server (streamable HTTP)
     page.install,      # the workbench page at /

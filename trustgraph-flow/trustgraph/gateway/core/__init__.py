@@ -1,7 +1,7 @@
 """The gateway's core: the table-driven websocket and REST dispatch (one row per
 service, one generic requestor), its errors, framing, auth and metrics, and what an
 API module is given (``Core``). It imports no processor package and no API module."""
-from .access import acts_for, allowed, may
+from .access import acts_for, allowed, may, permission
 from .api import Core, Handler, Route
 from .caller import ITSELF, Caller
 from .dispatch import Dispatcher, new_request_id, raise_error
@@ -16,5 +16,5 @@ from .settings import CoreSettings
 __all__ = ["ITSELF", "Caller", "Core", "CoreSettings", "Dispatcher", "Document", "Frame",
            "GatewayError", "Handler", "NDJSON", "REF", "REQUESTS", "Refs", "Route",
            "SERVICES", "SchemaMode", "ServiceRow", "StreamFormat", "acts_for", "allowed",
-           "bad_request", "failed", "json_body", "may", "new_request_id", "raise_error",
-           "streamed", "validation_message"]
+           "bad_request", "failed", "json_body", "may", "new_request_id", "permission",
+           "raise_error", "streamed", "validation_message"]

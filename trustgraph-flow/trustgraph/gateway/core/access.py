@@ -62,6 +62,9 @@ TABLE: dict[str, Permission | dict[str, Permission]] = {
     "document-load": WRITE,
     "knowledge-load": WRITE,
     "reembed": WRITE,  # re-embeds the user's own collection with the configured model
+    # knowledge cores, a page at a time (apis/cores.py): out as reading, in as writing
+    **dict.fromkeys(("core-documents", "core-vectors", "core-triples"), {
+        "count": READ, "export": READ, "import": WRITE}),
     "librarian": {
         "list-documents": READ, "list-collections": READ, "get-document-metadata": READ,
         "get-document-content": READ, "add-document": WRITE, "remove-document": WRITE,

@@ -18,6 +18,7 @@ SERVICE_STATUS = {
     "bad-request": 400, "too-many-texts": 400,
     "not-found": 404,
     "conflict": 409,
+    "embedding-model-mismatch": 409,  # a knowledge core's vectors are of another model
     "too-large": 413,
     "no-service": 503, "overloaded": 503,
 }

@@ -12,6 +12,8 @@ from trustgraph.schema import (
     AgentResponse,
     ConfigRequest,
     ConfigResponse,
+    CoreRequest,
+    CoreResponse,
     DocumentEmbeddingsRequest,
     DocumentEmbeddingsResponse,
     DocumentLoadRequest,
@@ -129,4 +131,8 @@ SERVICES: dict[str, ServiceRow] = {row.name: row for row in (
     ServiceRow("lazy-rag", LazyRagRequest, LazyRagResponse),
     ServiceRow("lazy-rag-expand", LazyRagExpandRequest, LazyRagExpandResponse),
     ServiceRow("lazy-rag-status", LazyRagStatusRequest, LazyRagStatusResponse),
+    # Knowledge cores, a page at a time (apis/cores.py streams whole ones).
+    ServiceRow("core-documents", CoreRequest, CoreResponse, global_flow=LIBRARIAN_FLOW),
+    ServiceRow("core-vectors", CoreRequest, CoreResponse),
+    ServiceRow("core-triples", CoreRequest, CoreResponse),
 )}

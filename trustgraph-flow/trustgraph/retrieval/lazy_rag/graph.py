@@ -1,11 +1,19 @@
 """Where the community cache reads a collection's entity graph from: the triples
 store's ``graph-version`` and ``graph-edges`` services.
 
-The pages come as the store encoded them (``GraphEdgesResponse`` JSON, all of them
-streamed for one request) and are handed on undecoded: decoding a 5,000-edge page
-took ~40 ms and filtering it ~25 ms, stalls that the event loop answering other
-questions in this process cannot afford; the child process computing the
-communities decodes them (``pages.py``)."""
+The pages come as the store encoded them (``GraphEdgesResponse`` JSON) and are handed
+on undecoded: decoding a 5,000-edge page took ~40 ms and filtering it ~25 ms, stalls
+that the event loop answering other questions in this process cannot afford; the
+child process computing the communities decodes them (``pages.py``).
+
+Each page is asked for on its own, the next one while the one before goes to the
+child: at 1M triples, the 160 pages of one streamed request (~50 MB in a burst on a
+non-persistent topic) lost a page in transit, so the computation failed every time
+(``bench.scale``). A page's cursor is read off the end of its bytes, where the
+store writes it.
+"""
+import asyncio
+import re
 from collections.abc import AsyncIterator
 from contextlib import aclosing
 from typing import Protocol
@@ -15,6 +23,7 @@ from trustgraph.extract.vocabulary import CHUNK, DOCUMENT
 from trustgraph.schema import GraphEdgesRequest, GraphVersionRequest, GraphVersionResponse
 
 PAGE = 5000  # edges per page: the child decodes one while the store reads the next
+NEXT = re.compile(rb',"next":(\d+),"version":\d+\}\s*$')  # GraphEdgesResponse.page
 # Not entities: extraction's chunk and document nodes, which would join every entity
 # of a passage to every other one and are already represented by ``co-occurs`` edges.
 NOT_ENTITIES = (CHUNK, DOCUMENT)
@@ -42,9 +51,21 @@ class BusGraph:
 
     async def pages(self, user: str, collection: str) -> AsyncIterator[bytes]:
         requester = await self._clients.get("graph-edges")
-        request = GraphEdgesRequest(user=user, collection=collection, limit=PAGE,
-                                    streaming=True)
-        async with aclosing(requester.frames(request)) as batches:
-            async for batch in batches:
-                for data, _ in batch:
-                    yield data
+
+        async def page(after: int) -> bytes:
+            request = GraphEdgesRequest(user=user, collection=collection, after=after,
+                                        limit=PAGE)
+            async with aclosing(requester.frames(request)) as batches:
+                return b"".join([data async for batch in batches for data, _ in batch])
+
+        coming: asyncio.Future[bytes] | None = asyncio.ensure_future(page(0))
+        try:
+            while coming is not None:
+                data = await coming
+                after = NEXT.search(data[-64:])  # absent on the last page or an error
+                coming = asyncio.ensure_future(page(int(after[1]))) if after else None
+                yield data
+        finally:
+            if coming is not None:
+                coming.cancel()
+                await asyncio.gather(coming, return_exceptions=True)

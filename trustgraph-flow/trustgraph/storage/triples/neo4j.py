@@ -22,7 +22,7 @@ from neo4j.exceptions import ClientError
 
 from trustgraph.schema import RDFS_LABEL, Term, Triple
 
-from .store import EdgePage, check_addable, iris, make_triple
+from .store import EdgePage, ProvenanceRow, check_addable, iris, make_triple
 
 BATCH = 500  # triples per write transaction
 
@@ -45,7 +45,20 @@ MERGE (s:Term {key: row.sk})
 MERGE (o:Term {key: row.ok})
   ON CREATE SET o.user = $user, o.collection = $collection, o.t = row.ot, o.v = row.o
 MERGE (s)-[:Rel {user: $user, collection: $collection, p: row.p,
-                 document: $document, chunk: $chunk}]->(o)
+                 document: row.document, chunk: row.chunk}]->(o)
+"""
+
+PROVENANCE_COUNT = """
+MATCH (:Term {user: $user, collection: $collection})-[r:Rel]->(:Term)
+RETURN count(r) AS n
+"""
+
+# Offsets into a stable order, as EDGES: each page skips what the ones before read.
+PROVENANCE_PAGE = """
+MATCH (a:Term {user: $user, collection: $collection})-[r:Rel]->(b:Term)
+RETURN a.v AS s, r.p AS p, b.v AS o, b.t AS ot, r.document AS document, r.chunk AS chunk,
+       a.key AS ak, b.key AS bk
+ORDER BY ak, p, bk, document, chunk SKIP $after LIMIT $limit
 """
 
 NEIGHBOURS = """
@@ -193,12 +206,20 @@ class Neo4jTriplesStore:
         rows = []
         for t in triples:
             check_addable(t)
-            rows.append({"sk": term_key(user, collection, t.s), "s": t.s.i, "p": t.p.i,
-                         "ok": term_key(user, collection, t.o), "o": t.o.value, "ot": t.o.t})
-        for start in range(0, len(rows), BATCH):
-            params = {"rows": rows[start:start + BATCH], "user": user,
-                      "collection": collection, "document": document, "chunk": chunk}
-            await self._write(lambda tx, params=params: _bumped(tx, ADD, params))
+            rows.append((t.s.value, t.p.value, t.o.value, t.o.is_iri, document, chunk))
+        await self.add_provenance(user, collection, rows)
+
+    async def add_provenance(self, user: str, collection: str,
+                             rows: Sequence[ProvenanceRow]) -> None:
+        # term_key's, without a Term per value
+        params = [{"sk": json.dumps([user, collection, "i", s]), "s": s, "p": p,
+                   "ok": json.dumps([user, collection, "i" if o_iri else "l", o]), "o": o,
+                   "ot": "i" if o_iri else "l", "document": document, "chunk": chunk}
+                  for s, p, o, o_iri, document, chunk in rows]
+        for start in range(0, len(params), BATCH):
+            batch = {"rows": params[start:start + BATCH], "user": user,
+                     "collection": collection}
+            await self._write(lambda tx, batch=batch: _bumped(tx, ADD, batch))
 
     async def remove_document(self, user: str, collection: str, document: str) -> None:
         params = {"user": user, "collection": collection, "document": document}
@@ -273,9 +294,24 @@ class Neo4jTriplesStore:
         [record] = await self._read(COUNT, user=user, collection=collection)
         return record["n"]
 
+    async def provenance_count(self, user: str, collection: str) -> int:
+        [record] = await self._read(PROVENANCE_COUNT, user=user, collection=collection)
+        return record["n"]
+
     async def version(self, user: str, collection: str) -> int:
         records = await self._read(VERSION, user=user, collection=collection)
         return records[0]["version"] if records else 0
+
+    async def provenance_page(self, user: str, collection: str, after: str = "",
+                              limit: int = 1000) -> tuple[list[ProvenanceRow], str | None]:
+        skip = int(after or 0)
+        if skip < 0:
+            raise ValueError(f"after: {after!r} is not the next of a page")
+        records = await self._read(PROVENANCE_PAGE, user=user, collection=collection,
+                                   after=skip, limit=limit)
+        rows = [(r["s"], r["p"], r["o"], r["ot"] == "i", r["document"], r["chunk"])
+                for r in records]
+        return rows, str(skip + len(rows)) if len(rows) == limit else None
 
     async def edges(self, user: str, collection: str, after: int = 0,
                     limit: int = 10000) -> EdgePage:

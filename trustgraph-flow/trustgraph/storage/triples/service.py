@@ -22,7 +22,9 @@ both sides of it:
   with the request's ``source`` as their document; then each IRI with an
   ``rdfs:label`` among them goes to stage ``entities`` (``ChunkEntities``, the label
   and any ``skos:definition`` / ``rdfs:comment`` of the same request), so the entity
-  embedding stage gives it a vector as it does for extracted entities.
+  embedding stage gives it a vector as it does for extracted entities;
+* service ``core-triples`` — triples with their provenance a page at a time, out of
+  and into a collection, for knowledge cores (core.py).
 """
 import asyncio
 import json
@@ -67,6 +69,7 @@ from ...extract.vocabulary import NOT_STATEMENTS, chunk_iri, document_iri
 from ..owner import fits_one_message, removal_stage, scope_of
 from ..settings import StoreSettings
 from .configured import open_triples_store
+from .core import core_triples_service
 from .store import TriplesStore, expand, iris
 
 log = logging.getLogger(__name__)
@@ -322,6 +325,7 @@ def parts(store: TriplesStore) -> list[Service | Stage]:
                 error_type="graph-edges-error"),
         Service("knowledge-load", KnowledgeLoadRequest, KnowledgeLoadResponse,
                 knowledge_load_handler(store), error_type="knowledge-load-error"),
+        core_triples_service(store),
     ]
 
 

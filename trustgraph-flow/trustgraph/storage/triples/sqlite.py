@@ -25,7 +25,7 @@ from typing import Self, TypeVar
 from trustgraph.schema import RDFS_LABEL, Term, Triple
 from trustgraph.sqlite_transaction import transaction
 
-from .store import EdgePage, check_addable, iris, make_triple
+from .store import EdgePage, ProvenanceRow, check_addable, iris, make_triple
 
 T = TypeVar("T")
 
@@ -134,6 +134,15 @@ JOIN triples t ON t.id = pr.triple AND t.scope = {SCOPE}
 ORDER BY pr.chunk, t.s, t.p, t.o, t.o_iri DESC
 """
 
+# Keyset pages in the order of the provenance key; NOT INDEXED keeps SQLite on the id
+# range (through the scope's index it would sort the whole scope for every page).
+PROVENANCE_PAGE = f"""
+SELECT t.id, pr.document, pr.chunk, t.s, t.p, t.o, t.o_iri
+FROM triples t NOT INDEXED JOIN provenance pr ON pr.triple = t.id
+WHERE t.id >= ? AND t.scope = {SCOPE} AND (t.id > ? OR (pr.document, pr.chunk) > (?, ?))
+ORDER BY t.id, pr.document, pr.chunk LIMIT ?
+"""
+
 ADD_TRIPLE = """
 INSERT INTO triples (scope, s, p, o, o_iri) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING
 """
@@ -202,21 +211,14 @@ class SqliteTriplesStore:
         triples = list(triples)
         for triple in triples:
             check_addable(triple)
-        if not triples:
-            return
+        if triples:
+            await self._write(lambda db: _add(db, user, collection, [
+                (t.s.value, t.p.value, t.o.value, t.o.is_iri, document, chunk) for t in triples]))
 
-        def add(db: sqlite3.Connection) -> None:
-            db.execute("INSERT OR IGNORE INTO scopes (user, collection) VALUES (?, ?)",
-                       (user, collection))
-            scope = db.execute("SELECT id FROM scopes WHERE user = ? AND collection = ?",
-                               (user, collection)).fetchone()[0]
-            rows = [(scope, t.s.i, t.p.i, t.o.value, int(t.o.is_iri)) for t in triples]
-            before = db.total_changes
-            db.executemany(ADD_TRIPLE, rows)
-            if db.total_changes != before:  # a triple new to the scope
-                db.execute(BUMP_VERSION, (user, collection))
-            db.executemany(ADD_PROVENANCE, [(document, chunk, *row) for row in rows])
-        await self._write(add)
+    async def add_provenance(self, user: str, collection: str,
+                             rows: Sequence[ProvenanceRow]) -> None:
+        if rows:
+            await self._write(lambda db: _add(db, user, collection, rows))
 
     async def remove_document(self, user: str, collection: str, document: str) -> None:
         def remove(db: sqlite3.Connection) -> None:
@@ -309,11 +311,26 @@ class SqliteTriplesStore:
             f"SELECT count(*) FROM triples WHERE scope = {SCOPE}",
             (user, collection)).fetchone()[0])
 
+    async def provenance_count(self, user: str, collection: str) -> int:
+        return await self._read(lambda db: db.execute(
+            "SELECT count(*) FROM provenance pr JOIN triples t ON t.id = pr.triple"
+            f" WHERE t.scope = {SCOPE}", (user, collection)).fetchone()[0])
+
     async def version(self, user: str, collection: str) -> int:
         row = await self._read(lambda db: db.execute(
             "SELECT version FROM versions WHERE user = ? AND collection = ?",
             (user, collection)).fetchone())
         return row[0] if row else 0
+
+    async def provenance_page(self, user: str, collection: str, after: str = "",
+                              limit: int = 1000) -> tuple[list[ProvenanceRow], str | None]:
+        id, document, chunk = _cursor(after)
+        found = await self._read(lambda db: db.execute(
+            PROVENANCE_PAGE, (id, user, collection, id, document, chunk, limit)).fetchall())
+        rows = [(s, p, o, bool(o_iri), document, chunk)
+                for _, document, chunk, s, p, o, o_iri in found]
+        last = json.dumps(found[-1][:3]) if len(found) == limit else None
+        return rows, last
 
     async def edges(self, user: str, collection: str, after: int = 0,
                     limit: int = 10000) -> EdgePage:
@@ -322,3 +339,31 @@ class SqliteTriplesStore:
                 EDGES, (after, user, collection, RDFS_LABEL, limit)).fetchone()
             return EdgePage(edges, labels, last if rows == limit else None)
         return await self._read(page)
+
+
+def _cursor(after: str) -> tuple[int, str, str]:
+    """The key of the last row of the page before: "" or a ``next`` this store gave."""
+    if not after:
+        return 0, "", ""
+    try:
+        id, document, chunk = json.loads(after)
+    except (ValueError, TypeError):
+        raise ValueError(f"after: {after[:100]!r} is not the next of a page") from None
+    if not (isinstance(id, int) and isinstance(document, str) and isinstance(chunk, str)):
+        raise ValueError(f"after: {after[:100]!r} is not the next of a page")
+    return id, document, chunk
+
+
+def _add(db: sqlite3.Connection, user: str, collection: str,
+         rows: Sequence[ProvenanceRow]) -> None:
+    """Triples with their provenance, in the caller's write transaction."""
+    db.execute("INSERT OR IGNORE INTO scopes (user, collection) VALUES (?, ?)",
+               (user, collection))
+    scope = db.execute("SELECT id FROM scopes WHERE user = ? AND collection = ?",
+                       (user, collection)).fetchone()[0]
+    before = db.total_changes
+    db.executemany(ADD_TRIPLE, [(scope, s, p, o, int(o_iri)) for s, p, o, o_iri, _, _ in rows])
+    if db.total_changes != before:  # a triple new to the scope
+        db.execute(BUMP_VERSION, (user, collection))
+    db.executemany(ADD_PROVENANCE, [(document, chunk, scope, s, p, o, int(o_iri))
+                                    for s, p, o, o_iri, document, chunk in rows])

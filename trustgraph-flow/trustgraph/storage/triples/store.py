@@ -13,6 +13,11 @@ from typing import Protocol
 
 from trustgraph.schema import RDFS_LABEL, Term, Triple
 
+# One triple as found in one chunk of one document: (s, p, o, o is an IRI, document,
+# chunk) — a knowledge core's unit (schema/cores.py ``CoreTriple``), as plain values:
+# a core of a million of them is read and written without an object per term.
+ProvenanceRow = tuple[str, str, str, bool, str, str]
+
 
 class TriplesStore(Protocol):
     async def add(self, user: str, collection: str, triples: Iterable[Triple], *,
@@ -70,6 +75,20 @@ class TriplesStore(Protocol):
         the page before; a pair may recur on later pages (its weights add up). Read
         to the end, the pages give every IRI's label, though not necessarily on the
         page of its edges."""
+
+    async def provenance_page(self, user: str, collection: str, after: str = "",
+                              limit: int = 1000) -> tuple[list[ProvenanceRow], str | None]:
+        """A page of the scope's (triple, document, chunk) rows in a stable order, and
+        the ``after`` of the next page (None: this was the last). ``after`` is "" or
+        a ``next`` this store gave."""
+
+    async def add_provenance(self, user: str, collection: str,
+                             rows: Sequence[ProvenanceRow]) -> None:
+        """Store rows as ``provenance_page`` gives them, each triple found in its own
+        document and chunk (in one write where the backend can)."""
+
+    async def provenance_count(self, user: str, collection: str) -> int:
+        """The scope's (triple, document, chunk) rows: what its pages hold."""
 
     async def close(self) -> None: ...
 

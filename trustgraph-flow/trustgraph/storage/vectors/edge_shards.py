@@ -145,15 +145,16 @@ def referencing(name: str, document: str) -> list[tuple[str, list[float], dict]]
             return points
 
 
-def page(name: str, after: str | None, limit: int
+def page(name: str, after: str | None, limit: int, vectors: bool = False
          ) -> tuple[list[tuple[str, list[float], dict]], str | None]:
-    """Up to ``limit`` points (without vectors) from ``after`` on, and where the next
-    page starts (None: this was the last)."""
+    """Up to ``limit`` points (their vectors only if ``vectors``) from ``after`` on, in
+    id order, and where the next page starts (None: this was the last)."""
     if not (shard := _shard(name)):
         return [], None
     points, offset = shard.scroll(ScrollRequest(offset=after, limit=limit,
-                                                with_payload=True, with_vector=False))
-    return [(str(p.id), [], p.payload or {}) for p in points], \
+                                                with_payload=True, with_vector=vectors))
+    return [(str(p.id), dense(p.vector) if vectors else [], p.payload or {})
+            for p in points], \
         None if offset is None else str(offset)
 
 

@@ -44,6 +44,7 @@ class EdgeBackend:
         self._calling = asyncio.Lock()  # one request in flight: replies come in order
         self._last_write: dict[str, float] = {}
         self._builds: dict[str, asyncio.Task] = {}
+        self._looked_at: set[str] = set()  # spaces checked for a missing index
 
     async def _call(self, function, *args):
         request = pickle.dumps((function.__name__, args), protocol=pickle.HIGHEST_PROTOCOL)
@@ -78,25 +79,25 @@ class EdgeBackend:
         rows = [(p.id, p.vector, p.payload) for p in points]
         if await self._call(edge_shards.upsert, space.name, rows):
             self._last_write[space.name] = time.monotonic()
-            if space.name not in self._builds:
-                task = asyncio.create_task(self._index(space.name))
-                task.add_done_callback(lambda _: self._builds.pop(space.name, None))
-                self._builds[space.name] = task
+            self._build(space.name)
 
     async def payloads(self, space: Space, ids: list[str]) -> dict[str, dict]:
         return await self._call(edge_shards.payloads, space.name, ids) if ids else {}
 
     async def search(self, space: Space, vector: list[float],
                      limit: int) -> list[tuple[dict, float]]:
+        if space.name not in self._looked_at and space.name not in self._last_write:
+            await self._index_if_never_indexed(space.name)
         return await self._call(edge_shards.search, space.name, vector, limit)
 
     async def referencing(self, space: Space, document: str) -> list[Point]:
         rows = await self._call(edge_shards.referencing, space.name, document)
         return [Point(*row) for row in rows]
 
-    async def page(self, space: Space, after: str | None,
-                   limit: int) -> tuple[list[Point], str | None]:
-        rows, following = await self._call(edge_shards.page, space.name, after, limit)
+    async def page(self, space: Space, after: str | None, limit: int,
+                   vectors: bool = False) -> tuple[list[Point], str | None]:
+        rows, following = await self._call(edge_shards.page, space.name, after, limit,
+                                           vectors)
         return [Point(*row) for row in rows], following
 
     async def delete(self, space: Space, ids: list[str]) -> None:
@@ -130,6 +131,25 @@ class EdgeBackend:
                 await self._worker.wait()
 
     # -- indexing aside ------------------------------------------------------------
+
+    def _build(self, name: str) -> None:
+        if name not in self._builds:
+            task = asyncio.create_task(self._index(name))
+            task.add_done_callback(lambda _: self._builds.pop(name, None))
+            self._builds[name] = task
+
+    async def _index_if_never_indexed(self, name: str) -> None:
+        """A shard written and closed before its first index was built (a restart
+        right after a big import, or a core imported while stopping) would be
+        scanned whole by every query until its next write: its first search in this
+        process (when this process has not written to it) starts the build it
+        missed. (A shard whose build left no segment indexed is built again, once
+        per process start.)"""
+        self._looked_at.add(name)
+        total, indexed = await self._call(edge_shards.indexing, name)
+        if indexed == 0 and total >= self._index_after:
+            self._last_write.setdefault(name, time.monotonic() - self._quiet)
+            self._build(name)
 
     async def _index(self, name: str) -> None:
         """Index the shard once writes pause; again if enough arrived meanwhile."""

@@ -76,14 +76,14 @@ class QdrantServerBackend:
             if offset is None:
                 return points
 
-    async def page(self, space: Space, after: str | None,
-                   limit: int) -> tuple[list[Point], str | None]:
+    async def page(self, space: Space, after: str | None, limit: int,
+                   vectors: bool = False) -> tuple[list[Point], str | None]:
         if not await self._exists(space.name):
             return [], None
         found, following = await self._client.scroll(
-            space.name, limit=limit, offset=after, with_payload=True, with_vectors=False)
-        return [Point(str(r.id), [], r.payload or {}) for r in found], \
-            None if following is None else str(following)
+            space.name, limit=limit, offset=after, with_payload=True, with_vectors=vectors)
+        return [Point(str(r.id), dense(r.vector) if vectors else [], r.payload or {})
+                for r in found], None if following is None else str(following)
 
     async def delete(self, space: Space, ids: list[str]) -> None:
         if ids and await self._exists(space.name):

@@ -19,7 +19,9 @@ as valid, and may be replicated:
   ``embeddings`` service's model, and the collection stamped with it (reembed.py;
   ``tg-reembed``); progress records, then the totals;
 * service ``chunk-count`` (bus only): how many chunk vectors of a version of a
-  document are stored, which the librarian's ``load-status`` reports.
+  document are stored, which the librarian's ``load-status`` reports;
+* service ``core-vectors``: chunks and entity vectors a page at a time, out of and
+  into a collection, for knowledge cores (core.py).
 
 Points are keyed by chunk id or entity, so a redelivered record overwrites itself.
 """
@@ -59,7 +61,9 @@ from ..owner import fits_one_message, removal_stage, scope_of
 from ..settings import StoreSettings
 from . import store as stored
 from .configured import open_vector_store
+from .core import core_vectors_service
 from .reembed import reembed
+from .spaces import is_dimension_error
 from .stamps import ModelMismatch
 from .store import VectorStore
 
@@ -70,12 +74,6 @@ NAME = "vector-store"
 
 class VectorStoreSettings(StoreSettings, ProcessorSettings):
     pass
-
-
-def is_dimension_error(error: Exception) -> bool:
-    """The store refused a vector whose length differs from its collection's (every
-    backend says "Vector dimension error: expected dim: N, got M")."""
-    return "dimension" in str(error).lower()
 
 
 def check_vector(vector: list[float], what: str) -> None:
@@ -244,7 +242,11 @@ def count_handler(store: VectorStore):
 
 
 def services(runtime: Runtime) -> list[Service | Stage]:
-    store = open_vector_store(runtime.settings)
+    return parts(open_vector_store(runtime.settings))
+
+
+def parts(store: VectorStore) -> list[Service | Stage]:
+    """What ``vector-store`` serves with this store (tests pass a store they made)."""
     return [
         Stage("chunk-vectors", ChunkVector, chunk_vectors_stage(store), subscription=NAME),
         Stage("entity-vectors", EntityVectors, entity_vectors_stage(store),
@@ -259,6 +261,7 @@ def services(runtime: Runtime) -> list[Service | Stage]:
                 error_type="reembed-error"),
         Service("chunk-count", ChunkCountRequest, ChunkCountResponse, count_handler(store),
                 error_type="chunk-count-error"),
+        core_vectors_service(store),
         Service("graph-embeddings", GraphEmbeddingsRequest, GraphEmbeddingsResponse,
                 graph_handler(store), error_type="graph-embeddings-error",
                 close=store.close),

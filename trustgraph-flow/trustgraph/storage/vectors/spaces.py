@@ -31,3 +31,9 @@ def dense(vector: object) -> list[float]:
     """A stored point's vector: every space has one unnamed dense vector."""
     assert isinstance(vector, list)
     return vector
+
+
+def is_dimension_error(error: Exception) -> bool:
+    """The store refused a vector whose length differs from its collection's (every
+    backend says "Vector dimension error: expected dim: N, got M")."""
+    return "dimension" in str(error).lower()

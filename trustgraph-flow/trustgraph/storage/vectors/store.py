@@ -37,10 +37,11 @@ class PointBackend(Protocol):
                      limit: int) -> list[tuple[dict, float]]: ...
     async def referencing(self, space: Space, document: str) -> list[Point]:
         """Points (with vectors) whose ``documents`` list contains ``document``."""
-    async def page(self, space: Space, after: str | None,
-                   limit: int) -> tuple[list[Point], str | None]:
-        """Up to ``limit`` points, without their vectors, from ``after`` (None: the
-        first) on, and the ``after`` of the next page (None: that was the last)."""
+    async def page(self, space: Space, after: str | None, limit: int,
+                   vectors: bool = False) -> tuple[list[Point], str | None]:
+        """Up to ``limit`` points (their vectors only if ``vectors``) in a stable order
+        from ``after`` (None: the first) on, and the ``after`` of the next page (None:
+        that was the last)."""
     async def delete(self, space: Space, ids: list[str]) -> None: ...
     async def drop(self, space: Space) -> None: ...
     async def count(self, space: Space) -> int: ...
@@ -153,17 +154,32 @@ class VectorStore:
                               entities: Sequence[EntityVector], model: str = "") -> None:
         """Add or replace entity vectors; the documents already supporting an entity
         are kept (one point per entity, however many documents mention it)."""
+        await self.put_entities(user, collection, [(e, [e.document]) for e in entities],
+                                model)
+
+    async def put_entities(self, user: str, collection: str,
+                           entities: Sequence[tuple[EntityVector, list[str]]],
+                           model: str = "") -> None:
+        """Entity vectors, each with the documents that support it: added to the
+        documents already stored for it, never replacing them. ``model``: as for
+        ``upsert_chunks``."""
         if not entities:
             return
         await self.stamps.for_write(user, collection, model)
         space = Space(ENTITIES, user, collection)
-        points = {point_id(entity_key(e.entity)): e for e in entities}
+        points = {point_id(entity_key(e.entity)): (e, documents) for e, documents in entities}
         async with self.merging:
             known = await self.backend.payloads(space, list(points))
             await self.backend.upsert(space, [Point(id, list(e.vector), {
                 "entity": e.entity.model_dump(exclude_none=True), "label": e.label,
-                "documents": _with(known.get(id, {}).get("documents", []), e.document)})
-                for id, e in points.items()])
+                "documents": _merged(known.get(id, {}).get("documents", []), documents)})
+                for id, (e, documents) in points.items()])
+
+    async def page(self, kind: str, user: str, collection: str, after: str | None,
+                   limit: int) -> tuple[list[Point], str | None]:
+        """A page of the scope's chunk or entity points (``kind``), with their vectors."""
+        return await self.backend.page(Space(kind, user, collection), after, limit,
+                                       vectors=True)
 
     async def search_chunks(self, user: str, collection: str, vector: Sequence[float],
                             limit: int = 10, model: str | None = None) -> list[ChunkMatch]:
@@ -228,5 +244,5 @@ class VectorStore:
         await self.backend.close()
 
 
-def _with(documents: list[str], document: str) -> list[str]:
-    return documents if not document or document in documents else [*documents, document]
+def _merged(documents: list[str], more: list[str]) -> list[str]:
+    return documents + [d for d in dict.fromkeys(more) if d and d not in documents]
