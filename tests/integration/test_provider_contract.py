@@ -11,7 +11,7 @@ import pytest
 
 import tests.support
 from tests.support.local_llm import LOCAL_MAX_TOKENS, generating, predicted
-from tests.support.scripted_llm import PROMPT_TOKENS, collect, expected_text
+from tests.support.scripted_llm import PROMPT_TOKENS, answered, collect, expected_text
 from tests.support.waiting import eventually
 from trustgraph.base import Context
 from trustgraph.model.text_completion.choice import provider_module
@@ -51,7 +51,7 @@ async def case(request):
 
 async def test_streams_deltas_in_order_then_usage(case):
     case, server, provider = case
-    pieces, usage = await collect(provider().stream("Be terse.", "[tokens=40 delay=0.002]"))
+    pieces, usage = await collect(answered(provider(), "Be terse.", "[tokens=40 delay=0.002]"))
     assert "".join(pieces) == expected_text(40)
     assert len(pieces) > 1  # paced: lines that arrive together may rightly be one piece
     assert usage == Usage(PROMPT_TOKENS, 40, case.model)
@@ -91,7 +91,7 @@ async def test_failure_mid_stream_is_an_llm_error_after_the_earlier_tokens(case,
     case, server, provider = case
     pieces = []
     with pytest.raises(LlmError) as error:
-        async for piece in provider(retries=3).stream("", f"[tokens=10 {failure}=3]"):
+        async for piece in answered(provider(retries=3), "", f"[tokens=10 {failure}=3]"):
             pieces.append(piece)
     assert "".join(pieces) == expected_text(3)
     assert error.value.type == "llm-error" and error.value.message
@@ -100,7 +100,8 @@ async def test_failure_mid_stream_is_an_llm_error_after_the_earlier_tokens(case,
 
 async def test_overload_before_first_token_is_retried(case):
     case, server, provider = case
-    pieces, usage = await collect(provider(retries=3).stream("", "[tokens=3 status=429 fail_times=2]"))
+    pieces, usage = await collect(answered(provider(retries=3), "",
+                                           "[tokens=3 status=429 fail_times=2]"))
     assert "".join(pieces) == expected_text(3)
     assert server.stats.requests == 3
 
@@ -108,21 +109,21 @@ async def test_overload_before_first_token_is_retried(case):
 async def test_persistent_overload_becomes_a_clear_error(case):
     case, server, provider = case
     with pytest.raises(LlmError, match="overloaded"):
-        await collect(provider(retries=1).stream("", "[status=429]"))
+        await collect(answered(provider(retries=1), "", "[status=429]"))
     assert server.stats.requests == 2
 
 
 async def test_other_http_errors_are_not_retried(case):
     case, server, provider = case
     with pytest.raises(LlmError) as error:
-        await collect(provider(retries=3).stream("", "[status=400]"))
+        await collect(answered(provider(retries=3), "", "[status=400]"))
     assert error.value.type == "llm-error"
     assert server.stats.requests == 1
 
 
 async def test_cancel_closes_the_http_stream(case):
     case, server, provider = case
-    stream = provider().stream("", "[tokens=1000 delay=0.01]")
+    stream = answered(provider(), "", "[tokens=1000 delay=0.01]")
     await anext(stream)
     await anext(stream)
     await stream.aclose()
@@ -148,7 +149,7 @@ class TestLocalModel:
         assert len(pieces) <= usage.out_token <= LOCAL_MAX_TOKENS
 
     async def test_non_streaming_is_one_record_with_real_counts(self, local_llm):
-        handler = completion_handler(local_llm)
+        handler = completion_handler(Retrying(local_llm, 0))
         records = [r async for r in handler(
             TextCompletionRequest(system="Be brief.", prompt="Name a fruit."),
             Context("t", "default", None))]

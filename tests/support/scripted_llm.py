@@ -18,6 +18,7 @@ import asyncio
 import re
 import time
 from collections.abc import Callable
+from contextlib import aclosing
 from dataclasses import dataclass, field, replace
 
 from aiohttp import web
@@ -68,6 +69,18 @@ class Stats:
     open_streams: int = 0
     statuses_sent: int = 0
     closed_early: list[float] = field(default_factory=list)  # when a client left mid-stream
+
+
+async def answered(provider, system: str, prompt: str):
+    """A ``Retrying`` provider's answer as one stream, read as the text-completion
+    service reads it: the first piece (retried while overloaded), then the provider's
+    own generator; closing this closes that generator (its HTTP stream)."""
+    first, rest = await provider.start(system, prompt)
+    async with aclosing(rest):
+        if first is not None:
+            yield first
+        async for piece in rest:
+            yield piece
 
 
 async def collect(stream) -> tuple[list, object]:

@@ -15,7 +15,7 @@ from trustgraph.gateway.apis.query import (
     StepLine,
     parse,
 )
-from trustgraph.gateway.core.dispatch import Dispatcher
+from trustgraph.gateway.core.dispatch import Dispatcher, wired
 from trustgraph.gateway.core.errors import GatewayError
 from trustgraph.gateway.core.services import SERVICES
 from trustgraph.schema import AgentResponse, Error, Source, encode
@@ -47,7 +47,7 @@ def test_waiting_pieces_merge_only_within_one_message():
              record("answer", "y", in_token=2),
              record("answer", "z", True, end_of_message=True, in_token=5, out_token=3,
                     model="m", session_id="s")]
-    wire = ROW.wire(batch, first=True)
+    wire = wired(ROW, batch, first=True)
     assert [(r["chunk_type"], r["content"], r["end_of_message"]) for r in decoded(wire)] == [
         ("thought", "ab", False), ("thought", "c", True), ("action", "search", True),
         ("observation", "seen", True), ("thought", "d", False), ("answer", "xy", False),
@@ -58,7 +58,7 @@ def test_waiting_pieces_merge_only_within_one_message():
 
 
 def test_two_actions_in_a_row_stay_two_frames():
-    wire = ROW.wire([action("a"), action("b")])
+    wire = wired(ROW, [action("a"), action("b")])
     assert [r["tool"] for r in decoded(wire)] == ["a", "b"]
 
 

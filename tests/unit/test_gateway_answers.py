@@ -18,7 +18,7 @@ from trustgraph.gateway.apis.query import (
     error_line,
     parse,
 )
-from trustgraph.gateway.core.dispatch import Dispatcher
+from trustgraph.gateway.core.dispatch import Dispatcher, wired
 from trustgraph.gateway.core.errors import GatewayError
 from trustgraph.gateway.core.services import SERVICES
 from trustgraph.schema import Error, RagResponse, Source, Term, encode
@@ -55,7 +55,7 @@ def test_a_whole_answer_waiting_at_once_keeps_metadata_and_final_apart(name):
     row = SERVICES[name]
     batch = [metadata(optimized_query="q2", subqueries=["a"]), chunk("a"), chunk("b"),
              chunk("c"), final()]
-    wire = row.wire(batch, first=True)
+    wire = wired(row, batch, first=True)
     assert decoded(wire) == [
         {"message_type": "metadata", "sources": WIRE_SOURCES, "optimized_query": "q2",
          "subqueries": ["a"], "end_of_stream": False},
@@ -66,7 +66,7 @@ def test_a_whole_answer_waiting_at_once_keeps_metadata_and_final_apart(name):
 
 
 def test_metadata_always_says_optimized_query_and_subqueries():
-    [(data, _)] = SERVICES["graph-rag"].wire([metadata()], first=True)
+    [(data, _)] = wired(SERVICES["graph-rag"], [metadata()], first=True)
     assert json.loads(data) == {"message_type": "metadata", "sources": WIRE_SOURCES,
                                 "optimized_query": None, "subqueries": [],
                                 "end_of_stream": False}
@@ -75,13 +75,13 @@ def test_metadata_always_says_optimized_query_and_subqueries():
 def test_metadata_is_not_merged_even_next_to_chunks_with_its_keys():
     # A metadata record that (wrongly) carried an empty chunk still stays whole.
     odd = encode(RagResponse(message_type="metadata", chunk="", sources=[SOURCE])), False
-    wire = SERVICES["document-rag"].wire([odd, chunk("x"), chunk("y")], first=True)
+    wire = wired(SERVICES["document-rag"], [odd, chunk("x"), chunk("y")], first=True)
     assert [record["message_type"] for record in decoded(wire)] == ["metadata", "chunk"]
     assert decoded(wire)[1]["chunk"] == "xy"
 
 
 def test_a_final_chunk_record_never_repeats_the_answer():
-    [(data, is_final)] = SERVICES["graph-rag"].wire([final(response="abc")])
+    [(data, is_final)] = wired(SERVICES["graph-rag"], [final(response="abc")])
     assert is_final and "response" not in json.loads(data)
     assert json.loads(data)["chunk"] == ""
 
@@ -89,12 +89,12 @@ def test_a_final_chunk_record_never_repeats_the_answer():
 def test_a_non_streaming_answer_keeps_its_response():
     whole = encode(RagResponse(response="abc", end_of_stream=True, end_of_session=True,
                                sources=[SOURCE])), True
-    assert SERVICES["document-rag"].wire([whole], first=True) == [whole]
+    assert wired(SERVICES["document-rag"], [whole], first=True) == [whole]
 
 
 def test_deltas_after_the_first_batch_pass_through_untouched():
     batch = [chunk("a")]
-    assert SERVICES["graph-rag"].wire(batch, first=False)[0][0] is batch[0][0]
+    assert wired(SERVICES["graph-rag"], batch, first=False)[0][0] is batch[0][0]
 
 
 # --- the answer-stream API: requests -------------------------------------------------

@@ -3,7 +3,7 @@ records that piled up while a client was behind is ``trustgraph.base.coalesce``:
 tests/unit/test_relay.py)."""
 import json
 
-from trustgraph.gateway.core.framing import Envelope
+from trustgraph.gateway.core.websocket import Envelope
 
 
 def test_envelope_splices_the_record_bytes():

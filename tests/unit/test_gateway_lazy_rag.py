@@ -26,7 +26,7 @@ from trustgraph.gateway.apis.lines import (
 from trustgraph.gateway.apis.query import AnswerLines, parse, result_fields
 from trustgraph.gateway.app import GatewaySettings
 from trustgraph.gateway.core.caller import OPEN
-from trustgraph.gateway.core.dispatch import Dispatcher
+from trustgraph.gateway.core.dispatch import Dispatcher, wired
 from trustgraph.gateway.core.errors import GatewayError
 from trustgraph.gateway.core.services import SERVICES
 from trustgraph.schema import (
@@ -185,7 +185,7 @@ def test_documented_models_hold_the_records_fields():
 def test_the_lazy_row_normalises_metadata_and_keeps_the_final_record():
     row = SERVICES["lazy-rag"]
     metadata = encode(LazyRagResponse(message_type="metadata", sources=[SOURCE])), False
-    batch = row.wire([metadata, final()], first=True)
+    batch = wired(row, [metadata, final()], first=True)
     assert json.loads(batch[0][0]) == {"message_type": "metadata",
                                        "sources": [SOURCE.model_dump(exclude_none=True)],
                                        "optimized_query": None, "subqueries": [],

@@ -4,6 +4,7 @@ import pytest
 from botocore.eventstream import EventStreamBuffer
 
 from tests.support.bedrock_server import BedrockServer, Case, event, exception
+from tests.support.scripted_llm import answered
 from trustgraph.model.text_completion.bedrock.provider import Settings, make
 from trustgraph.model.text_completion.provider import LlmError, Overloaded, Usage
 from trustgraph.model.text_completion.retry import Retrying
@@ -82,7 +83,7 @@ async def test_throttling_frame_before_the_first_token_is_overload(served):
     with pytest.raises(Overloaded):
         [p async for p in provider.stream("", "[tokens=5 fail_after=0]")]
     with pytest.raises(LlmError, match="still overloaded"):
-        [p async for p in Retrying(provider, 1, base_delay=0.01).stream("", "[fail_after=0]")]
+        [p async for p in answered(Retrying(provider, 1, base_delay=0.01), "", "[fail_after=0]")]
     assert server.stats.requests == 3
 
 

@@ -3,6 +3,7 @@ OLLAMA_HOST forms, error lines and statuses, selection by TG_LLM."""
 import pytest
 
 from tests.support.ollama_server import OllamaServer, expected_text
+from tests.support.scripted_llm import answered
 from trustgraph.model.text_completion.choice import chosen_provider
 from trustgraph.model.text_completion.ollama import provider as ollama_provider
 from trustgraph.model.text_completion.provider import LlmError
@@ -37,7 +38,7 @@ async def text_of(stream) -> str:
 async def test_request_carries_model_messages_and_options(server, ollama):
     provider = ollama(server.base_url, tg_llm_model="llama-test", tg_llm_max_tokens=55,
                       tg_llm_temperature=0.3)
-    assert await text_of(provider.stream("Be terse.", "[tokens=2]")) == expected_text(2)
+    assert await text_of(answered(provider, "Be terse.", "[tokens=2]")) == expected_text(2)
     assert server.last_body == {
         "model": "llama-test", "stream": True,
         "messages": [{"role": "system", "content": "Be terse."},
@@ -46,29 +47,30 @@ async def test_request_carries_model_messages_and_options(server, ollama):
 
 
 async def test_host_without_scheme_is_http(server, ollama):
-    assert await text_of(ollama(f"127.0.0.1:{server.port}").stream("", "hi")) == expected_text(5)
+    assert await text_of(answered(ollama(f"127.0.0.1:{server.port}"), "", "hi")) == expected_text(5)
 
 
 async def test_error_line_before_any_text_is_an_llm_error_with_its_message(server, ollama):
     with pytest.raises(LlmError, match="Ollama stream error: scripted failure"):
-        await text_of(ollama(server.base_url, retries=2).stream("", "[fail_after=0]"))
+        await text_of(answered(ollama(server.base_url, retries=2), "", "[fail_after=0]"))
     assert server.stats.requests == 1
 
 
 async def test_busy_server_is_retried(server, ollama):
-    text = await text_of(ollama(server.base_url, retries=2).stream("", "[status=503 fail_times=1]"))
+    busy = ollama(server.base_url, retries=2)
+    text = await text_of(answered(busy, "", "[status=503 fail_times=1]"))
     assert text == expected_text(5) and server.stats.requests == 2
 
 
 async def test_status_error_names_the_server_and_its_message(server, ollama):
     with pytest.raises(LlmError) as error:
-        await text_of(ollama(server.base_url).stream("", "[status=404]"))
+        await text_of(answered(ollama(server.base_url), "", "[status=404]"))
     assert f"{server.base_url}/api/chat answered 404: scripted 404" in error.value.message
 
 
 async def test_unreachable_server_is_an_llm_error(ollama):
     with pytest.raises(LlmError, match="cannot reach Ollama"):
-        await text_of(ollama("http://127.0.0.1:9").stream("", "hi"))
+        await text_of(answered(ollama("http://127.0.0.1:9"), "", "hi"))
 
 
 def test_tg_llm_selects_ollama(monkeypatch):

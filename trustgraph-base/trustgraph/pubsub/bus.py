@@ -3,7 +3,7 @@
 Both the embedded broker (pulsar-lite) and Apache Pulsar are reached through the
 official ``pulsar-client``; nothing here knows which one it is talking to except the
 consumer-id workaround below. What this takes from pulsar-client beyond its public
-API is in ``pulsar_shim``.
+API is in ``pulsar_shim``, resolved once per producer and receive loop.
 """
 import asyncio
 import gc
@@ -18,11 +18,12 @@ import pulsar
 import pulsar.asyncio as pulsar_async
 
 from . import pulsar_shim
+from .pulsar_shim import MessageBuilder
 
 log = logging.getLogger(__name__)
 
 DEFAULT_PULSAR_URL = "pulsar://127.0.0.1:6650"
-Message: TypeAlias = pulsar.Message
+Message: TypeAlias = pulsar_shim.Message
 Consumer: TypeAlias = pulsar_async.Consumer
 Handler = Callable[[Message], Awaitable[None]]
 
@@ -148,6 +149,7 @@ class Producer:
 
     def __init__(self, producer: pulsar_async.Producer) -> None:
         self._producer = producer
+        self._send = pulsar_shim.sender(producer)
         self._posted = 0  # written by the event loop only
         self._confirmed = 0  # posts known to be confirmed
         # any key but Ok: failed
@@ -167,7 +169,7 @@ class Producer:
         self._posted += 1
         receipt = None if self._posted % self.COUNTED_EVERY else \
             partial(self._counted, self._posted)
-        pulsar_shim.post(self._producer, data, properties, receipt)
+        self._send(MessageBuilder().content(data).properties(properties).build(), receipt)
 
     def _counted(self, posted: int, result: pulsar.Result, message_id: object) -> None:
         self._confirmed = max(self._confirmed, posted)
@@ -190,10 +192,11 @@ MAX_TAKEN = 64
 
 
 async def _receive_loop(consumer: pulsar_async.Consumer, handler: Handler) -> None:
+    receive = pulsar_shim.receiver(consumer)
     taken = 0
     while True:
         try:
-            received = _received(consumer)
+            received = _received(receive)
             if received.done():
                 taken += 1
                 if taken >= MAX_TAKEN:
@@ -212,7 +215,7 @@ async def _receive_loop(consumer: pulsar_async.Consumer, handler: Handler) -> No
         await _handle(consumer, handler, message)
 
 
-def _received(consumer: pulsar_async.Consumer) -> asyncio.Future:
+def _received(receive: pulsar_shim.Receive) -> asyncio.Future:
     """The consumer's next message, as ``pulsar.asyncio``'s ``receive`` gives it but
     cheaper when one is already queued: the client then answers inside the call, on
     this thread, and the future is settled at once. ``receive`` always settles it
@@ -225,22 +228,21 @@ def _received(consumer: pulsar_async.Consumer) -> asyncio.Future:
 
     def settle(result: pulsar.Result, received: object) -> None:
         if threading.get_ident() == here:
-            _settle(future, result, received, consumer)
+            _settle(future, result, received)
         else:
-            loop.call_soon_threadsafe(_settle, future, result, received, consumer)
+            loop.call_soon_threadsafe(_settle, future, result, received)
 
-    pulsar_shim.receive_into(consumer, settle)
+    receive(settle)
     return future
 
 
-def _settle(future: asyncio.Future, result: pulsar.Result, received: object,
-            consumer: pulsar_async.Consumer) -> None:
+def _settle(future: asyncio.Future, result: pulsar.Result, received: object) -> None:
     if future.done():
         return
     if result != pulsar.Result.Ok:
         future.set_exception(pulsar_async.PulsarException(result))
         return
-    future.set_result(pulsar_shim.message(received, consumer))
+    future.set_result(received)
 
 
 async def _handle(consumer: pulsar_async.Consumer, handler: Handler, message: Message) -> None:

@@ -1,24 +1,31 @@
 """What the transport takes from pulsar-client beyond its public API, in one place,
 and the pulsar-client versions it was checked against.
 
-Three private calls sit on the hot path, each because the public ``pulsar.asyncio``
-API costs a wake-up of the event loop per message (bus.py measures them):
+The public ``pulsar.asyncio`` API costs a wake-up of the event loop per message
+(bus.py measures them), so the transport's hot path uses the C extension's own calls,
+which this module resolves once, when a producer or a receive loop is made, so that
+no Python frame of its own runs per message:
 
-* ``post``: a send that asks for no receipt (``pulsar.asyncio`` awaits every one);
-* ``receive_into``: a receive whose callback may run on the caller's thread
+* ``sender``: a producer's send that asks for no receipt (``pulsar.asyncio`` awaits
+  every one), given a message built with ``MessageBuilder``;
+* ``receiver``: a consumer's receive whose callback may run on the caller's thread
   (``pulsar.asyncio`` settles every message through ``call_soon_threadsafe``);
-* ``message``: the ``pulsar.Message`` for what that receive handed over.
+* ``Message``: what that receive hands over, used as it is (``data()``,
+  ``properties()``, ``message_id()``, ``redelivery_count()``; the consumer's
+  ``acknowledge`` and ``negative_acknowledge`` take it), rather than wrapped per
+  message in a ``pulsar.Message`` whose methods only forward to it.
 
-Each reaches into attributes that pulsar-client may rename in any release, so this
+Each reaches into names that pulsar-client may change in any release, so this
 module refuses to load under a version it was not checked against: a clear error at
 start-up rather than an ``AttributeError`` on the first message. To allow a new
-version, read these three functions against its source, run the integration tests,
-and add it to ``CHECKED``.
+version, read these against its source, run the integration tests, and add it to
+``CHECKED``.
 
 Also here: the broker's size limit for one message, which the transport's users
 (the gateway, stages, the librarian) size their records by.
 """
 from collections.abc import Callable
+from typing import TypeAlias
 
 import _pulsar
 import pulsar
@@ -41,8 +48,8 @@ def check_version(version: str = pulsar.__version__) -> None:
     if not version.startswith(CHECKED):
         raise ImportError(
             f"pulsar-client {version} is not a version trustgraph's transport was checked "
-            f"against ({', '.join(v + 'x' for v in CHECKED)}): it calls three private "
-            f"pulsar-client functions (trustgraph/pubsub/pulsar_shim.py) that may have "
+            f"against ({', '.join(v + 'x' for v in CHECKED)}): it uses private "
+            f"pulsar-client calls (trustgraph/pubsub/pulsar_shim.py) that may have "
             f"changed. Install a checked version (pip install 'pulsar-client~=3.13.0'), "
             f"or check those calls against {version} and add it to CHECKED.")
 
@@ -50,25 +57,22 @@ def check_version(version: str = pulsar.__version__) -> None:
 check_version()
 
 
-def post(producer: pulsar_async.Producer, data: bytes, properties: dict[str, str],
-         receipt: Receipt) -> None:
-    """Send without awaiting: ``receipt(result, message_id)`` is called on the
-    client's thread when the broker confirms, or nothing when it is None."""
-    builder = _pulsar.MessageBuilder()
-    builder.content(data)
-    for key, value in properties.items():
-        builder.property(key, value)
-    producer._producer.send_async(builder.build(), receipt)
+# The message the C extension builds and receives (``_pulsar``: private to pulsar-client).
+Message: TypeAlias = _pulsar.Message
+MessageBuilder: TypeAlias = _pulsar.MessageBuilder
+Send = Callable[[Message, Receipt], None]
+Receive = Callable[[Settle], None]
 
 
-def receive_into(consumer: pulsar_async.Consumer, settle: Settle) -> None:
-    """Ask for the next message: ``settle(result, received)`` runs at once on this
-    thread when one is already queued, else later on the client's thread."""
-    consumer._consumer.receive_async(settle)
+def sender(producer: pulsar_async.Producer) -> Send:
+    """``producer``'s send without awaiting: ``send(message, receipt)`` calls
+    ``receipt(result, message_id)`` on the client's thread when the broker confirms,
+    or nothing when it is None."""
+    return producer._producer.send_async
 
 
-def message(received: object, consumer: pulsar_async.Consumer) -> pulsar.Message:
-    """The ``pulsar.Message`` for what ``receive_into`` handed to ``settle``."""
-    wrapped = pulsar.Message()
-    wrapped._message, wrapped._schema = received, consumer._schema
-    return wrapped
+def receiver(consumer: pulsar_async.Consumer) -> Receive:
+    """``consumer``'s receive: ``receive(settle)`` asks for the next message, and
+    ``settle(result, message)`` runs at once on this thread when one is already
+    queued, else later on the client's thread."""
+    return consumer._consumer.receive_async

@@ -4,9 +4,8 @@ API module is given (``Core``). It imports no processor package and no API modul
 from .access import acts_for, allowed, may, permission
 from .api import Core, Handler, Route
 from .caller import ITSELF, Caller
-from .dispatch import Dispatcher, new_request_id, raise_error
+from .dispatch import Dispatcher, Frame, new_request_id, raise_error
 from .errors import GatewayError, bad_request, validation_message
-from .framing import Frame
 from .metrics import REQUESTS
 from .openapi import REF, Document, Refs, SchemaMode
 from .responses import NDJSON, StreamFormat, failed, json_body, streamed

@@ -22,19 +22,21 @@ from typing import Any
 from pydantic import ValidationError
 from pydantic_core import PydanticSerializationError
 
-from trustgraph.base import TIMING, Requester, ServiceError
+from trustgraph.base import TIMING, Requester, ServiceError, coalesce
 from trustgraph.pubsub import Bus
 from trustgraph.pubsub.pulsar_shim import MAX_RECORD_BYTES
-from trustgraph.schema import Error, Record, Usage, encode
+from trustgraph.schema import Error, Record, Response, Usage, encode
 
 from .access import authorize
 from .caller import Caller
 from .errors import GatewayError, bad_request, too_large, validation_message
-from .framing import Frame
 from .limits import Limiter, Meter
 from .metrics import CALLER_REQUESTS, LLM_TOKENS, REFUSED
 from .services import SERVICES, ServiceRow
 
+# A bus record's JSON is already its wire form (snake_case, unset optionals left out),
+# so the transports splice those bytes into their frames without decoding them.
+Frame = tuple[bytes, bool]  # (record JSON, is the final record)
 # Given the seconds a request took and its final record, whatever transport carried it.
 Observer = Callable[[float, bytes], None]
 
@@ -129,10 +131,10 @@ class Dispatcher:
                     async for batch in batches:
                         if observe is not None and batch[-1][1]:
                             observe(time.perf_counter() - started, batch[-1][0])
-                        wired = row.wire(batch, first)
+                        shaped = wired(row, batch, first)
                         if usage is not None:
-                            count_tokens(wired, usage)
-                        yield wired
+                            count_tokens(shaped, usage)
+                        yield shaped
                         first = False
                 except ServiceError as error:
                     if how is None or error.error.type != "no-service":
@@ -252,6 +254,36 @@ def _shown(text: str) -> str:
 
 def _path(parts: list[str], where: str) -> str:
     return ".".join(part for part in (where, *parts) if part) or "body"
+
+
+def wired(row: ServiceRow, batch: list[Frame], first: bool = False) -> list[Frame]:
+    """A batch of ``row``'s bus records as the client gets them: deltas coalesced
+    (only when a client has fallen behind do several wait at once), the edges shaped
+    by the response model (``first``: this batch opens the response), its hidden
+    fields dropped. Only a response model that declares either pays for decoding."""
+    model = row.response_model
+    batch = coalesce(batch, model)
+    if row.reshapes_edges:
+        batch = [_edge(data, final, model) if final or (first and i == 0)
+                 else (data, final) for i, (data, final) in enumerate(batch)]
+    if not model.wire_hidden:
+        return batch
+    return [(_without(data, model.wire_hidden), final) for data, final in batch]
+
+
+def _edge(data: bytes, final: bool, model: type[Response]) -> Frame:
+    record = json.loads(data)
+    shaped = model.wire_edge(record) if isinstance(record, dict) else None
+    return (data if shaped is None else _encoded(shaped)), final
+
+
+def _without(data: bytes, fields: frozenset[str]) -> bytes:
+    record = json.loads(data)
+    return _encoded({key: value for key, value in record.items() if key not in fields})
+
+
+def _encoded(record: dict) -> bytes:
+    return json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode()
 
 
 def count_tokens(batch: list[Frame], usage: Usage) -> None:

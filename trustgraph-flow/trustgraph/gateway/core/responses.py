@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 from aiohttp import web
 
+from .dispatch import Frame
 from .errors import GatewayError, bad_request, classify, too_large
-from .framing import Frame
 from .metrics import ERRORS
 
 

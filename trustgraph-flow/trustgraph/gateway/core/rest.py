@@ -11,9 +11,8 @@ from contextlib import aclosing
 from aiohttp import web
 
 from .caller import Caller
-from .dispatch import Dispatcher
+from .dispatch import Dispatcher, Frame
 from .errors import service_status
-from .framing import Frame
 from .metrics import REQUESTS
 from .responses import NDJSON, SSE, StreamFormat, json_body, streamed
 

@@ -1,9 +1,10 @@
-"""The services the gateway exposes: one row each. Adding a service is one row."""
-import json
+"""The services the gateway exposes: one row each. Adding a service is one row.
+
+Data only: how a row's answers are shaped for the wire is ``dispatch.wired``, by
+what the row's response model declares."""
 from dataclasses import dataclass
 from functools import cached_property
 
-from trustgraph.base import coalesce
 from trustgraph.schema import (
     CONFIG_FLOW,
     KEYS_FLOW,
@@ -55,15 +56,13 @@ from trustgraph.schema import (
     TriplesQueryResponse,
 )
 
-from .framing import Frame
-
 
 @dataclass(frozen=True)
 class ServiceRow:
     name: str                      # the ``service`` on the socket, ``{kind}`` in REST paths
     request_model: type[Record]
-    # also how the wire shows it (``Response.wire_*``), its delta field and merge rule
-    # (``coalesce``)
+    # also how the wire shows it (``Response.wire_*``, applied by ``dispatch.wired``),
+    # its delta field and merge rule (``coalesce``)
     response_model: type[Response]
     global_flow: str | None = None  # a service outside flows: always asked on this flow
                                     # on the bus, whatever flow the client names
@@ -73,37 +72,8 @@ class ServiceRow:
         return self.global_flow or flow
 
     @cached_property
-    def _reshapes_edges(self) -> bool:  # asked per batch: looked up once
+    def reshapes_edges(self) -> bool:  # asked per batch (dispatch.wired): looked up once
         return self.response_model.reshapes_edges()
-
-    def wire(self, batch: list[Frame], first: bool = False) -> list[Frame]:
-        """A batch of bus records as the client gets them: deltas coalesced, the
-        edges shaped by the response model (``first``: this batch opens the
-        response), its hidden fields dropped. Only a response model that declares
-        either pays for decoding records."""
-        batch = coalesce(batch, self.response_model)
-        model = self.response_model
-        if self._reshapes_edges:
-            batch = [_edge(data, final, model) if final or (first and i == 0)
-                     else (data, final) for i, (data, final) in enumerate(batch)]
-        if not model.wire_hidden:
-            return batch
-        return [(_without(data, model.wire_hidden), final) for data, final in batch]
-
-
-def _edge(data: bytes, final: bool, model: type[Response]) -> Frame:
-    record = json.loads(data)
-    shaped = model.wire_edge(record) if isinstance(record, dict) else None
-    return (data if shaped is None else _encoded(shaped)), final
-
-
-def _without(data: bytes, fields: frozenset[str]) -> bytes:
-    record = json.loads(data)
-    return _encoded({key: value for key, value in record.items() if key not in fields})
-
-
-def _encoded(record: dict) -> bytes:
-    return json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode()
 
 
 SERVICES: dict[str, ServiceRow] = {row.name: row for row in (

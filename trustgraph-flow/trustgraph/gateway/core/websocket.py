@@ -8,6 +8,7 @@ requests carry on. Closing the socket cancels all of its requests.
 import asyncio
 import json
 import logging
+import math
 import re
 from contextlib import aclosing
 from dataclasses import dataclass
@@ -20,7 +21,6 @@ from .auth import Auth, presented_token
 from .caller import Caller
 from .dispatch import Dispatcher
 from .errors import GatewayError, bad_request, classify, too_large
-from .framing import Envelope
 from .metrics import ERRORS, REQUESTS, SOCKETS
 from .oversize import FrameTooLarge, WebSocketResponse
 from .services import ServiceRow
@@ -32,6 +32,8 @@ AUTH_OK = b'{"type":"auth-ok","default_workspace":"default"}'
 AUTH_FAILED = b'{"type":"auth-failed","error":"auth failure"}'
 AUTH_REQUIRED = ('this gateway needs a token: send {"type":"auth","token":...} first, '
                  "or open the socket with ?token= or Authorization: Bearer")
+_MORE = b',"complete":false}'
+_END = b',"complete":true}'
 UNDESCRIBED = (b'{"id":null,"error":{"type":"gateway-error","message":"the gateway could '
                b'not serve this frame"},"complete":true}')
 
@@ -234,6 +236,35 @@ class Session:
             await self.ws.send_frame(data, WSMsgType.TEXT)
         except ConnectionError:
             pass  # the socket is closing; nobody is left to tell
+
+
+class Envelope:
+    """The websocket frames of one request: ``{"id", "response"|"error", "complete"}``,
+    the record's JSON (already its wire form) spliced in as it is, never decoded."""
+
+    __slots__ = ("_id",)
+
+    def __init__(self, client_id: object) -> None:
+        self._id = b'{"id":' + json.dumps(echoable(client_id)).encode()  # once per request
+
+    def response(self, record: bytes, final: bool) -> bytes:
+        return b"".join((self._id, b',"response":', record, _END if final else _MORE))
+
+    def error(self, error: dict[str, str]) -> bytes:
+        return b"".join((self._id, b',"error":', json.dumps(error).encode(), _END))
+
+
+def echoable(client_id: object) -> str | int | float | None:
+    """The id to echo: only a string or a finite number; anything else (an object,
+    a list nested a thousand deep, a bool, NaN) is answered with ``null``, so
+    writing the answer can neither recurse nor produce invalid JSON."""
+    if isinstance(client_id, str):
+        return client_id
+    if isinstance(client_id, int) and not isinstance(client_id, bool):
+        return client_id
+    if isinstance(client_id, float) and math.isfinite(client_id):
+        return client_id
+    return None
 
 
 def _parse(data: str | bytes) -> dict:

@@ -1,18 +1,23 @@
 """Retry an overloaded provider with backoff, but only before its first token:
-after that a retry would repeat text the caller already has, so the error stands."""
+after that a retry would repeat text the caller already has, so the error stands.
+
+So the retrying is done once the first piece is in, and the caller reads the rest
+from the provider's own generator: nothing of this module runs per token."""
 import asyncio
 import logging
 import random
 from collections.abc import AsyncGenerator
-from contextlib import aclosing
 
 from .provider import LlmError, Overloaded, Provider, Usage
 
 log = logging.getLogger(__name__)
 
+Piece = str | Usage
+
 
 class Retrying:
-    """A provider that retries its inner provider; ``aclose`` is the inner one's."""
+    """A provider retried while it is overloaded before its first piece;
+    ``aclose`` is the inner one's."""
 
     def __init__(self, provider: Provider, retries: int, base_delay: float = 0.5,
                  max_delay: float = 8.0) -> None:
@@ -21,20 +26,19 @@ class Retrying:
         self.base_delay = base_delay
         self.max_delay = max_delay
 
-    async def stream(self, system: str, prompt: str) -> AsyncGenerator[str | Usage, None]:
-        for attempt in range(self.retries + 1):
-            started = False
+    async def start(self, system: str, prompt: str
+                    ) -> tuple[Piece | None, AsyncGenerator[Piece, None]]:
+        """The provider's first piece (None: it ended without one) and its own
+        generator for the rest, which the caller must close (``aclosing``: a caller
+        that stops early then closes the provider's HTTP stream at once). An
+        ``Overloaded`` from that generator is the provider overloaded mid-answer."""
+        attempt = 0
+        while True:
+            pieces = self.provider.stream(system, prompt)
             try:
-                # aclosing: a caller that stops early closes the provider's HTTP
-                # stream now, not whenever the generator is collected.
-                async with aclosing(self.provider.stream(system, prompt)) as pieces:
-                    async for piece in pieces:
-                        started = True
-                        yield piece
-                return
+                # An exception out of the first read has already ended the generator.
+                return await anext(pieces, None), pieces
             except Overloaded as error:
-                if started:
-                    raise LlmError(f"provider overloaded mid-answer: {error.message}") from None
                 if attempt == self.retries:
                     raise LlmError(f"provider still overloaded after {self.retries} "
                                    f"retries: {error.message}") from None
@@ -43,6 +47,7 @@ class Retrying:
                 log.info("provider overloaded (%s); retry %d in %.2f s",
                          error.message, attempt + 1, delay)
                 await asyncio.sleep(delay)
+                attempt += 1
 
     async def aclose(self) -> None:
         close = getattr(self.provider, "aclose", None)

@@ -4,20 +4,23 @@ import asyncio
 import copy
 import logging
 from collections.abc import AsyncGenerator
-from typing import Any
+from contextlib import aclosing
+from typing import Any, TypeVar
 
 from trustgraph.base import Context, Delta, ProcessorSpec, Runtime, Service, ServiceError
 from trustgraph.schema import TextCompletionRequest, TextCompletionResponse
 from trustgraph.schema.config import LLM_CONFIG_KEY, LLM_CONFIG_TYPE
 
 from .choice import chosen_provider, current, provider_module
-from .provider import LlmSettings, NotConfigured, Provider, Usage
+from .provider import LlmError, LlmSettings, NotConfigured, Overloaded, Provider, Usage
 from .retry import Retrying
 
 log = logging.getLogger(__name__)
 
+P = TypeVar("P", Retrying, Provider)
 
-def with_options(provider: Provider, options: dict[str, Any]) -> Provider:
+
+def with_options(provider: P, options: dict[str, Any]) -> P:
     """``provider`` answering with ``options`` (``model``, ``max_tokens``,
     ``temperature``, ``stop``) instead of its configured ones. A provider keeps each
     setting it honours in an attribute of that name and reads it per request, so a
@@ -42,21 +45,29 @@ def with_options(provider: Provider, options: dict[str, Any]) -> Provider:
     return changed
 
 
-def completion_handler(provider: Provider):
+def completion_handler(provider: Retrying):
     async def complete(request: TextCompletionRequest, ctx: Context
                        ) -> AsyncGenerator[Delta | TextCompletionResponse, None]:
         """Streaming: each piece of text as a ``Delta`` (a ``TextCompletionResponse``
-        once it leaves the process), then the totals; else the whole answer once."""
+        once it leaves the process), then the totals; else the whole answer once.
+        After the first piece, the pieces are read from the provider's own generator
+        (``Retrying.start``): nothing stands between it and this loop."""
         parts: list[str] = []
         usage = Usage(None, None, "")
         chosen = with_options(provider, {"model": request.model, **request.sampling()})
-        async for piece in chosen.stream(request.system, request.prompt):
-            if isinstance(piece, Usage):
-                usage = piece
-            elif request.streaming:
-                yield Delta(piece)
-            else:
-                parts.append(piece)
+        piece, rest = await chosen.start(request.system, request.prompt)
+        try:
+            async with aclosing(rest):
+                while piece is not None:
+                    if isinstance(piece, Usage):
+                        usage = piece
+                    elif request.streaming:
+                        yield Delta(piece)
+                    else:
+                        parts.append(piece)
+                    piece = await anext(rest, None)
+        except Overloaded as error:  # before the first piece, start() retried it
+            raise LlmError(f"provider overloaded mid-answer: {error.message}") from None
         yield TextCompletionResponse(
             response="".join(parts), end_of_stream=True, in_token=usage.in_token,
             out_token=usage.out_token, model=usage.model)
@@ -69,15 +80,13 @@ def spec_for(provider_name: str) -> ProcessorSpec:
 
     def services(runtime: Runtime) -> list[Service]:
         settings: LlmSettings = runtime.settings
-        provider = Retrying(module.make(settings), settings.tg_llm_retries) if module \
-            else NotConfigured()
+        provider = Retrying(module.make(settings) if module else NotConfigured(),
+                            settings.tg_llm_retries)
         recording = asyncio.ensure_future(record_choice(runtime, provider_name))
-        release = getattr(provider, "aclose", None)
 
         async def close() -> None:
             recording.cancel()
-            if release is not None:
-                await release()
+            await provider.aclose()
 
         return [Service("text-completion", TextCompletionRequest, TextCompletionResponse,
                         completion_handler(provider), error_type="llm-error", close=close)]
