@@ -123,6 +123,7 @@ def errors(results: dict[str, Result]) -> list[str]:
 
 async def steps(broker_url: str, items: list[Article]) -> dict[str, list[float]]:
     """graph-rag's retrieval run here, step by step, on the stack's services."""
+    from trustgraph.base import Timing
     from trustgraph.base.runtime import Clients
     from trustgraph.pubsub import Bus
     from trustgraph.retrieval.graph_rag.service import STEP_TIMES, triple_retriever
@@ -133,7 +134,7 @@ async def steps(broker_url: str, items: list[Article]) -> dict[str, list[float]]
     times: dict[str, list[float]] = {}
     bus = Bus(broker_url)
     try:
-        clients = Clients(bus, "default", f"bench-graph-{os.getpid()}", 120.0)
+        clients = Clients(bus, "default", f"bench-graph-{os.getpid()}", Timing(timeout=120.0))
         for n, item in enumerate([items[0], *items]):
             request = GraphRagRequest(query=item.question, user=USER, collection=COLLECTION)
             taken: dict[str, float] = {}
