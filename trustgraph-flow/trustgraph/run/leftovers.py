@@ -152,7 +152,20 @@ def stop(process: Running, grace: float = 5.0) -> None:
             return
         deadline = time.monotonic() + wait
         while time.monotonic() < deadline:
-            if running(process.pid) is None:
+            if _exited(process.pid):
                 return
             time.sleep(0.02)
     log.warning("%s did not exit", process)
+
+
+def _exited(pid: int) -> bool:
+    """Whether ``pid`` has let go of everything it held. Its command line empties,
+    and its main thread turns zombie, before the process's last thread closes its
+    files (its listening sockets among them); only a zombie with no other thread
+    left has closed them all."""
+    try:
+        fields = (PROC / str(pid) / "stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return True  # reaped
+    state, threads = fields[0], int(fields[17])
+    return state in ("Z", "X") and threads <= 1
