@@ -71,7 +71,7 @@ class GatewayHttp:
         connection."""
         async with self._sent("GET", path, query) as response:
             try:
-                async for data in response.content.iter_any():
+                while data := await response.content.readany():
                     yield data
             except aiohttp.ClientError as error:
                 raise self._lost(error) from None

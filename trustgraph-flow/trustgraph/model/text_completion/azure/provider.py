@@ -4,7 +4,7 @@ and sends the ``api-key`` header. Only the client differs from the openai provid
 """
 import openai
 
-from ..openai.provider import OpenAiProvider
+from ..openai.provider import Endpoint, OpenAiProvider
 from ..provider import LlmSettings
 
 # The newest dated GA inference API version; it is also the first GA version that
@@ -31,5 +31,5 @@ def make(settings: Settings) -> OpenAiProvider:
             api_version=settings.openai_api_version, max_retries=0)
     except openai.OpenAIError as error:  # no credentials
         raise SystemExit(f"TG_LLM=azure: {error}") from None
-    return OpenAiProvider(client, deployment, settings.tg_llm_temperature,
+    return OpenAiProvider(Endpoint.of(client), deployment, settings.tg_llm_temperature,
                           settings.tg_llm_max_tokens, connections=settings.tg_llm_connections)

@@ -17,24 +17,22 @@ loop; but a crash, an abort on a bad GGUF or the OOM killer then takes one proce
 that only serves the model, not the one running prompt, RAG and the agent.
 """
 import asyncio
-import copy
 import importlib.util
 import logging
 import os
 import time
-from collections.abc import AsyncGenerator
-from contextlib import aclosing, asynccontextmanager
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import aiohttp
-import openai
 
 from trustgraph.base.metrics import SLOT_WAIT, WAITING
 
-from ..openai.provider import OpenAiProvider
-from ..provider import LlmError, LlmSettings, Usage
-from .process import ModelProcess, Running, ServerConfig
+from ..openai.provider import Endpoint, OpenAiProvider
+from ..provider import LlmError, LlmSettings
+from .process import ModelProcess, ServerConfig
 
 log = logging.getLogger(__name__)
 
@@ -128,35 +126,46 @@ def make(settings: Settings) -> "LocalProvider":
 
 @dataclass
 class Shared:
-    """What every copy of one provider shares: its waiting requests and its adapter."""
+    """What every copy of one provider shares (a request's sampling options make a
+    copy: ``service.with_options``): its waiting requests and its HTTP session."""
     waiting: int = 0
-    adapter: tuple[Running, OpenAiProvider] | None = None
+    session: aiohttp.ClientSession | None = None
 
 
-class LocalProvider:
-    # No ``model`` attribute: a request naming another model is answered by the one
-    # this process serves (service.with_options leaves it as it is). A request's own
-    # sampling options (with_options sets them on a copy) go to llama.cpp's server.
-    max_tokens: int | None = None
-    temperature: float | None = None
-    stop: list[str] | None = None
+class LocalProvider(OpenAiProvider):
+    """The OpenAI adapter, pointed at the running llama.cpp server for each request,
+    once the request has one of the server's sequences (``_turn``)."""
 
     def __init__(self, process: ModelProcess, settings: LlmSettings) -> None:
+        # Until the server runs there is no endpoint; ``_turn`` gives each request
+        # the running one's.
+        super().__init__(Endpoint("", {}, {}, label="the local model"),
+                         process.config.name, settings.tg_llm_temperature,
+                         settings.tg_llm_max_tokens)
         self.process = process
-        self.settings = settings
         self.slots = asyncio.Semaphore(process.config.parallel)
-        # Shared by the copies a request's sampling options make (with_options).
         self.shared = Shared()
         # Load the model while the stack starts, not on the first question.
         self._loading = _start_soon(process)
 
-    async def stream(self, system: str, prompt: str) -> AsyncGenerator[str | Usage, None]:
+    @property
+    def model(self) -> str:
+        """The GGUF's name: one model is served, and a request naming another (set
+        here by ``service.with_options``) is answered by it."""
+        return self.process.config.name
+
+    @model.setter
+    def model(self, name: str) -> None:
+        pass
+
+    @asynccontextmanager
+    async def _turn(self) -> AsyncIterator[Endpoint]:
         async with self._slot():
-            adapter = self._sampled(await self._openai())
+            running = await self.process.running()
             try:
-                async with aclosing(adapter.stream(system, prompt)) as pieces:
-                    async for piece in pieces:
-                        yield piece
+                yield Endpoint(f"{running.url}/v1/chat/completions", {},
+                               {"Authorization": f"Bearer {running.api_key}"},
+                               self.endpoint.label)
             except LlmError as error:
                 if await self.process.exited(within=EXIT_GRACE):
                     raise LlmError(f"the local model's server exited mid-request "
@@ -164,20 +173,8 @@ class LocalProvider:
                                    f"restarts it") from None
                 raise error
 
-    def _sampled(self, adapter: OpenAiProvider) -> OpenAiProvider:
-        """The adapter answering with this request's sampling options, where it set any."""
-        options = {"max_tokens": self.max_tokens, "temperature": self.temperature,
-                   "stop": self.stop}
-        if all(value is None for value in options.values()):
-            return adapter
-        changed = copy.copy(adapter)
-        for name, value in options.items():
-            if value is not None:
-                setattr(changed, name, value)
-        return changed
-
     @asynccontextmanager
-    async def _slot(self):
+    async def _slot(self) -> AsyncIterator[None]:
         """One of the ``parallel`` sequences; waiting for it is logged and counted."""
         if self.slots.locked():
             self.shared.waiting += 1
@@ -198,18 +195,16 @@ class LocalProvider:
         finally:
             self.slots.release()
 
-    async def _openai(self) -> OpenAiProvider:
-        """The OpenAI adapter for the running server (a new one after a restart)."""
-        running = await self.process.running()
-        if self.shared.adapter is None or self.shared.adapter[0] is not running:
-            if self.shared.adapter is not None:
-                await self.shared.adapter[1].aclose()
-            client = openai.AsyncOpenAI(api_key=running.api_key, base_url=f"{running.url}/v1",
-                                        max_retries=0)
-            self.shared.adapter = (running, _Loopback(
-                client, self.process.config.name, self.settings.tg_llm_temperature,
-                self.settings.tg_llm_max_tokens, label="the local model"))
-        return self.shared.adapter[1]
+    def _http(self) -> aiohttp.ClientSession:
+        """A connection per request: llama.cpp closes a keep-alive connection after a
+        stream that reported usage, and a request sent on it then failed ("Can not
+        write request body", every second request). On loopback a connect costs
+        ~0.1 ms."""
+        if self.shared.session is None:
+            self.shared.session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(force_close=True),
+                timeout=aiohttp.ClientTimeout(total=None, sock_connect=10, sock_read=600))
+        return self.shared.session
 
     async def counters(self) -> dict[str, float]:
         """llama.cpp's own counters (``GET /metrics``, without the ``llamacpp:``
@@ -217,8 +212,7 @@ class LocalProvider:
         ``tokens_predicted_total``, ``prompt_tokens_total``, ..."""
         running = await self.process.running()
         headers = {"Authorization": f"Bearer {running.api_key}"}
-        async with aiohttp.ClientSession(headers=headers) as http, \
-                http.get(f"{running.url}/metrics") as response:
+        async with self._http().get(f"{running.url}/metrics", headers=headers) as response:
             response.raise_for_status()
             text = await response.text()
         pairs = (line.split() for line in text.splitlines() if not line.startswith("#"))
@@ -227,22 +221,10 @@ class LocalProvider:
     async def aclose(self) -> None:
         if self._loading is not None:
             self._loading.cancel()
-        if self.shared.adapter is not None:
-            await self.shared.adapter[1].aclose()
+        if self.shared.session is not None:
+            await self.shared.session.close()
+            self.shared.session = None
         await self.process.stop()
-
-
-class _Loopback(OpenAiProvider):
-    """A connection per request: llama.cpp closes a keep-alive connection after a
-    stream that reported usage, and a request sent on it then failed ("Can not write
-    request body", every second request). On loopback a connect costs ~0.1 ms."""
-
-    def _http(self) -> aiohttp.ClientSession:
-        if self._session is None:
-            self._session = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(force_close=True),
-                timeout=aiohttp.ClientTimeout(total=None, sock_connect=10, sock_read=600))
-        return self._session
 
 
 def _start_soon(process: ModelProcess) -> asyncio.Task | None:

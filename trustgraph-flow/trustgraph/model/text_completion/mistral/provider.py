@@ -5,7 +5,7 @@ The ``mistralai`` SDK would cost ~8 ms more CPU per request for the same stream.
 """
 import openai
 
-from ..openai.provider import OpenAiProvider
+from ..openai.provider import Endpoint, OpenAiProvider
 from ..provider import LlmSettings
 
 DEFAULT_MODEL = "mistral-large-latest"
@@ -23,7 +23,7 @@ def make(settings: Settings) -> OpenAiProvider:
     base_url = (settings.mistral_base_url or DEFAULT_BASE_URL).rstrip("/") + "/v1"
     client = openai.AsyncOpenAI(api_key=settings.mistral_api_key or "not-needed",
                                 base_url=base_url, max_retries=0)
-    return OpenAiProvider(client, settings.tg_llm_model or DEFAULT_MODEL,
+    return OpenAiProvider(Endpoint.of(client, label="Mistral"),
+                          settings.tg_llm_model or DEFAULT_MODEL,
                           settings.tg_llm_temperature, settings.tg_llm_max_tokens,
-                          include_usage=False, label="Mistral",
-                          connections=settings.tg_llm_connections)
+                          include_usage=False, connections=settings.tg_llm_connections)

@@ -10,6 +10,8 @@ models costs more again under load (DESIGN §1). Retries are retry.py's.
 """
 import json
 from collections.abc import AsyncGenerator
+from contextlib import AbstractAsyncContextManager, nullcontext
+from dataclasses import dataclass
 
 import aiohttp
 import openai
@@ -36,24 +38,38 @@ def compatible(settings: LlmSettings, base_url: str, api_key: str = "",
     # Local OpenAI-compatible servers need no key, but the SDK insists on one.
     client = openai.AsyncOpenAI(api_key=api_key or "not-needed", base_url=base_url or None,
                                 max_retries=0)
-    return OpenAiProvider(client, settings.tg_llm_model or default_model,
+    return OpenAiProvider(Endpoint.of(client), settings.tg_llm_model or default_model,
                           settings.tg_llm_temperature, settings.tg_llm_max_tokens,
                           connections=settings.tg_llm_connections)
 
 
-class OpenAiProvider:
-    """Any client with the OpenAI chat API shape: ``AsyncOpenAI`` or ``AsyncAzureOpenAI``."""
+@dataclass(frozen=True)
+class Endpoint:
+    """Where a chat completions request goes, and what it carries besides its body."""
+    url: str
+    query: dict[str, str]
+    headers: dict[str, str]
+    label: str  # how errors name the server
 
-    def __init__(self, client: openai.AsyncOpenAI, model: str, temperature: float,
-                 max_tokens: int, include_usage: bool = True, label: str = "",
+    @classmethod
+    def of(cls, client: openai.AsyncOpenAI, label: str = "") -> "Endpoint":
+        """The endpoint ``client`` (``AsyncOpenAI`` or ``AsyncAzureOpenAI``) is set up
+        for: its base URL, Azure's api-version query, its auth headers."""
+        headers = {**client.default_headers, **client.auth_headers}
+        return cls(url=f"{client.base_url}chat/completions",
+                   query={k: v for k, v in client.default_query.items() if isinstance(v, str)},
+                   headers={k: v for k, v in headers.items() if isinstance(v, str)},
+                   label=label or str(client.base_url))
+
+
+class OpenAiProvider:
+    """Any server with the OpenAI chat API, at ``endpoint``."""
+
+    def __init__(self, endpoint: Endpoint, model: str, temperature: float,
+                 max_tokens: int, include_usage: bool = True,
                  connections: int = DEFAULT_CONNECTIONS) -> None:
-        self.client = client
+        self.endpoint = endpoint
         self.connections = connections  # the HTTP pool's size (TG_LLM_CONNECTIONS)
-        self.label = label or str(client.base_url)  # how errors name the server
-        self.url = f"{client.base_url}chat/completions"
-        self.query = {k: v for k, v in client.default_query.items() if isinstance(v, str)}
-        self.headers = {k: v for k, v in {**client.default_headers, **client.auth_headers}.items()
-                        if isinstance(v, str)}
         self._session: aiohttp.ClientSession | None = None  # made inside the running loop
         self.model = model
         self.temperature = temperature
@@ -73,33 +89,39 @@ class OpenAiProvider:
             body["stop"] = self.stop
         if self.stream_options:
             body["stream_options"] = self.stream_options
-        answer, opened = _Answer(self.label, self.model), False
-        try:
-            async with self._http().post(self.url, params=self.query, json=body,
-                                         headers=self.headers) as response:
-                if response.status >= 400:
-                    raise await self._refusal(response)
-                opened = True
-                async for lines in waiting_lines(response.content):
-                    text, failure = answer.read(lines)
-                    if text:  # what came before a failure is still the answer's start
-                        yield text
-                    if failure is not None:
-                        raise failure
-                    if answer.finished:
-                        break
-        except LlmError:
-            raise
-        except aiohttp.ClientConnectionError as error:
-            if not opened:
-                raise LlmError(f"cannot reach {self.label}: {error}") from None
-            raise LlmError(f"LLM stream failed: {type(error).__name__}: {error}") from None
-        except Exception as error:  # the HTTP stream broke mid-way, or sent bad JSON
-            raise LlmError(f"LLM stream failed: {type(error).__name__}: {error}") from None
-        if not answer.finished:  # a server that stops without [DONE] has cut the answer short
-            raise LlmError(f"the stream from {self.label} ended without [DONE]")
-        yield Usage(answer.usage.get("prompt_tokens"), answer.usage.get("completion_tokens"),
-                    answer.model)
+        async with self._turn() as endpoint:
+            answer, opened = _Answer(endpoint.label, self.model), False
+            try:
+                async with self._http().post(endpoint.url, params=endpoint.query, json=body,
+                                             headers=endpoint.headers) as response:
+                    if response.status >= 400:
+                        raise await _refusal(response, endpoint.label)
+                    opened = True
+                    async for lines in waiting_lines(response.content):
+                        text, failure = answer.read(lines)
+                        if text:  # what came before a failure is still the answer's start
+                            yield text
+                        if failure is not None:
+                            raise failure
+                        if answer.finished:
+                            break
+            except LlmError:
+                raise
+            except aiohttp.ClientConnectionError as error:
+                if not opened:
+                    raise LlmError(f"cannot reach {endpoint.label}: {error}") from None
+                raise LlmError(f"LLM stream failed: {type(error).__name__}: {error}") from None
+            except Exception as error:  # the HTTP stream broke mid-way, or sent bad JSON
+                raise LlmError(f"LLM stream failed: {type(error).__name__}: {error}") from None
+            if not answer.finished:  # a server that stops without [DONE] cut the answer short
+                raise LlmError(f"the stream from {endpoint.label} ended without [DONE]")
+            yield Usage(answer.usage.get("prompt_tokens"),
+                        answer.usage.get("completion_tokens"), answer.model)
+
+    def _turn(self) -> AbstractAsyncContextManager[Endpoint]:
+        """The endpoint one request goes to, held for as long as the request lasts
+        (the local provider makes a request wait here for a free sequence)."""
+        return nullcontext(self.endpoint)
 
     def _http(self) -> aiohttp.ClientSession:
         if self._session is None:
@@ -108,19 +130,20 @@ class OpenAiProvider:
                 timeout=aiohttp.ClientTimeout(total=None, sock_connect=10, sock_read=600))
         return self._session
 
-    async def _refusal(self, response: aiohttp.ClientResponse) -> LlmError:
-        text = await response.text()
-        try:
-            message = _error_text(json.loads(text))
-        except ValueError:
-            message = text.strip()[:300]
-        kind = Overloaded if response.status in (429, 503, 529) else LlmError
-        return kind(f"{self.label} answered {response.status}: {message or response.reason}")
-
     async def aclose(self) -> None:
         if self._session is not None:
             await self._session.close()
             self._session = None
+
+
+async def _refusal(response: aiohttp.ClientResponse, label: str) -> LlmError:
+    text = await response.text()
+    try:
+        message = _error_text(json.loads(text))
+    except ValueError:
+        message = text.strip()[:300]
+    kind = Overloaded if response.status in (429, 503, 529) else LlmError
+    return kind(f"{label} answered {response.status}: {message or response.reason}")
 
 
 async def waiting_lines(body: aiohttp.StreamReader) -> AsyncGenerator[list[bytes], None]:
