@@ -9,6 +9,7 @@ import pulsar.asyncio as pulsar_async
 import pytest
 
 from trustgraph.pubsub.bus import MAX_TAKEN
+from trustgraph.pubsub.pulsar_shim import MAX_RECORD_BYTES
 
 BURST = 10 * MAX_TAKEN
 
@@ -43,3 +44,34 @@ async def test_a_failed_post_is_raised_by_the_next_one(bus):
             await producer.post(b"next", {"id": "a"})
             await asyncio.sleep(0.001)
     assert failure.value.error() == pulsar.Result.AlreadyClosed
+
+
+async def test_a_batched_producer_sends_what_one_turn_posted_as_one_batch(bus):
+    """The response topics' producers: posts made in one turn of the event loop leave
+    together when it ends, each arriving whole, in order and with its own
+    properties; a record larger than a batch may hold goes on its own."""
+    topic = f"non-persistent://tg/test/batched-{uuid.uuid4().hex}"
+    received: list[tuple[bytes, dict, int]] = []
+    ended = asyncio.Event()
+
+    async def handler(message):
+        # its place in the batch it came in (0 for the first of each batch)
+        received.append((message.data(), message.properties(),
+                         message.message_id().batch_index()))
+        if message.properties().get("end"):
+            ended.set()
+
+    await bus.consume(topic, "batched", handler)
+    producer = await bus.producer(topic, batched=True)
+    large = b"x" * MAX_RECORD_BYTES
+    sent = [(str(i).encode(), {"seq": str(i)}) for i in range(5)]
+    sent += [(large, {"seq": "5"}), (b"6", {"seq": "6"})]
+    for data, properties in sent:  # nothing suspends: all in one turn
+        await producer.post(data, properties)
+    await producer.send(b"", {"seq": "7", "end": "1"})
+    async with asyncio.timeout(30):
+        await ended.wait()
+    assert [(data, properties) for data, properties, _ in received] == \
+        [*sent, (b"", {"seq": "7", "end": "1"})]
+    # five in one batch; the large record fills one alone; the rest share the last
+    assert [place for _, _, place in received] == [0, 1, 2, 3, 4, 0, 0, 1]

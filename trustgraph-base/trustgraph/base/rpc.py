@@ -331,7 +331,8 @@ class ReplyProducers:
 
     async def reply(self, topic: str, model: type[Response], request_id: str) -> BusReply:
         if topic not in self._producers:
-            self._producers[topic] = asyncio.ensure_future(self._bus.producer(topic))
+            self._producers[topic] = asyncio.ensure_future(
+                self._bus.producer(topic, batched=True))
         try:
             producer = await asyncio.shield(self._producers[topic])
         except Exception:

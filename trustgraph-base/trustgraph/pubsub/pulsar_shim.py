@@ -8,6 +8,8 @@ no Python frame of its own runs per message:
 
 * ``sender``: a producer's send that asks for no receipt (``pulsar.asyncio`` awaits
   every one), given a message built with ``MessageBuilder``;
+* ``flusher``: a producer's flush without awaiting it, for the producers that batch
+  what one turn of the event loop posts (``Bus.producer(..., batched=True)``);
 * ``receiver``: a consumer's receive whose callback may run on the caller's thread
   (``pulsar.asyncio`` settles every message through ``call_soon_threadsafe``);
 * ``Message``: what that receive hands over, used as it is (``data()``,
@@ -61,6 +63,7 @@ check_version()
 Message: TypeAlias = _pulsar.Message
 MessageBuilder: TypeAlias = _pulsar.MessageBuilder
 Send = Callable[[Message, Receipt], None]
+Flush = Callable[[Callable[[pulsar.Result], None]], None]
 Receive = Callable[[Settle], None]
 
 
@@ -69,6 +72,12 @@ def sender(producer: pulsar_async.Producer) -> Send:
     ``receipt(result, message_id)`` on the client's thread when the broker confirms,
     or nothing when it is None."""
     return producer._producer.send_async
+
+
+def flusher(producer: pulsar_async.Producer) -> Flush:
+    """``producer``'s flush without awaiting: ``flush(done)`` sends the batch being
+    filled now, and calls ``done(result)`` on the client's thread once it is sent."""
+    return producer._producer.flush_async
 
 
 def receiver(consumer: pulsar_async.Consumer) -> Receive:
