@@ -1,6 +1,7 @@
 import gc
 
 import pytest
+import pytest_asyncio
 
 from tests.support.openai_server import OpenAiServer
 from trustgraph.pubsub.embedded import EmbeddedBroker, free_port
@@ -17,6 +18,15 @@ def broker(tmp_path_factory):
 
 @pytest.fixture
 async def openai_server():
+    server = await OpenAiServer().start()
+    yield server
+    await server.stop()
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def llm():
+    """A scripted OpenAI-format server shared by a test module's tests (which set
+    its script per test)."""
     server = await OpenAiServer().start()
     yield server
     await server.stop()

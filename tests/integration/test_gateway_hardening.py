@@ -10,25 +10,18 @@ import pytest
 import pytest_asyncio
 
 from tests.support.gateway_rig import MAX_TEXTS, gateway_rig
-from tests.support.openai_server import OpenAiServer, expected_text
+from tests.support.openai_server import expected_text
 from trustgraph.base import Requester
 from trustgraph.gateway.app import Gateway, GatewaySettings
-from trustgraph.pubsub.pulsar_shim import MAX_RECORD_BYTES
 from trustgraph.pubsub import Bus
 from trustgraph.pubsub.embedded import free_port
+from trustgraph.pubsub.pulsar_shim import MAX_RECORD_BYTES
 from trustgraph.schema import TextCompletionRequest, TextCompletionResponse
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 DEADLINE = 30.0
 SURROGATE = "\udfff"
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def llm():
-    server = await OpenAiServer().start()
-    yield server
-    await server.stop()
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")

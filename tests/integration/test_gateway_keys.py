@@ -14,7 +14,6 @@ import pytest
 import pytest_asyncio
 
 from tests.support.cli import tg_command
-from tests.support.openai_server import OpenAiServer
 from trustgraph.base import Processor
 from trustgraph.config.service import SPEC as CONFIG_SPEC
 from trustgraph.config.service import ConfigSettings
@@ -29,13 +28,6 @@ from trustgraph.schema import LIBRARIAN_FLOW
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 DEADLINE = 30.0
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def llm():
-    server = await OpenAiServer().start()
-    yield server
-    await server.stop()
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")

@@ -11,17 +11,17 @@ import asyncio
 import uuid
 
 import aiohttp
+import httpx2
 import pytest
 import pytest_asyncio
 from mcp.client.client import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
-import httpx2
 from tests.support.agent_llm import AgentReplies, final
 from tests.support.gateway_rig import gateway_rig
 from tests.support.mcp_bridge import stdio
-from tests.support.openai_server import PROMPT_TOKENS, OpenAiServer, Script, expected_text
+from tests.support.openai_server import PROMPT_TOKENS, Script, expected_text
 from tests.support.scripted_rag import gateways, wire_sources
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -29,13 +29,6 @@ pytestmark = pytest.mark.asyncio(loop_scope="module")
 DEADLINE = 30.0
 TOOLS = ["ask", "search", "graph_neighbourhood", "lazy_summary", "list_collections",
          "load_text"]
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def llm():
-    server = await OpenAiServer().start()
-    yield server
-    await server.stop()
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")

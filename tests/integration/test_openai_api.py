@@ -17,7 +17,7 @@ import pytest_asyncio
 
 from tests.support.agent_llm import AgentReplies, final, step
 from tests.support.gateway_rig import gateway_rig
-from tests.support.openai_server import PROMPT_TOKENS, OpenAiServer, Script, expected_text
+from tests.support.openai_server import PROMPT_TOKENS, Script, expected_text
 from tests.support.scripted_llm import words
 from tests.support.scripted_rag import gateways, wire_sources
 from tests.support.waiting import eventually
@@ -29,13 +29,6 @@ MODELS = ["llm", "document-rag", "graph-rag", "lazy-rag", "agent"]
 RAG = {"document-rag", "graph-rag", "lazy-rag"}
 AGENT_QUESTION = "Who founded Acme?"
 AGENT_REPLY = final("The graph says so.", "Ann Smith founded Acme.")
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def llm():
-    server = await OpenAiServer().start()
-    yield server
-    await server.stop()
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
