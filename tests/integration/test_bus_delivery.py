@@ -8,8 +8,11 @@ import pulsar
 import pulsar.asyncio as pulsar_async
 import pytest
 
+from trustgraph.base.relay import Delta
+from trustgraph.base.rpc import END, ID, SEQ, ReplyProducers
 from trustgraph.pubsub.bus import MAX_TAKEN
 from trustgraph.pubsub.pulsar_shim import MAX_RECORD_BYTES
+from trustgraph.schema import TextCompletionResponse
 
 BURST = 10 * MAX_TAKEN
 
@@ -75,3 +78,30 @@ async def test_a_batched_producer_sends_what_one_turn_posted_as_one_batch(bus):
         [*sent, (b"", {"seq": "7", "end": "1"})]
     # five in one batch; the large record fills one alone; the rest share the last
     assert [place for _, _, place in received] == [0, 1, 2, 3, 4, 0, 0, 1]
+
+
+async def test_a_reply_goes_unbatched_or_batched_as_asked_and_in_order(bus):
+    """A service answers a request through its reply topic's unbatched producer while
+    it has few requests in hand (``rpc.BATCHED_FROM``), else through the batched one;
+    either way the request's records arrive in order, the last marked."""
+    topic = f"non-persistent://tg/test/replies-{uuid.uuid4().hex}"
+    places: dict[str, list[tuple[str, int]]] = {"lone": [], "busy": []}
+    ended = asyncio.Event()
+
+    async def handler(message):
+        properties = message.properties()
+        places[properties[ID]].append((properties[SEQ], message.message_id().batch_index()))
+        if properties[ID] == "busy" and properties.get(END):
+            ended.set()
+
+    await bus.consume(topic, "replies", handler)
+    replies = ReplyProducers(bus)
+    for request_id, batched in (("lone", False), ("busy", True)):
+        reply = await replies.reply(topic, TextCompletionResponse, request_id, batched)
+        await reply.send(Delta("a"), False)
+        await reply.send(Delta("b"), False)
+        await reply.send(TextCompletionResponse(end_of_stream=True), True)
+    async with asyncio.timeout(30):
+        await ended.wait()
+    assert places["lone"] == [("0", -1), ("1", -1), ("2", -1)]  # -1: not in a batch
+    assert places["busy"] == [("0", 0), ("1", 1), ("2", 2)]

@@ -21,6 +21,7 @@ from ..schema import Error, Record, Response, decode, request_topic
 from .metrics import SLOT_WAIT, WAITING, RequestTimer
 from .relay import Delta
 from .rpc import (
+    BATCHED_FROM,
     ID,
     REPLY_TO,
     TIMING,
@@ -199,8 +200,10 @@ class ServiceRunner:
             return
         if request_id in self._inflight or request_id in self._answered:
             return  # a re-send of a request this process has, or has answered
+        batched = len(self._inflight) >= BATCHED_FROM
         self._take(message.data(), request_id,
-                   partial(self._replies.reply, reply_to, self.service.response, request_id))
+                   partial(self._replies.reply, reply_to, self.service.response, request_id,
+                           batched))
 
     def serve_local(self, data: bytes, request_id: str, reply: Reply) -> asyncio.Task:
         """Serve a request made in this process (``LocalRequester``), answering into
