@@ -151,7 +151,7 @@ class Producer:
     posted as one broker message, flushed as the turn ends: with 128 streams, the
     deltas that arrived together from their LLMs (one epoll wait's worth) leave
     together, and nothing waits for a batch window. That halved the broker's CPU per
-    streamed token (16 → 8 µs); the receiving client splits a batch into its messages.
+    streamed token (16 → 7 µs); the receiving client splits a batch into its messages.
     """
 
     MAX_UNCONFIRMED = 256
