@@ -13,307 +13,32 @@ Corpora: ``stdlib`` (bench.retrieval's docstrings, 363 questions) and ``articles
 and ``description``, not). Vectors and token states are cached in ``--cache``.
 """
 import argparse
-import asyncio
-import math
-import pickle
 import re
-import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-from trustgraph.chunking import DEFAULT_MAX_TOKENS, DEFAULT_OVERLAP, MODEL_LIMIT, chunk_document
-from trustgraph.chunking.context import embedded_text
-from trustgraph.decoding import decode
-from trustgraph.ingest.decoder import token_counter
-from trustgraph.storage.vectors.lexical import STOPWORDS, Fts5Index, LexicalChunk
-
-if TYPE_CHECKING:
-    from trustgraph.embeddings.minilm.provider import MiniLm
-
-USER, COLLECTION = "lab", "lab"
-DEPTH = 10
-
-
-@dataclass(frozen=True)
-class Doc:
-    id: str
-    title: str
-    text: str
-
-
-@dataclass(frozen=True)
-class Query:
-    id: str
-    text: str
-    expected: str  # the document id
-
-
-@dataclass
-class Chunk:
-    id: str
-    document: str
-    title: str
-    text: str
-    embedded: str
-
-
-@dataclass
-class Corpus:
-    name: str
-    docs: list[Doc]
-    sets: dict[str, list[Query]]
-
-
-def stdlib_corpus() -> Corpus:
-    from bench.retrieval import corpus
-    items = corpus(0)
-    return Corpus("stdlib", [Doc(i.id, i.id, i.text) for i in items],
-                  {"summary": [Query(i.id, i.question, i.id) for i in items]})
-
-
-def articles_corpus(count: int = 2000) -> Corpus:
-    from bench.articles import articles
-    items = articles(count)
-    return Corpus("articles", [Doc(a.id, a.title, a.text) for a in items], {
-        "sentence": [Query(a.id, a.question, a.id) for a in items],
-        "description": [Query(a.id, a.description, a.id) for a in items if a.description]})
-
-
-CORPORA: dict[str, Callable[[], Corpus]] = {"stdlib": stdlib_corpus,
-                                            "articles": articles_corpus}
-
-
-def chunks_of(docs: list[Doc]) -> list[Chunk]:
-    counter = token_counter("minilm")
-    chunks = []
-    for doc in docs:
-        decoded = decode(doc.text.encode(), "text/plain")
-        for c in chunk_document(decoded, counter, DEFAULT_MAX_TOKENS, DEFAULT_OVERLAP,
-                                doc.title, MODEL_LIMIT):
-            chunks.append(Chunk(f"{doc.id}/c{c.index}", doc.id, doc.title, c.text,
-                                embedded_text(c.text, list(c.headings), doc.title)))
-    return chunks
-
-
-@dataclass
-class Index:
-    """One corpus's chunks, their vectors, an FTS5 index, and token states on demand."""
-
-    chunks: list[Chunk]
-    vectors: np.ndarray  # of the title-prefixed text, as the chunk stage embeds it
-    raw_vectors: np.ndarray  # of the chunk's own text: the issue's "MiniLM vector-only"
-    folder: Path
-    model: "MiniLm"
-    tokens: dict[int, np.ndarray] = field(default_factory=dict)
-    lexical: dict[str, Fts5Index] = field(default_factory=dict)
-
-    def chunk_tokens(self, rows: Sequence[int]) -> list[np.ndarray]:
-        missing = [r for r in rows if r not in self.tokens]
-        if missing:
-            found = self.model.token_vectors([self.chunks[r].embedded for r in missing])
-            for row, states in zip(missing, found, strict=True):
-                self.tokens[row] = states.astype(np.float16)
-        return [self.tokens[r].astype(np.float32) for r in rows]
-
-    def fts(self, weights: dict[str, float] | None = None) -> Fts5Index:
-        """An index with these BM25 column weights (one SQLite file per setting)."""
-        key = repr(sorted((weights or {}).items()))
-        if key not in self.lexical:
-            path = self.folder / f"lexical-{len(self.lexical)}.sqlite"
-            index = Fts5Index(path, weights)
-            asyncio.run(index.upsert(USER, COLLECTION, [
-                LexicalChunk(c.id, c.document, c.text, c.title) for c in self.chunks]))
-            self.lexical[key] = index
-        return self.lexical[key]
-
-
-def build(corpus: Corpus, cache: Path, folder: Path) -> Index:
-    from trustgraph.embeddings.minilm.provider import MiniLm
-    model = MiniLm()
-    chunks = chunks_of(corpus.docs)
-    path = cache / f"{corpus.name}-{len(chunks)}-v2.pickle"
-    if path.exists():
-        vectors, raw, tokens = pickle.loads(path.read_bytes())
-    else:
-        started = time.perf_counter()
-        vectors = model.embed([c.embedded for c in chunks])
-        raw, tokens = model.embed([c.text for c in chunks]), {}
-        print(f"{corpus.name}: {len(chunks)} chunks embedded twice in "
-              f"{time.perf_counter() - started:.0f} s", file=sys.stderr)
-    return Index(chunks, vectors, raw, folder, model, tokens)
-
-
-def save(index: Index, corpus: Corpus, cache: Path) -> None:
-    cache.mkdir(parents=True, exist_ok=True)
-    path = cache / f"{corpus.name}-{len(index.chunks)}-v2.pickle"
-    path.write_bytes(pickle.dumps((index.vectors, index.raw_vectors, index.tokens)))
-
-
-# -- rankings: (chunk row, score) best first ------------------------------------------
-
-Ranked = list[tuple[int, float]]
-
-
-@dataclass
-class Asked:
-    """One question's first-stage rankings, deep enough for every setting."""
-
-    query: Query
-    vector: np.ndarray  # the question's vector
-    dense: Ranked
-    raw: Ranked  # over the vectors of the chunks' own text
-    lexical: dict[str, Ranked]  # per BM25 weight setting
-
-
-def dense_ranking(index: Index, vector: np.ndarray, depth: int,
-                  vectors: np.ndarray | None = None) -> Ranked:
-    scores = (index.vectors if vectors is None else vectors) @ vector
-    top = np.argsort(-scores)[:depth]
-    return [(int(r), float(scores[r])) for r in top]
-
-
-def lexical_ranking(index: Index, text: str, depth: int,
-                    weights: dict[str, float] | None = None) -> Ranked:
-    rows = {c.id: n for n, c in enumerate(index.chunks)}
-    found = asyncio.run(index.fts(weights).search(USER, COLLECTION, text, depth))
-    return [(rows[m.chunk_id], m.score) for m in found]
-
-
-def doc_rank(index: Index, ranking: Sequence[int], expected: str) -> int | None:
-    """The rank of the expected document among the documents of these chunks (each
-    once, first place), within ``DEPTH``."""
-    docs = list(dict.fromkeys(index.chunks[r].document for r in ranking))[:DEPTH]
-    return docs.index(expected) + 1 if expected in docs else None
-
-
-def scores_of(ranks: list[int | None]) -> dict[str, float]:
-    n = len(ranks)
-    return {"R@1": sum(1 for r in ranks if r == 1) / n,
-            "R@5": sum(1 for r in ranks if r is not None and r <= 5) / n,
-            "R@10": sum(1 for r in ranks if r is not None) / n,
-            "MRR": sum(1 / r for r in ranks if r is not None) / n}
-
-
-# -- fusion ------------------------------------------------------------------------
-
-def rrf(rankings: Sequence[tuple[Ranked, float]], k: float) -> list[int]:
-    fused: dict[int, float] = {}
-    for ranking, weight in rankings:
-        for rank, (row, _) in enumerate(ranking, 1):
-            fused[row] = fused.get(row, 0.0) + weight / (k + rank)
-    return sorted(fused, key=lambda r: -fused[r])
-
-
-def normalised(ranking: Ranked, how: str) -> dict[int, float]:
-    if not ranking:
-        return {}
-    values = np.array([s for _, s in ranking])
-    if how == "minmax":
-        low, high = values.min(), values.max()
-        scaled = (values - low) / (high - low) if high > low else np.ones_like(values)
-    elif how == "z":
-        spread = values.std() or 1.0
-        scaled = (values - values.mean()) / spread
-    elif how == "max":  # divided by the best: 0 stays 0 (BM25), keeps the spread
-        scaled = values / (values.max() or 1.0)
-    else:
-        raise ValueError(how)
-    return {row: float(v) for (row, _), v in zip(ranking, scaled, strict=True)}
-
-
-def comb(rankings: Sequence[tuple[Ranked, float]], how: str, mnz: bool = False,
-         floor: str = "zero") -> dict[int, float]:
-    """CombSUM (or CombMNZ) of normalised scores; an item a ranking misses scores
-    0 there (``floor='zero'``) or that ranking's lowest (``'min'``)."""
-    parts = [(normalised(r, how), w) for r, w in rankings]
-    rows = {row for scores, _ in parts for row in scores}
-    fused = {}
-    for row in rows:
-        total, hits = 0.0, 0
-        for scores, weight in parts:
-            if row in scores:
-                total, hits = total + weight * scores[row], hits + 1
-            elif floor == "min" and scores:
-                total += weight * min(scores.values())
-        fused[row] = total * (hits if mnz else 1)
-    return fused
-
-
-def order(scores: dict[int, float]) -> list[int]:
-    return sorted(scores, key=lambda r: -scores[r])
-
-
-def by_document(index: Index, scores: dict[int, float], how: str) -> list[int]:
-    """Chunks in the order of their documents' scores (document-level fusion): a
-    document scores its best chunk ("max"), or the sum of its chunks ("sum")."""
-    docs: dict[str, list[float]] = {}
-    for row, score in scores.items():
-        docs.setdefault(index.chunks[row].document, []).append(score)
-    value = {d: (max(v) if how == "max" else sum(v)) for d, v in docs.items()}
-    return sorted(scores, key=lambda r: (-value[index.chunks[r].document], -scores[r]))
-
-
-# -- late interaction ---------------------------------------------------------------
-
-def maxsim(query: np.ndarray, doc: np.ndarray) -> float:
-    """ColBERT's MaxSim: each query token's best cosine among the document's tokens,
-    averaged over the query tokens."""
-    if not len(query) or not len(doc):
-        return 0.0
-    return float((query @ doc.T).max(axis=1).mean())
-
-
-def maxsim_rerank(index: Index, query_tokens: np.ndarray, candidates: list[int],
-                  top: int, blend: float | None) -> list[int]:
-    """The first ``top`` candidates reordered by MaxSim (``blend`` None), or by RRF of
-    their MaxSim rank and their first-stage rank (k 60) with MaxSim weighted
-    ``blend``; the rest after them."""
-    head = candidates[:top]
-    tokens = index.chunk_tokens(head)
-    sims = [maxsim(query_tokens, t) for t in tokens]
-    if blend is None:
-        ordered = [head[i] for i in np.argsort(-np.array(sims), kind="stable")]
-    else:
-        by_sim = {head[i]: rank for rank, i in enumerate(np.argsort(-np.array(sims),
-                                                                      kind="stable"), 1)}
-        score = {row: 1 / (60 + place) + blend / (60 + by_sim[row])
-                 for place, row in enumerate(head, 1)}
-        ordered = sorted(head, key=lambda r: -score[r])
-    return ordered + candidates[top:]
-
-
-# -- pseudo-relevance feedback --------------------------------------------------------
-
-def dense_prf(index: Index, asked: Asked, top: int, beta: float, depth: int) -> Ranked:
-    """Rocchio on the vectors: the question's vector plus ``beta`` × the mean of its
-    ``top`` nearest chunks' vectors, searched again."""
-    rows = [r for r, _ in asked.dense[:top]]
-    moved = asked.vector + beta * index.vectors[rows].mean(axis=0)
-    return dense_ranking(index, moved / np.linalg.norm(moved), depth)
-
-
-def lexical_prf(index: Index, asked: Asked, top: int, terms: int, depth: int,
-                document_frequency: dict[str, int]) -> Ranked:
-    """RM3-like on the words: the ``terms`` words of the first ``top`` lexical
-    chunks with the best tf·idf, added to the question, searched again."""
-    counts: dict[str, float] = {}
-    n = len(index.chunks)
-    for row, _ in asked.lexical["default"][:top]:
-        words = [w for w in re.findall(r"[a-z][a-z0-9]+", index.chunks[row].text.lower())
-                 if w not in STOPWORDS]
-        for word in set(words):
-            counts[word] = counts.get(word, 0) + words.count(word) / len(words) * \
-                math.log(n / (1 + document_frequency.get(word, 0)))
-    extra = sorted(counts, key=lambda w: -counts[w])[:terms]
-    return lexical_ranking(index, f"{asked.query.text} {' '.join(extra)}", depth)
-
+from bench.lab_corpus import CORPORA, Corpus, Index, Query, build, save
+from bench.lab_ranking import (
+    Asked,
+    Ranked,
+    by_document,
+    comb,
+    dense_prf,
+    dense_ranking,
+    doc_rank,
+    lexical_prf,
+    lexical_ranking,
+    maxsim,
+    maxsim_rerank,
+    order,
+    rrf,
+    scores_of,
+)
 
 # -- the settings compared ------------------------------------------------------------
 

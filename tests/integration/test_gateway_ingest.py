@@ -17,7 +17,7 @@ from tests.support.ingest_stack import DEADLINE, IngestStack, ask, vector_of
 from tests.support.topic import Topic
 from tests.support.waiting import eventually, signalled
 from trustgraph.api import AsyncTrustGraph, TrustGraphError
-from trustgraph.api.async_client import SINGLE_LOAD_BYTES
+from trustgraph.api.library import SINGLE_LOAD_BYTES
 from trustgraph.schema import (
     LIBRARIAN_FLOW,
     Chunk,
