@@ -3,14 +3,10 @@ the first search, its worker's replies, restarts and crash repair."""
 import asyncio
 import logging
 
-import pytest
-
 from tests.support.vector_points import vec
 from trustgraph.storage.vectors import edge_shards
 from trustgraph.storage.vectors.qdrant_edge import EdgeBackend
 from trustgraph.storage.vectors.store import Point, Space
-
-pytestmark = pytest.mark.filterwarnings("ignore:Payload indexes have no effect")
 
 
 async def test_edge_indexes_aside_and_keeps_the_writes_made_meanwhile(shard_dir, caplog):

@@ -1,6 +1,5 @@
 """The model that embedded a scope's vectors (its stamp, refusals, re-embedding) and
 paging through a space, on every vector backend."""
-
 import pytest
 
 from tests.support.vector_points import DIM, I, chunk, vec

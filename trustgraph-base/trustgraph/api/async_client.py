@@ -2,7 +2,7 @@
 
 The transport (``GatewaySocket``) does requests in general; each service below is a
 few lines saying what its request holds (built with ``wire``'s helpers) and where its
-answer's text is.
+answer's text is. The library and store calls are ``library.py``'s, inherited.
 """
 from collections.abc import (
     AsyncGenerator,
