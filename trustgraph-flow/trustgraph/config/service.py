@@ -9,11 +9,20 @@ Operations are listed in ``trustgraph.schema.config`` and ``trustgraph.schema.ke
 """
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from pydantic import field_validator
 
-from trustgraph.base import BadRequest, Context, ProcessorSettings, ProcessorSpec, Runtime, Service
+from trustgraph.base import (
+    BadRequest,
+    Context,
+    Handler,
+    ProcessorSettings,
+    ProcessorSpec,
+    Runtime,
+    Service,
+)
 from trustgraph.schema import (
     CONFIG_FLOW,
     CONFIG_NOTIFY_TOPIC,
@@ -47,7 +56,8 @@ def _need(condition: object, message: str) -> None:
         raise BadRequest(message)
 
 
-def config_handler(store: ConfigStore, notify):
+def config_handler(store: ConfigStore, notify: Callable[[int, list[str]], Awaitable[None]]
+                   ) -> Handler[ConfigRequest, ConfigResponse]:
     """``notify(version, types)`` is awaited after every change."""
 
     def run(request: ConfigRequest) -> tuple[ConfigResponse, list[str]]:
@@ -83,6 +93,7 @@ def config_handler(store: ConfigStore, notify):
         response, changed = await asyncio.to_thread(run, request)
         response.end_of_stream = True
         if changed:
+            assert response.version is not None  # a change always answers with its version
             log.info("id=%s %s %s -> version %d", ctx.id, request.operation,
                      ",".join(sorted(set(changed))), response.version)
             await notify(response.version, changed)
@@ -91,7 +102,8 @@ def config_handler(store: ConfigStore, notify):
     return handle
 
 
-def keys_handler(store: KeyStore, notify):
+def keys_handler(store: KeyStore, notify: Callable[[], Awaitable[None]]
+                 ) -> Handler[KeysRequest, KeysResponse]:
     """``notify()`` is awaited after every change to users or keys (not after
     ``record-use``: how keys are used changes nothing a gateway checks)."""
 

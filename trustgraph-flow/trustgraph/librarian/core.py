@@ -7,14 +7,14 @@ import run again changes nothing.
 """
 import asyncio
 
-from trustgraph.base import BadRequest, Context, Service
+from trustgraph.base import BadRequest, Context, Handler, Service
 from trustgraph.schema import DocumentMetadata
 from trustgraph.schema.cores import CoreDocument, CoreRequest, CoreResponse, lines, rows_of
 
 from .store import LibraryStore
 
 
-def core_documents_handler(store: LibraryStore):
+def core_documents_handler(store: LibraryStore) -> Handler[CoreRequest, CoreResponse]:
     async def handle(request: CoreRequest, ctx: Context) -> CoreResponse:
         if request.part != "documents":
             raise BadRequest(f"core-documents holds documents, not {request.part}")

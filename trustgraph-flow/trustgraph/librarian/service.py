@@ -36,8 +36,10 @@ from trustgraph.base import (
     HandledError,
     ProcessorSettings,
     ProcessorSpec,
+    Relay,
     Runtime,
     Service,
+    Yielded,
 )
 from trustgraph.decoding import MARKDOWN, PDF, PLAIN, guess_kind
 from trustgraph.pubsub.pulsar_shim import MAX_RECORD_BYTES
@@ -188,7 +190,7 @@ class Library:
                  request.id, request.user, request.collection, kind, len(content), ctx.flow)
 
     async def librarian(self, request: LibrarianRequest, ctx: Context
-                        ) -> AsyncIterator[LibrarianResponse | AsyncIterator[LibrarianResponse]]:
+                        ) -> AsyncIterator[Yielded[LibrarianResponse]]:
         user, collection, id = request.user, request.collection, request.document_id
         if request.operation == "list-collections":
             if not user:
@@ -199,7 +201,7 @@ class Library:
         if request.operation == "list-documents":
             if not user or not collection:
                 raise BadRequest("user and collection must not be empty")
-            yield self._listing(user, collection, request.streaming)  # its pages, in turn
+            yield Relay(self._listing(user, collection, request.streaming))  # its pages
             return
         if request.operation in ("upload-part", "complete-upload"):
             if not request.upload_id:

@@ -8,7 +8,7 @@ core carries the entity vectors).
 """
 import logging
 
-from trustgraph.base import BadRequest, Context, Service
+from trustgraph.base import BadRequest, Context, Handler, Service
 from trustgraph.schema.cores import CoreRequest, CoreResponse, CoreTriple, lines, rows_of
 
 from ..core_pages import fitting_page
@@ -17,7 +17,7 @@ from .store import TriplesStore
 log = logging.getLogger(__name__)
 
 
-def core_triples_handler(store: TriplesStore):
+def core_triples_handler(store: TriplesStore) -> Handler[CoreRequest, CoreResponse]:
     async def handle(request: CoreRequest, ctx: Context) -> CoreResponse:
         if request.part != "triples":
             raise BadRequest(f"core-triples holds triples, not {request.part}")

@@ -12,7 +12,7 @@ into an unstamped one stamps it with the core's.
 import logging
 import uuid
 
-from trustgraph.base import BadRequest, Context, HandledError, Service
+from trustgraph.base import BadRequest, Context, HandledError, Handler, Service
 from trustgraph.schema import Term
 from trustgraph.schema.cores import (
     CoreChunk,
@@ -35,7 +35,7 @@ log = logging.getLogger(__name__)
 KINDS = {"chunks": CHUNKS, "entities": ENTITIES}
 
 
-def core_vectors_handler(store: VectorStore):
+def core_vectors_handler(store: VectorStore) -> Handler[CoreRequest, CoreResponse]:
     async def handle(request: CoreRequest, ctx: Context) -> CoreResponse:
         if request.part not in KINDS:
             raise BadRequest(f"core-vectors holds chunks and entities, not {request.part}")
