@@ -91,7 +91,7 @@ def chunk_stage(settings: EmbeddingStageSettings) -> StageHandler[Chunk]:
     per_request = settings.tg_embeddings_request_texts
     collectors: dict[str, Collector] = {}  # per flow: each has its embeddings service
 
-    def collector(ctx) -> Collector:
+    def collector(ctx: StageContext) -> Collector:
         if ctx.flow not in collectors:
             async def send(texts: list[str]) -> list[tuple[list[float], str]]:
                 vectors, model = await embed(await ctx.clients.get("embeddings"), texts,
