@@ -1,7 +1,7 @@
 """The serving side of a request/response service, and the contract of its handler.
 
-A service is declared as a ``Service[Req, Resp]`` (name, record types, handler). A
-handler takes the request record and a ``Context`` and either
+A service is declared as ``Service(name, Req, Resp, handler)``. Its handler, a
+``Handler[Req, Resp]``, takes the request record and a ``Context`` and either
 
 * returns one ``Resp`` record (a non-streaming answer), or ``Relay(stream)``; or
 * is an async generator yielding ``Resp`` records, ``Delta``s (its answer's text,

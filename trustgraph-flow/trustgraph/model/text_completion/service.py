@@ -23,6 +23,7 @@ from .retry import Retrying
 
 log = logging.getLogger(__name__)
 
+
 def options_of(request: TextCompletionRequest) -> Options:
     """What ``request`` asks of the provider besides its text: its ``model`` and its
     sampling options (unset: the provider's settings)."""
