@@ -17,6 +17,7 @@ from ..pubsub import DEFAULT_PULSAR_URL
 from .config_client import CONFIG_WAIT
 from .rpc import TIMING
 
+
 def _comma_separated(value: object) -> object:
     if isinstance(value, str):
         return [v.strip() for v in value.split(",") if v.strip()]
