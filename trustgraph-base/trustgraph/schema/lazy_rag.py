@@ -29,13 +29,19 @@ MAX_LAZY_ENTITIES = 200
 MAX_LAZY_HOPS = 5
 
 
-class LazyRagOptions(BaseModel):
-    """LazyRAG's settings (``LAZY_RAG_*``): the processor runs with them, and the
-    gateway's settings include them too (it turns LazyRAG's routes off with
-    ``LAZY_RAG_ENABLED``, and reports them while no processor answers)."""
+class LazyRagSwitch(BaseModel):
+    """``LAZY_RAG_ENABLED``, the one switch that turns LazyRAG off: tg-start reads it
+    (and leaves the processor out), the processor (and refuses to start), the gateway
+    (and answers LazyRAG's routes 404). A mixin of their settings models."""
 
-    # False: ``tg-start`` leaves the processor out, the gateway answers 404.
     lazy_rag_enabled: bool = True
+
+
+class LazyRagOptions(LazyRagSwitch):
+    """LazyRAG's settings (``LAZY_RAG_*``): the processor runs with them, and the
+    gateway's settings include them too (it turns LazyRAG's routes off with the
+    switch, and reports them while no processor answers)."""
+
     lazy_rag_max_hops: int = Field(2, ge=1, le=MAX_LAZY_HOPS)
     lazy_rag_max_entities: int = Field(50, ge=1, le=MAX_LAZY_ENTITIES)
     lazy_rag_use_communities: bool = True

@@ -16,8 +16,6 @@ import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
-from pydantic import Field
-
 from trustgraph.base import (
     BadRequest,
     Context,
@@ -46,9 +44,8 @@ NAME = "prompt"
 
 
 class PromptSettings(ProcessorSettings):
-    tg_config_wait: float = Field(10.0, description=(
-        "seconds start-up waits for the config service before serving the shipped "
-        "templates (config is read as soon as it announces itself)"))
+    """The templates are config (``TG_CONFIG_WAIT``: how long start-up waits for it
+    before serving the shipped ones)."""
 
 
 def request_variables(request: PromptRequest) -> dict[str, Any]:
