@@ -40,6 +40,7 @@ class Reader:
         self._ends = model.run_end
         self._progress = model.progress_field
         self._end = model.end_field
+        self._found_later = "sources" in model.model_fields  # records may carry sources
 
     def read(self, record: dict[str, Any], final: bool | None = None) -> list[Event]:
         """The events one record says, in order. ``final``: it is the answer's last
@@ -50,19 +51,21 @@ class Reader:
             self.usage.add(Usage.of(record))
         if self._progress is not None and (message := record.get(self._progress)) is not None:
             return [Progress(message)]
+        if final is None:
+            final = bool(record.get(self._end))
         events: list[Event] = []
         if not self.opened:
             events.append(self._open(record))
-        elif not self._sources and (sources := record.get("sources")):
+        elif self._found_later and not self._sources and (sources := record.get("sources")):
             self._sources = sources  # evidence found on the way (the agent's ``ask``)
-            if not (record.get(self._end) if final is None else final):
+            if not final:
                 events.append(Sources(sources))
         piece = self._piece(record) if self._kind is None else self._kinded(record)
         if piece is not None:
             events.append(piece)
             if type(piece) is Failed:
                 return events
-        if record.get(self._end) if final is None else final:
+        if final:
             done = self._done(record)
             events.append(Failed(done.failure) if self.text_only and done.failure else done)
         return events
@@ -70,10 +73,10 @@ class Reader:
     def _piece(self, record: dict[str, Any]) -> Text | None:
         """A service that streams one kind of text: a delta (its ``delta_marks``, if
         any, say so) or, in a record that is no delta, the whole text."""
-        if all(record.get(key) == value for key, value in self._marks):
-            text = record.get(self._delta) if self._delta else None
-        else:
+        if self._marks and not all(record.get(key) == value for key, value in self._marks):
             text = record.get(self._whole) if self._whole else None
+        else:
+            text = record.get(self._delta) if self._delta else None
         return Text(text) if text else None
 
     def _kinded(self, record: dict[str, Any]) -> Text | Step | Failed | None:

@@ -6,7 +6,7 @@ Whose data a request reads and writes comes from the caller's credential, never 
 the request body (DESIGN §6): the core's client fills each request's ``user`` from
 the caller and checks the caller's role against the service (``core/access.py``).
 """
-from collections.abc import AsyncGenerator, AsyncIterable, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import aclosing
 from typing import Any
 
@@ -14,7 +14,7 @@ from pydantic_core import from_json
 
 from trustgraph.answers import Event, Failed, Reader
 from trustgraph.base import ServiceError
-from trustgraph.schema import Response
+from trustgraph.schema import Error
 
 from ..core import Caller, Dispatcher, Frame
 from .collected import Collected
@@ -24,44 +24,57 @@ Render = Callable[[list[Event]], bytes]  # a batch of events as the bytes an API
 
 def ask(client: Dispatcher, caller: Caller, service: str, flow: str,
         request: dict[str, Any], request_id: str | None = None, text_only: bool = False
-        ) -> tuple[AsyncGenerator[list[Event], None], type[Response]]:
-    """``service``'s answer to ``request`` on behalf of ``caller``, as batches of
-    events (``read``), and its response model; closing the events cancels the
-    request. ``text_only``: the API shows only the text, so an answer whose text
-    failed is a failure (``Reader``). A bad request, an unknown flow or a service
-    turned off raise here, before any frame."""
+        ) -> tuple[AsyncGenerator[list[Frame], None], Reader]:
+    """``service``'s answer to ``request`` on behalf of ``caller``: its batches of
+    frames, to be read as events (``read``, ``rendered``) by the reader given, which
+    knows its response model (``reader.model``); closing them cancels the request.
+    ``text_only``: the API shows only the text, so an answer whose text failed is a
+    failure (``Reader``). A bad request, an unknown flow or a service turned off
+    raise here, before any frame."""
     row = client.resolve(service, flow)
     record = client.prepare(row, request, where="")
     frames = client.frames(row, flow, record, request_id, caller=caller)
-    return read(frames, Reader(row.response_model, text_only)), row.response_model
+    return frames, Reader(row.response_model, text_only)
+
+
+def events_of(batch: list[Frame], reader: Reader) -> tuple[list[Event], Error | None]:
+    """A batch of an answer's frames as its events (one decode per record), and the
+    service's error if it ended with one (after the events that came before it in the
+    batch: deltas waiting while the gateway was busy)."""
+    events: list[Event] = []
+    for data, final in batch:
+        events += reader.read(from_json(data), final)
+    if events and type(last := events[-1]) is Failed:
+        return events[:-1], last.error
+    return events, None
 
 
 async def read(frames: AsyncGenerator[list[Frame], None], reader: Reader
                ) -> AsyncGenerator[list[Event], None]:
-    """Batches of an answer's frames as batches of its events: one decode per record.
-    The service's error raises ``ServiceError``, after the events that came before it
-    in the same batch (deltas waiting while the gateway was busy). Closing this
-    closes ``frames``, which cancels the request."""
+    """An answer's batches of frames as batches of events; the service's error raises
+    ``ServiceError`` after the events before it. Closing this closes ``frames``, which
+    cancels the request."""
     async with aclosing(frames) as batches:
         async for batch in batches:
-            events: list[Event] = []
-            for data, final in batch:
-                events += reader.read(from_json(data), final)
-            if events and type(last := events[-1]) is Failed:
-                if len(events) > 1:
-                    yield events[:-1]
-                raise ServiceError(last.error)
+            events, error = events_of(batch, reader)
             if events:
                 yield events
+            if error is not None:
+                raise ServiceError(error)
 
 
-async def rendered(answer: AsyncIterable[list[Event]], render: Render
-                   ) -> AsyncGenerator[list[Frame], None]:
-    """Each batch of events as one frame of what an API sends; a batch that renders
-    to nothing (progress an API does not show) sends nothing."""
-    async for events in answer:
-        if data := render(events):
-            yield [(data, False)]
+async def rendered(frames: AsyncGenerator[list[Frame], None], reader: Reader,
+                   render: Render) -> AsyncGenerator[list[Frame], None]:
+    """As ``read``, each batch of events rendered into one frame of what an API sends
+    (one pass per batch: the token path); a batch that renders to nothing (progress
+    an API does not show) sends nothing."""
+    async with aclosing(frames) as batches:
+        async for batch in batches:
+            events, error = events_of(batch, reader)
+            if events and (data := render(events)):
+                yield [(data, False)]
+            if error is not None:
+                raise ServiceError(error)
 
 
 async def collected(answer: AsyncGenerator[list[Event], None],

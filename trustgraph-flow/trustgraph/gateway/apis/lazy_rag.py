@@ -107,8 +107,8 @@ class _Expansion(BaseModel):
     query: str
 
 
-# With the records' result fields (the subgraph, the confidence, what is missing, and
-# ``summary_error``), as the records declare them.
+# With the records' result fields as they declare them: the subgraph, the confidence,
+# what is missing (and the answer's ``summary_error``).
 LazyAnswer = with_result(_Answer, LazyRagResponse, "LazyAnswer")
 LazyExpansion = with_result(_Expansion, LazyRagExpandResponse, "LazyExpansion")
 

@@ -105,36 +105,28 @@ class CollectedAgentAnswer(_Line):
 
 
 @cache
-def with_result(line: type[M], model: type[Response], name: str) -> type[M]:
+def with_result(line: type[M], model: type[Response], name: str | None = None) -> type[M]:
     """``line`` with the result fields of ``model`` (each always there, null when the
-    service left it unset), named ``name``. Made once per line and model, so every
-    API shows the same model."""
+    service left it unset), as ``name`` (default: ``LazyRagDoneLine`` for ``DoneLine``
+    and ``LazyRagResponse``); ``line`` itself for a model with no result. Made once per
+    line and model, so every API shows the same model."""
+    if not model.result_fields:
+        return line
     fields: dict[str, Any] = {field: (model.model_fields[field].annotation, ...)
                               for field in model.result_fields}
+    name = name or model.__name__.removesuffix("Response") + line.__name__
     return cast(type[M], create_model(name, __base__=line, **fields))
 
 
-def _named(model: type[Response], what: str) -> str:
-    return model.__name__.removesuffix("Response") + what  # LazyRagDoneLine, ...
-
-
-def result_model(model: type[Response]) -> type[_Line]:
-    """The result fields of ``model`` alone, as a model (LazyRAG's subgraph, ...)."""
-    return with_result(_Line, model, _named(model, "Result"))
-
-
 def done_model(model: type[Response]) -> type[_Line]:
-    """The ``done`` line of an answer of ``model``: with its result, if it has one."""
-    return with_result(DoneLine, model, _named(model, "DoneLine")) \
-        if model.result_fields else DoneLine
+    """The ``done`` line of an answer of ``model``."""
+    return with_result(DoneLine, model)
 
 
 def collected_model(model: type[Response]) -> type[_Line]:
     """What ``stream: false`` answers for a service answering with ``model``: with
     its steps when it takes steps (the agent), and its result when it has one."""
-    base = CollectedAgentAnswer if model.step_kinds else CollectedAnswer
-    return with_result(base, model, _named(model, base.__name__)) \
-        if model.result_fields else base
+    return with_result(CollectedAgentAnswer if model.step_kinds else CollectedAnswer, model)
 
 
 class Template:
@@ -173,7 +165,10 @@ class Lines:
                 if event.delta or event.tool is not None:
                     lines.append(self._step(event))
             elif type(event) is Opened:
-                lines.append(_shown(MetadataLine, metadata(event, self.request_id)))
+                lines.append(_shown(MetadataLine, {
+                    "type": "metadata", "sources": event.sources or [],
+                    "optimized_query": event.optimized_query,
+                    "subqueries": event.subqueries, "request_id": self.request_id}))
             elif type(event) is Progress:
                 lines.append(_shown(ProgressLine, {"type": "progress",
                                                    "message": event.message}))
@@ -193,12 +188,6 @@ class Lines:
         if done.session_id is not None:
             line["session_id"] = done.session_id
         return line
-
-
-def metadata(opened: Opened, request_id: str) -> dict[str, Any]:
-    return {"type": "metadata", "sources": opened.sources or [],
-            "optimized_query": opened.optimized_query, "subqueries": opened.subqueries,
-            "request_id": request_id}
 
 
 def collected_answer(whole: Collected, model: type[Response], request_id: str

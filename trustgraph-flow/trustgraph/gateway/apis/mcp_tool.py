@@ -12,7 +12,7 @@ from trustgraph.answers import Event, Progress, Step, Text
 from trustgraph.schema import Role, Usage
 
 from ..core import Caller, Dispatcher, allowed
-from .asking import answer, ask, collected
+from .asking import answer, ask, collected, read
 from .collected import Collected
 
 
@@ -31,9 +31,9 @@ class Call:
         """``service``'s whole answer (asked to stream), told to the host as it comes:
         what retrieval is doing, the agent's actions, the text. ``text_only``: an
         answer whose text failed is a failure (``Reader``)."""
-        events, _ = ask(self.client, self.caller, service, self.flow,
-                        {**request, "streaming": True}, text_only=text_only)
-        return await collected(events, self._tell)
+        frames, reader = ask(self.client, self.caller, service, self.flow,
+                             {**request, "streaming": True}, text_only=text_only)
+        return await collected(read(frames, reader), self._tell)
 
     async def final(self, service: str, request: dict[str, Any]) -> dict[str, Any]:
         """The one record of a service that answers once (``asking.answer``)."""

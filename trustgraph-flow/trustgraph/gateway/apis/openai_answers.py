@@ -81,14 +81,17 @@ class Completion:
     as the answer-stream API's step lines)."""
 
     def __init__(self, events: Events, model: type[Response], usage: Usage,
-                 citations: bool = False, extra: dict[str, Any] | None = None) -> None:
+                 citations: bool = False, extra: dict[str, Any] | None = None,
+                 streaming: bool = True) -> None:
         self.events = events
         self.usage = usage  # what was spent before the service was asked (a rewrite)
         self.citations = citations
         self.sources_first = "sources" in model.opening
         self.brief = model.brief_fields
         self.takes_steps = bool(model.step_kinds)
-        self.whole = Collected()
+        # What the collected completion needs (the text, the steps): kept only when it
+        # is wanted, not per delta of a stream.
+        self.whole = None if streaming else Collected()
         self.reasoning: list[str] = []
         self.cited = ""
         # Beyond OpenAI's fields: on the first chunk (streamed) or the completion ...
@@ -97,7 +100,8 @@ class Completion:
         self._ended = True  # the last message ended: the next reasoning starts anew
 
     def render(self, events: list[Event]) -> bytes:
-        self.whole.add(events)
+        if self.whole is not None:
+            self.whole.add(events)
         chunks: list[bytes] = []
         for event in events:
             if type(event) is Text:
@@ -118,8 +122,9 @@ class Completion:
         return b"".join(chunks)
 
     def collected(self) -> dict[str, Any]:
-        """The completion as one ``chat.completion`` object."""
-        message: dict[str, Any] = {"role": "assistant", "content": self.whole.text + self.cited}
+        """The completion as one ``chat.completion`` object (``streaming`` false)."""
+        whole = self.whole or Collected()
+        message: dict[str, Any] = {"role": "assistant", "content": whole.text + self.cited}
         if self.reasoning:
             message["reasoning_content"] = "".join(self.reasoning)
         choice = {"index": 0, "message": message, "logprobs": None, "finish_reason": "stop"}
@@ -128,7 +133,7 @@ class Completion:
         if self.takes_steps:
             completion["agent_steps"] = [{"chunk_type": step.kind, "content": step.delta,
                                           **_action(step)}
-                                         for step in self.whole.steps if step.kind != "thought"]
+                                         for step in whole.steps if step.kind != "thought"]
         return completion
 
     def _opened(self, opened: Opened) -> list[bytes]:

@@ -49,7 +49,7 @@ from ..core import (
     streamed,
     validation_message,
 )
-from .asking import answer, ask, collected, rendered
+from .asking import answer, ask, collected, read, rendered
 from .openai_answers import Completion, Events, dumps
 
 PREFIXES = ("/v1", "/api/v1/openai")
@@ -253,16 +253,16 @@ class OpenAiApi:
                                                       talk)
         request_id = new_request_id()
         # Only the text is shown: an answer whose text failed is a failure.
-        answer_events, answered_with = ask(self.core.client, caller, model.service, flow,
-                                           asked, request_id, text_only=True)
+        frames, reader = ask(self.core.client, caller, model.service, flow, asked,
+                             request_id, text_only=True)
         REQUESTS.labels(model.service, "openai").inc()
         events = Events(f"chatcmpl-{request_id}", chat.model, bool(
             chat.stream and chat.stream_options and chat.stream_options.include_usage))
         completion = Completion(
-            events, answered_with, spent, citations=chat.citations,
-            extra={"standalone_question": rewritten} if rewritten is not None else None)
-        chunks = rendered(answer_events, completion.render)
-        async with aclosing(answer_events), aclosing(chunks) as batches:
+            events, reader.model, spent, citations=chat.citations,
+            extra={"standalone_question": rewritten} if rewritten is not None else None,
+            streaming=chat.stream)
+        async with aclosing(rendered(frames, reader, completion.render)) as batches:
             if chat.stream:
                 return await streamed(request, batches, EVENTS, error_event)
             async for _ in batches:
@@ -290,10 +290,10 @@ class OpenAiApi:
 
     async def _standalone(self, caller: Caller, flow: str, talk: Conversation
                           ) -> tuple[str, Usage]:
-        events, _ = ask(self.core.client, caller, "prompt", flow, {
+        frames, reader = ask(self.core.client, caller, "prompt", flow, {
             "id": REFORMULATE, "variables": {
                 "question": talk.question, "history": talk.turns[-HISTORY_TURNS:]}})
-        rewrite = await collected(events)
+        rewrite = await collected(read(frames, reader))
         return rewrite.text.strip() or talk.question, rewrite.usage
 
     async def models(self, request: web.Request, caller: Caller) -> web.Response:

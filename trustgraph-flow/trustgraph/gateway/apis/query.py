@@ -122,13 +122,13 @@ async def respond(request: web.Request, dispatcher: Dispatcher, caller: Caller,
     ``row``'s response model) once all have arrived."""
     request_id = new_request_id()
     model = row.response_model
-    answer = read(dispatcher.frames(row, flow, record, request_id, caller=caller),
-                  Reader(model))
+    frames, reader = dispatcher.frames(row, flow, record, request_id, caller=caller), \
+        Reader(model)
     if stream:
-        lines = rendered(answer, Lines(request_id, model).render)
-        async with aclosing(answer), aclosing(lines) as batches:
+        async with aclosing(rendered(frames, reader, Lines(request_id, model).render)) \
+                as batches:
             return await streamed(request, batches, NDJSON, error_line)
-    whole = await collected(answer)
+    whole = await collected(read(frames, reader))
     body = collect(whole, request_id) if collect is not None \
         else collected_answer(whole, model, request_id)
     return web.json_response(body, dumps=_dumps)
