@@ -1,4 +1,4 @@
-"""A service's records read as one OpenAI chat completion: streamed as OpenAI's
+"""A service's answer rendered as one OpenAI chat completion: streamed as OpenAI's
 ``chat.completion.chunk`` events exactly, or collected into one ``chat.completion``.
 
 Streamed: the first chunk's delta is ``{"role": "assistant", "content": ""}``, and
@@ -11,10 +11,10 @@ then a chunk with ``finish_reason``, the usage chunk when the client asked for i
 ``data: [DONE]``. A failure after the first chunk is the stream's last event,
 ``data: {"error": {...}}``, with no ``[DONE]``: the ``openai`` SDK raises it.
 
-The answer is read as events (``trustgraph.answers``, by ``asking.read``); this
-module only renders them. The token path costs one decode per record (``from_json``,
-in ``asking.read``), one small event and one encode of the delta's text: the rest of
-a content event is bytes made once per answer.
+The answer is read as events (``trustgraph.answers``, by ``asking.rendered``); this
+module only renders them. The token path costs one decode per record (``from_json``),
+one small event and one encode of the delta's text: the rest of a content event is
+bytes made once per answer.
 """
 import json
 import time

@@ -4,10 +4,11 @@ One question in; the service of the chosen ``mode`` answers it (a RAG service,
 LazyRAG, or the agent). The service is always asked to stream, whatever ``stream`` says: its
 metadata record carries the sources, the rewritten question and the sub-questions,
 so streamed and collected answers are the same code and say the same things. Its
-records become the API's own lines: ``metadata``, ``content`` deltas (the agent's
-thoughts, actions and observations as ``step`` lines among them), then ``done``
-with the usage, or ``error`` instead of ``done``. ``stream: false`` collects them
-into one JSON object.
+answer, read as events (``asking``), is rendered as the API's own lines
+(``lines.Lines``): ``metadata``, ``content`` deltas (the agent's thoughts, actions
+and observations as ``step`` lines among them), then ``done`` with the usage (and the
+service's own result), or ``error`` instead of ``done``. ``stream: false`` collects
+them into one JSON object (``lines.collected_answer``).
 """
 import json
 from collections.abc import Callable
