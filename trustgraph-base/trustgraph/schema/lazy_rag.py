@@ -14,7 +14,7 @@ The processor ``lazy-rag`` serves three request/response services:
 Request limits left unset take the service's settings (``LAZY_RAG_MAX_ENTITIES``,
 ``LAZY_RAG_MAX_HOPS``, ``LAZY_RAG_USE_COMMUNITIES``: 50, 2, true by default).
 """
-from typing import ClassVar, Literal
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
@@ -109,12 +109,18 @@ class _LazyResult(Record):
 
 
 class LazyRagResponse(RagResponse, _LazyResult):
-    summary_error: Error | None = None  # the LLM failed: the rest is still answered
+    # The final record's result: the subgraph, and when the LLM failed (no text), why;
+    # the confidence and what is missing go beside the text where only text is shown.
+    result_fields = (*_LazyResult.model_fields, "summary_error")
+    result_error = "summary_error"
+    brief_fields = ("confidence", "missing_info")
 
-    result_fields: ClassVar[tuple[str, ...]] = (*_LazyResult.model_fields, "summary_error")
+    summary_error: Error | None = None  # the LLM failed: the rest is still answered
 
 
 class LazyRagExpandResponse(Response, _LazyResult):
+    result_fields = tuple(_LazyResult.model_fields)
+
     end_of_stream: bool = True
 
 
