@@ -88,100 +88,135 @@ def maxsim_on_the_fly_ms(index: Index, asked: list[Asked], top: int) -> float:
     return (time.perf_counter() - started) * 1e3 / len(sample)
 
 
-def settings(index: Index, frequency: dict[str, int], query_tokens: dict[str, np.ndarray]
-             ) -> dict[str, Callable[[Asked], list[int]]]:
-    def rows(ranking: Ranked) -> list[int]:
-        return [r for r, _ in ranking]
+Setting = Callable[[Asked], list[int]]  # a question's chunk rows, best first
 
-    def hybrid(a: Asked, depth: int = 10, k: float = 60, wv: float = 1, wl: float = 1,
-               field: str = "default") -> list[int]:
+
+def rows(ranking: Ranked) -> list[int]:
+    return [r for r, _ in ranking]
+
+
+class Methods:
+    """The ranking methods the settings are made of, each a function of one question."""
+
+    def __init__(self, index: Index, frequency: dict[str, int],
+                 query_tokens: dict[str, np.ndarray]) -> None:
+        self.index = index
+        self.frequency = frequency
+        self.query_tokens = query_tokens  # a question's token states, computed once
+
+    def hybrid(self, a: Asked, depth: int = 10, k: float = 60, wv: float = 1,
+               wl: float = 1, field: str = "default") -> list[int]:
         return rrf([(a.dense[:depth], wv), (a.lexical[field][:depth], wl)], k)
 
-    def combined(a: Asked, depth: int, alpha: float, how: str = "minmax",
+    def combined(self, a: Asked, depth: int, alpha: float, how: str = "minmax",
                  mnz: bool = False, docs: str | None = None) -> list[int]:
         scores = comb([(a.dense[:depth], alpha), (a.lexical["default"][:depth], 1 - alpha)],
                       how, mnz)
-        return by_document(index, scores, docs) if docs else order(scores)
+        return by_document(self.index, scores, docs) if docs else order(scores)
 
-    def rrf_docs(a: Asked, depth: int, how: str) -> list[int]:
+    def rrf_docs(self, a: Asked, depth: int, how: str) -> list[int]:
         fused: dict[int, float] = {}
         for ranking in (a.dense[:depth], a.lexical["default"][:depth]):
             for rank, (row, _) in enumerate(ranking, 1):
                 fused[row] = fused.get(row, 0.0) + 1 / (60 + rank)
-        return by_document(index, fused, how)
+        return by_document(self.index, fused, how)
 
-    def tokens(a: Asked) -> np.ndarray:
-        if a.query.text not in query_tokens:
-            query_tokens[a.query.text] = index.model.token_vectors([a.query.text])[0]
-        return query_tokens[a.query.text]
+    def tokens(self, a: Asked) -> np.ndarray:
+        if a.query.text not in self.query_tokens:
+            self.query_tokens[a.query.text] = self.index.model.token_vectors([a.query.text])[0]
+        return self.query_tokens[a.query.text]
 
-    def lexical(a: Asked, field: str = "default") -> list[int]:
+    def lexical(self, a: Asked, field: str = "default") -> list[int]:
         return rows(a.lexical[field][:10])
 
-    def hybrid_maxsim(a: Asked, top: int, blend: float | None) -> list[int]:
-        return maxsim_rerank(index, tokens(a), hybrid(a, depth=top), top, blend)
+    def hybrid_maxsim(self, a: Asked, top: int, blend: float | None) -> list[int]:
+        return maxsim_rerank(self.index, self.tokens(a), self.hybrid(a, depth=top), top, blend)
 
-    def vector_prf(a: Asked, top: int, beta: float) -> list[int]:
-        return rows(dense_prf(index, a, top, beta, 10))
+    def vector_maxsim(self, a: Asked) -> list[int]:
+        return maxsim_rerank(self.index, self.tokens(a), rows(a.dense[:10]), 10, None)
 
-    def hybrid_vector_prf(a: Asked, top: int, beta: float) -> list[int]:
-        return rrf([(dense_prf(index, a, top, beta, 10), 1),
+    def vector_prf(self, a: Asked, top: int, beta: float) -> list[int]:
+        return rows(dense_prf(self.index, a, top, beta, 10))
+
+    def hybrid_vector_prf(self, a: Asked, top: int, beta: float) -> list[int]:
+        return rrf([(dense_prf(self.index, a, top, beta, 10), 1),
                     (a.lexical["default"][:10], 1)], 60)
 
-    def words_prf(a: Asked, top: int, terms: int) -> list[int]:
-        return rows(lexical_prf(index, a, top, terms, 10, frequency))
+    def words_prf(self, a: Asked, top: int, terms: int) -> list[int]:
+        return rows(lexical_prf(self.index, a, top, terms, 10, self.frequency))
 
-    def hybrid_words_prf(a: Asked, top: int, terms: int) -> list[int]:
+    def hybrid_words_prf(self, a: Asked, top: int, terms: int) -> list[int]:
         return rrf([(a.dense[:10], 1),
-                    (lexical_prf(index, a, top, terms, 10, frequency), 1)], 60)
+                    (lexical_prf(self.index, a, top, terms, 10, self.frequency), 1)], 60)
 
-    found: dict[str, Callable[[Asked], list[int]]] = {
+
+def settings(index: Index, frequency: dict[str, int], query_tokens: dict[str, np.ndarray]
+             ) -> dict[str, Setting]:
+    m = Methods(index, frequency, query_tokens)
+    return {**_baselines(m), **_fusions(m), **_late_interaction(m), **_feedback(m)}
+
+
+def _baselines(m: Methods) -> dict[str, Setting]:
+    return {
         "(a) baseline: vector over the raw chunk text": lambda a: rows(a.raw[:10]),
-        "(b) default: hybrid RRF k60 10+10, title-prefixed": hybrid,
+        "(b) default: hybrid RRF k60 10+10, title-prefixed": m.hybrid,
         "vector": lambda a: rows(a.dense[:10]),
-        "lexical": lexical,
+        "lexical": m.lexical,
         "hybrid RRF over the raw-text vectors": lambda a: rrf(
             [(a.raw[:10], 1), (a.lexical["default"][:10], 1)], 60),
     }
+
+
+def _fusions(m: Methods) -> dict[str, Setting]:
+    found: dict[str, Setting] = {}
     for k in (5, 20, 60):
         for depth in (10, 20, 50):
             for wv, wl in ((1, 1), (1, 0.7), (0.7, 1)):
                 found[f"RRF k{k} depth {depth} w {wv}:{wl}"] = \
-                    partial(hybrid, depth=depth, k=k, wv=wv, wl=wl)
+                    partial(m.hybrid, depth=depth, k=k, wv=wv, wl=wl)
     for how in ("minmax", "z", "max"):
         for depth in (10, 20, 50):
             for alpha in (0.3, 0.4, 0.5, 0.6, 0.7, 0.8):
                 found[f"CombSUM {how} depth {depth} a {alpha}"] = \
-                    partial(combined, depth=depth, alpha=alpha, how=how)
+                    partial(m.combined, depth=depth, alpha=alpha, how=how)
             found[f"CombMNZ {how} depth {depth} a 0.5"] = \
-                partial(combined, depth=depth, alpha=0.5, how=how, mnz=True)
+                partial(m.combined, depth=depth, alpha=0.5, how=how, mnz=True)
     for docs in ("max", "sum"):
         for depth in (10, 20, 50):
             found[f"RRF by document ({docs}) depth {depth}"] = \
-                partial(rrf_docs, depth=depth, how=docs)
+                partial(m.rrf_docs, depth=depth, how=docs)
             for alpha in (0.5, 0.6, 0.7):
                 found[f"CombSUM minmax by document ({docs}) depth {depth} a {alpha}"] = \
-                    partial(combined, depth=depth, alpha=alpha, docs=docs)
+                    partial(m.combined, depth=depth, alpha=alpha, docs=docs)
     for field_name in FIELD_WEIGHTS:
-        found[f"lexical BM25 {field_name}"] = partial(lexical, field=field_name)
-        found[f"hybrid BM25 {field_name}"] = partial(hybrid, field=field_name)
+        found[f"lexical BM25 {field_name}"] = partial(m.lexical, field=field_name)
+        found[f"hybrid BM25 {field_name}"] = partial(m.hybrid, field=field_name)
+    return found
+
+
+def _late_interaction(m: Methods) -> dict[str, Setting]:
+    found: dict[str, Setting] = {}
     for top in (10, 30):
         for blend in (None, 1.0):
             found[f"hybrid + MaxSim top {top} blend {blend}"] = \
-                partial(hybrid_maxsim, top=top, blend=blend)
-    found["vector + MaxSim top 10"] = \
-        lambda a: maxsim_rerank(index, tokens(a), rows(a.dense[:10]), 10, None)
+                partial(m.hybrid_maxsim, top=top, blend=blend)
+    found["vector + MaxSim top 10"] = m.vector_maxsim
+    return found
+
+
+def _feedback(m: Methods) -> dict[str, Setting]:
+    found: dict[str, Setting] = {}
     for top in (3, 5):
         for beta in (0.3, 0.6, 1.0):
             found[f"vector PRF top {top} beta {beta}"] = \
-                partial(vector_prf, top=top, beta=beta)
+                partial(m.vector_prf, top=top, beta=beta)
             found[f"hybrid, vector PRF top {top} beta {beta}"] = \
-                partial(hybrid_vector_prf, top=top, beta=beta)
+                partial(m.hybrid_vector_prf, top=top, beta=beta)
         for terms in (5, 10):
             found[f"lexical PRF top {top} terms {terms}"] = \
-                partial(words_prf, top=top, terms=terms)
+                partial(m.words_prf, top=top, terms=terms)
             found[f"hybrid, lexical PRF top {top} terms {terms}"] = \
-                partial(hybrid_words_prf, top=top, terms=terms)
+                partial(m.hybrid_words_prf, top=top, terms=terms)
     return found
 
 

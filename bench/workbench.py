@@ -24,6 +24,7 @@ import argparse
 import asyncio
 import json
 import time
+from dataclasses import dataclass, field
 
 import aiohttp
 
@@ -211,6 +212,51 @@ def report(name: str, values: list[float]) -> str:
             f"p90 {percentile(values, 90) * 1000:7.1f} ms")
 
 
+@dataclass
+class Asks:
+    """The rounds' times (seconds) of each way of asking document-rag."""
+
+    direct: list[float] = field(default_factory=list)  # the LLM asked straight
+    socket_sources: list[float] = field(default_factory=list)  # a raw websocket client
+    socket: list[float] = field(default_factory=list)
+    bare_sources: list[float] = field(default_factory=list)  # a bare socket in the browser
+    bare: list[float] = field(default_factory=list)
+    sources: list[float] = field(default_factory=list)  # the page
+    in_page: list[float] = field(default_factory=list)
+    splits: list[dict] = field(default_factory=list)  # the page's marks (ms)
+
+
+def ask_rounds(page: WorkbenchPage, llm: str, loop: asyncio.AbstractEventLoop,
+               gateway: str, socket_url: str, rounds: int) -> Asks:
+    asks = Asks()
+
+    def raw_client() -> None:
+        metadata, first = loop.run_until_complete(socket_ttft(gateway))
+        asks.socket_sources.append(metadata)
+        asks.socket.append(first)
+
+    def in_the_page() -> None:
+        turn = ask_in_page(page, "document")
+        assert turn["state"] == "done", turn
+        asks.in_page.append(turn["marks"]["first-token"] / 1000)
+        asks.sources.append(turn["marks"]["sources"] / 1000)
+        asks.splits.append({**page.js(SPLIT), **turn["marks"]})
+
+    def bare_socket() -> None:
+        metadata, first = page.driver.execute_async_script(BARE_ASK, socket_url, REQUEST)
+        asks.bare_sources.append(metadata / 1000)
+        asks.bare.append(first / 1000)
+
+    for round in range(rounds):
+        asks.direct.append(loop.run_until_complete(direct_ttft(llm)))
+        # Each starts on a settled stack, in alternating order, so neither
+        # pays for what the other left running.
+        for measure in (raw_client, bare_socket, in_the_page)[::1 if round % 2 else -1]:
+            time.sleep(0.3)
+            measure()
+    return asks
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=20)
@@ -241,33 +287,7 @@ def main() -> None:
             page_trips = [t / 1000 for t in driver.execute_async_script(
                 PAGE_ROUND_TRIPS, socket_url, 50)]
             raw_trips = loop.run_until_complete(socket_round_trips(stack.gateway_url, 50))
-            direct, socket, socket_sources, in_page, sources, splits = [], [], [], [], [], []
-            def raw_client() -> None:
-                metadata, first = loop.run_until_complete(socket_ttft(stack.gateway_url))
-                socket_sources.append(metadata)
-                socket.append(first)
-
-            def in_the_page() -> None:
-                turn = ask_in_page(page, "document")
-                assert turn["state"] == "done", turn
-                in_page.append(turn["marks"]["first-token"] / 1000)
-                sources.append(turn["marks"]["sources"] / 1000)
-                splits.append({**page.js(SPLIT), **turn["marks"]})
-
-            bare_sources, bare = [], []
-
-            def bare_socket() -> None:
-                metadata, first = driver.execute_async_script(BARE_ASK, socket_url, REQUEST)
-                bare_sources.append(metadata / 1000)
-                bare.append(first / 1000)
-
-            for round in range(args.rounds):
-                direct.append(loop.run_until_complete(direct_ttft(llm)))
-                # Each starts on a settled stack, in alternating order, so neither
-                # pays for what the other left running.
-                for measure in (raw_client, bare_socket, in_the_page)[::1 if round % 2 else -1]:
-                    time.sleep(0.3)
-                    measure()
+            asks = ask_rounds(page, llm, loop, stack.gateway_url, socket_url, args.rounds)
             # --mode-rounds 0: document-rag only.
             modes = other_modes(page, llm, loop, args.mode_rounds) if args.mode_rounds else {}
     loop.close()
@@ -279,29 +299,38 @@ def main() -> None:
     for key, label in (("fp", "first paint"), ("fcp", "first contentful paint"),
                        ("connected", "connected (socket open, token accepted)")):
         print("  " + report(f"warm {label}", [w[key] / 1000 for w in warm]))
-    print(f"bench.workbench: ask -> first token, document-rag, {args.rounds} rounds "
-          f"(LLM: first token after {LLM_FIRST * 1000:g} ms)")
-    print("  " + report("LLM straight (its own TTFT)", direct))
-    print("  " + report("raw websocket client: sources", socket_sources))
-    print("  " + report("raw websocket client: first token", socket))
-    print("  " + report("bare socket in the browser: sources", bare_sources))
-    print("  " + report("bare socket in the browser: first token", bare))
-    print("  " + report("page: tg:ask -> tg:sources", sources))
-    print("  " + report("page: tg:ask -> tg:first-token", in_page))
-    beyond_llm = [p - d for p, d in zip(in_page, direct)]
-    beyond_socket = [p - s for p, s in zip(in_page, socket)]
-    print("  " + report("page beyond the LLM's TTFT (target <= 30 ms)", beyond_llm))
-    print("  " + report("  of which the page beyond a raw client", beyond_socket))
-    print("  " + report("  of which the page beyond a bare browser socket",
-                        [p - b for p, b in zip(in_page, bare)]))
-    print("  " + report(f"page beyond the server's {LLM_FIRST * 1000:g} ms delay alone",
-                        [p - LLM_FIRST for p in in_page]))
+    print_asks(asks, args.rounds)
     if modes:
         print(f"bench.workbench: the page's ask -> first token in the other modes, beyond "
               f"the LLM's TTFT, {args.mode_rounds} rounds")
     for mode, beyond in modes.items():
         print("  " + (report(f"{mode}", beyond) if isinstance(beyond, list)
                       else f"{mode:<46} {beyond}"))
+    print_round_trips(raw_trips, page_trips, asks.splits)
+
+
+def print_asks(asks: Asks, rounds: int) -> None:
+    print(f"bench.workbench: ask -> first token, document-rag, {rounds} rounds "
+          f"(LLM: first token after {LLM_FIRST * 1000:g} ms)")
+    print("  " + report("LLM straight (its own TTFT)", asks.direct))
+    print("  " + report("raw websocket client: sources", asks.socket_sources))
+    print("  " + report("raw websocket client: first token", asks.socket))
+    print("  " + report("bare socket in the browser: sources", asks.bare_sources))
+    print("  " + report("bare socket in the browser: first token", asks.bare))
+    print("  " + report("page: tg:ask -> tg:sources", asks.sources))
+    print("  " + report("page: tg:ask -> tg:first-token", asks.in_page))
+    beyond_llm = [p - d for p, d in zip(asks.in_page, asks.direct, strict=True)]
+    beyond_socket = [p - s for p, s in zip(asks.in_page, asks.socket, strict=True)]
+    print("  " + report("page beyond the LLM's TTFT (target <= 30 ms)", beyond_llm))
+    print("  " + report("  of which the page beyond a raw client", beyond_socket))
+    print("  " + report("  of which the page beyond a bare browser socket",
+                        [p - b for p, b in zip(asks.in_page, asks.bare, strict=True)]))
+    print("  " + report(f"page beyond the server's {LLM_FIRST * 1000:g} ms delay alone",
+                        [p - LLM_FIRST for p in asks.in_page]))
+
+
+def print_round_trips(raw_trips: list[float], page_trips: list[float],
+                      splits: list[dict]) -> None:
     print("bench.workbench: gateway round trip with no bus (unknown service refused), 50 each")
     print("  " + report("raw websocket client", raw_trips))
     print("  " + report("a socket in the page (Chromium's socket path)", page_trips))

@@ -31,7 +31,7 @@ import signal
 import pytest
 import pytest_asyncio
 
-from tests.support.ingest import StageWatch, check_graph_stored, expected, prose
+from tests.support.ingest import Expected, StageWatch, check_graph_stored, expected, prose
 from tests.support.stack import Stack
 from tests.support.waiting import eventually
 from trustgraph.api import AsyncTrustGraph
@@ -121,25 +121,28 @@ async def test_killing_stage_processors_mid_ingest_loses_and_doubles_nothing(sta
         mid_ingest()
         third = kill(stack, "vector-store", "triples-store", "entity-embeddings")
         await restarted(stack, second | third)
-
-        # Nothing lost: every document done, each chunk's vector stored.
-        async def all_done():
-            statuses = await client.load_status([d.id for d, _ in documents], **SCOPE)
-            return statuses if all(s["state"] == "done" for s in statuses) else None
-        statuses = await eventually(all_done, "every document to be done", timeout=DEADLINE)
-        assert {s["id"]: s["stored"] for s in statuses} == dict(want.per_document)
-
-        # Exactly once: one point per chunk, nothing else in the collection.
-        [probe] = await client.embeddings(["anything"])
-        found = await client.document_embeddings(probe, limit=1000, **SCOPE)
-        assert len(found) == chunks
-        assert {c["chunk_id"]: c["text"] for c in found} == {
-            id: chunk.text for id, chunk in want.chunks.items()}
-
-        # Triples: every (triple, document, chunk) row once, nothing else.
-        await check_graph_stored(client, want, stack.data_dir, USER, COLLECTION, probe,
-                                 DEADLINE)
+        await check_exactly_once(stack, client, [d.id for d, _ in documents], want)
     await watch.close()
+
+
+async def check_exactly_once(stack: Stack, client: AsyncTrustGraph, ids: list[str],
+                             want: Expected) -> None:
+    """Nothing lost, nothing doubled: every document done, each chunk's vector stored
+    once and nothing else in the collection, every (triple, document, chunk) row once."""
+    async def all_done():
+        statuses = await client.load_status(ids, **SCOPE)
+        return statuses if all(s["state"] == "done" for s in statuses) else None
+    statuses = await eventually(all_done, "every document to be done", timeout=DEADLINE)
+    assert {s["id"]: s["stored"] for s in statuses} == dict(want.per_document)
+
+    [probe] = await client.embeddings(["anything"])
+    found = await client.document_embeddings(probe, limit=1000, **SCOPE)
+    assert len(found) == len(want.chunks)
+    assert {c["chunk_id"]: c["text"] for c in found} == {
+        id: chunk.text for id, chunk in want.chunks.items()}
+
+    await check_graph_stored(client, want, stack.data_dir, USER, COLLECTION, probe,
+                             DEADLINE)
 
 
 async def test_the_lexical_index_holds_every_chunk_exactly_once_after_the_kills(stack):

@@ -22,7 +22,7 @@ from tests.support.scripted_agent import (
     sources_for,
     thought,
 )
-from trustgraph.gateway.apis.query import (
+from trustgraph.gateway.apis.lines import (
     CollectedAgentAnswer,
     ContentLine,
     DoneLine,

@@ -126,6 +126,11 @@ RULES = (
     Rule("an API module imports only the core's package, never its modules",
          under(f"{GATEWAY}.apis"), lambda m: under(f"{GATEWAY}.core")(m)
          and m.name != f"{GATEWAY}.core"),
+    Rule("the answer reader imports nothing but the records",
+         under("trustgraph.answers"), lambda m: not under("trustgraph.answers",
+                                                          "trustgraph.schema")(m)),
+    Rule("the client library imports no processor runtime and no Pulsar transport",
+         under("trustgraph.api"), under("trustgraph.base", "trustgraph.pubsub")),
 )
 
 

@@ -15,6 +15,7 @@ from trustgraph.api import (
 )
 from trustgraph.api.http import GatewayHttp, http_url
 from trustgraph.api.rag import answer_from, events_from_frames, events_from_lines
+from trustgraph.schema import LazyRagResponse
 
 SOURCES = [{"id": "c1", "document_id": "d1", "title": "T", "text": "x", "distance": 0.1}]
 
@@ -133,7 +134,7 @@ async def test_a_lazy_final_record_carries_its_lazy_result_and_collects_a_lazy_a
     frames = replay({"message_type": "metadata", "sources": SOURCES, "end_of_stream": False},
                     {"message_type": "chunk", "chunk": "x", "end_of_stream": False},
                     {"message_type": "chunk", "chunk": "", "end_of_stream": True, **LAZY})
-    answer = await RagStream(lambda: events_from_frames(frames())).collect()
+    answer = await RagStream(lambda: events_from_frames(frames(), LazyRagResponse)).collect()
     assert isinstance(answer, LazyAnswer) and answer == "x"
     assert answer.lazy == LazyResult(**LAZY)
     assert (answer.confidence, answer.missing_info, answer.community_cache) == (
@@ -143,11 +144,12 @@ async def test_a_lazy_final_record_carries_its_lazy_result_and_collects_a_lazy_a
 async def test_a_lazy_done_line_and_collected_body_carry_it_too():
     lines = replay({"type": "metadata", "sources": [], "request_id": "r"},
                    {"type": "done", "usage": {}, **LAZY, "summary_error": None})
-    events = [event async for event in events_from_lines(lines())]
+    events = [event async for event in events_from_lines(lines(), LazyRagResponse)]
     assert events[-1].lazy == LazyResult(**LAZY)
     body = {"response": "", "usage": {}, **LAZY,
             "summary_error": {"type": "llm-error", "message": "down"}}
-    assert answer_from(body).summary_error == {"type": "llm-error", "message": "down"}
+    assert answer_from(body, LazyRagResponse).summary_error == {"type": "llm-error",
+                                                                "message": "down"}
 
 
 def test_graph_and_document_answers_have_no_lazy_result():

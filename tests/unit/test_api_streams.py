@@ -2,6 +2,7 @@
 import pytest
 
 from trustgraph.api import Completion, TextStream, Usage
+from trustgraph.schema import TextCompletionResponse
 
 
 def frames(*responses):
@@ -11,8 +12,7 @@ def frames(*responses):
     return responses_
 
 
-def text(response):
-    return response.get("response") or ""
+text = TextCompletionResponse  # the record whose text the stream reads
 
 
 async def test_deltas_skip_empty_text_and_usage_sums_token_deltas():

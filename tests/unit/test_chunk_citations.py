@@ -104,17 +104,15 @@ def test_show_sources_prints_each_citation_detail_the_source_carries():
     assert source_line(2, plain) == "[2] D (d) 0.500: t"
 
 
-def test_query_api_metadata_lines_carry_the_citations_as_the_service_sent_them():
-    import json
-
-    from trustgraph.gateway.apis.query import AnswerLines, MetadataLine
+async def test_query_api_metadata_lines_carry_the_citations_as_the_service_sent_them():
+    from tests.support.answer_lines import lines_of
+    from trustgraph.gateway.apis.lines import MetadataLine
     from trustgraph.schema import RagResponse, Source, encode
     source = Source(id="paper/c3", document_id="paper", title="A paper", text="words",
                     distance=0.25, author="Ada Quill", order=3, page_range=[2, 3],
                     header_titles=["Methods"], char_range=[10, 15],
                     scores={"vector": 0.75, "lexical": 7.25, "fused": 0.03})
-    record = json.loads(encode(RagResponse(message_type="metadata", sources=[source])))
-    [(line, final)] = AnswerLines("r1").lines(record, False)
-    metadata = json.loads(line)
-    assert metadata["sources"] == [source.model_dump(exclude_none=True)] and not final
+    record = encode(RagResponse(message_type="metadata", sources=[source]))
+    _, [metadata] = await lines_of(RagResponse, (record, False))
+    assert metadata["sources"] == [source.model_dump(exclude_none=True)]
     MetadataLine.model_validate(metadata)  # and the OpenAPI document describes them

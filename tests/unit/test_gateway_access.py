@@ -1,6 +1,6 @@
-"""Who may do what, decided without a broker: the role table and ``authorize`` (the
-user a request acts for), the per-key limits, JWT verification, and the role table
-in docs/gateway.md kept in step with the code's."""
+"""Who may do what, decided without a broker: the service rows' permissions and
+``authorize`` (the user a request acts for), the per-key limits, JWT verification,
+and the role table in docs/gateway.md kept in step with the rows."""
 import base64
 import hashlib
 import hmac
@@ -16,20 +16,25 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
 from trustgraph.gateway.app import GatewaySettings
 from trustgraph.gateway.core import Core
-from trustgraph.gateway.core.access import EVERYONE, TABLE, allowed, authorize, may
+from trustgraph.gateway.core.access import allowed, may
+from trustgraph.gateway.core.access import authorize as authorize_row
 from trustgraph.gateway.core.auth import Auth
 from trustgraph.gateway.core.caller import OPEN, TOKEN_ADMIN, Caller
 from trustgraph.gateway.core.errors import GatewayError
 from trustgraph.gateway.core.jwt_auth import JwtSettings, JwtVerifier
 from trustgraph.gateway.core.keyring import KeyRing
 from trustgraph.gateway.core.limits import Limiter, Limits
-from trustgraph.gateway.core.services import SERVICES
+from trustgraph.gateway.core.permissions import EVERYONE, READ, WRITE
+from trustgraph.gateway.core.services import SERVICES, ServiceRow
 from trustgraph.schema import (
     ROLES,
     ConfigRequest,
+    CoreRequest,
+    CoreResponse,
     GraphRagRequest,
     KeysRequest,
     LibrarianRequest,
+    LoadResponse,
     TextCompletionRequest,
     TextLoadRequest,
 )
@@ -38,6 +43,10 @@ ALICE = Caller("alice", "user", "k-alice")
 READER = Caller("rita", "reader", "k-rita")
 ADMIN = Caller("root", "admin", "k-root")
 DOCS = Path(__file__).parents[2] / "docs" / "gateway.md"
+
+
+def authorize(caller, service, record):
+    return authorize_row(caller, SERVICES[service], record)
 
 
 def refused(caller, service, record) -> GatewayError:
@@ -93,8 +102,7 @@ def test_roles():
                                                           KeysRequest(operation="list-keys"))
 
 
-def test_every_service_row_is_in_the_table_and_allowed_lists_what_a_role_may():
-    assert set(SERVICES) | {"keys"} == set(TABLE)
+def test_allowed_lists_what_a_role_may():
     reader = allowed("reader")
     assert "text-load" not in reader and reader["graph-rag"] is None
     assert reader["librarian"] == frozenset({
@@ -104,6 +112,21 @@ def test_every_service_row_is_in_the_table_and_allowed_lists_what_a_role_may():
     assert allowed("admin")["keys"] == frozenset({
         "add-user", "list-users", "create-key", "list-keys", "revoke-key"})
     assert allowed(None) == {}
+
+
+def test_a_row_names_a_permission_for_each_operation_its_record_declares():
+    pages = {"count": READ, "export": READ}
+    with pytest.raises(TypeError, match="missing import"):
+        ServiceRow("core-test", CoreRequest, CoreResponse, pages)
+    with pytest.raises(TypeError, match="not declared by CoreRequest: purge"):
+        ServiceRow("core-test", CoreRequest, CoreResponse,
+                   {**pages, "import": WRITE, "purge": WRITE})
+    with pytest.raises(TypeError, match="one for each of its operations"):
+        ServiceRow("core-test", CoreRequest, CoreResponse, READ)
+    with pytest.raises(TypeError, match="not declared by TextLoadRequest: load"):
+        ServiceRow("load-test", TextLoadRequest, LoadResponse, {"load": WRITE})
+    row = ServiceRow("core-test", CoreRequest, CoreResponse, {**pages, "import": WRITE})
+    assert row.permission("import") == WRITE and row.permission("purge").roles == set()
 
 
 def test_the_role_table_in_the_docs_is_the_codes():
@@ -118,12 +141,11 @@ def test_the_role_table_in_the_docs_is_the_codes():
             continue
         names = re.findall(r"`([^`]+)`", cells[0])
         for name in names:
-            documented[name] = frozenset(role for role, cell in zip(ROLES, cells[1:])
+            documented[name] = frozenset(role for role, cell in zip(ROLES, cells[1:], strict=True)
                                          if cell == "✓")
-    expected = {}
-    for service, entry in TABLE.items():
-        for operation, needs in (entry.items() if isinstance(entry, dict) else [(None, entry)]):
-            expected[f"{service} {operation}" if operation else service] = needs.roles
+    expected = {f"{row.name} {operation}" if operation else row.name: needs.roles
+                for row in SERVICES.values()
+                for operation, needs in row.permissions().items()}
     core = Core(None, GatewaySettings(tg_gateway_keys=False))
     for route in core.routes:  # the routes of some roles only (the rest: by service)
         if route.roles != EVERYONE:

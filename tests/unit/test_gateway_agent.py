@@ -5,16 +5,17 @@ import json
 
 import pytest
 
+from tests.support.answer_lines import AnswerLines
+from tests.support.answer_lines import lines_of as read_lines
 from trustgraph.base import ServiceError
-from trustgraph.gateway.apis.query import (
-    AgentLines,
+from trustgraph.gateway.apis.lines import (
     CollectedAgentAnswer,
     ContentLine,
     DoneLine,
     MetadataLine,
     StepLine,
-    parse,
 )
+from trustgraph.gateway.apis.query import parse
 from trustgraph.gateway.core.dispatch import Dispatcher, wired
 from trustgraph.gateway.core.errors import GatewayError
 from trustgraph.gateway.core.services import SERVICES
@@ -94,16 +95,12 @@ def test_parse_refuses_naming_the_field(body, starts):
 
 # --- the answer-stream API, mode agent: lines ----------------------------------------
 
-def lines_of(*frames) -> tuple[AgentLines, list[dict]]:
-    lines = AgentLines("rid")
-    out = []
-    for data, final in frames:
-        out += [json.loads(line) for line, _ in lines.lines(json.loads(data), final)]
-    return lines, out
+async def lines_of(*frames) -> tuple[AnswerLines, list[dict]]:
+    return await read_lines(AgentResponse, *frames)
 
 
-def test_a_dialog_becomes_metadata_steps_content_and_done():
-    lines, out = lines_of(
+async def test_a_dialog_becomes_metadata_steps_content_and_done():
+    lines, out = await lines_of(
         record("thought", "route", end_of_message=True, sources=[SOURCE]),
         record("thought", "a"), record("thought", "b", end_of_message=True), action(),
         record("observation", "seen", end_of_message=True), record("answer", "x"),
@@ -135,8 +132,8 @@ def test_a_dialog_becomes_metadata_steps_content_and_done():
     CollectedAgentAnswer.model_validate(collected)
 
 
-def test_empty_pieces_make_no_lines():
-    _, out = lines_of(record("thought", "t"), record("thought", "", end_of_message=True),
+async def test_empty_pieces_make_no_lines():
+    _, out = await lines_of(record("thought", "t"), record("thought", "", end_of_message=True),
                       record("answer", "", True, end_of_message=True))
     assert [line["type"] for line in out] == ["metadata", "step", "done"]
 
@@ -145,9 +142,7 @@ def test_empty_pieces_make_no_lines():
     encode(AgentResponse.failure(Error(type="agent-error", message="no tool"))),
     encode(AgentResponse(chunk_type="error", content="no tool", end_of_dialog=True)),
 ])
-def test_an_error_frame_raises_the_agents_error(failed):
-    lines = AgentLines("rid")
-    lines.lines(json.loads(record("thought", "t")[0]), False)
+async def test_an_error_frame_raises_the_agents_error(failed):
     with pytest.raises(ServiceError) as failure:
-        lines.lines(json.loads(failed), True)
+        await lines_of(record("thought", "t"), (failed, True))
     assert (failure.value.error.type, failure.value.error.message) == ("agent-error", "no tool")

@@ -5,19 +5,19 @@ import json
 
 import pytest
 
+from tests.support.answer_lines import AnswerLines
+from tests.support.answer_lines import lines_of as read_lines
 from trustgraph.base import ServiceError
 from trustgraph.gateway.apis.lazy_rag import HOW
 from trustgraph.gateway.apis.lazy_rag import SERVICES as LAZY_RAG_SERVICES
-from trustgraph.gateway.apis.query import (
-    AnswerLines,
+from trustgraph.gateway.apis.lines import (
     CollectedAnswer,
     ContentLine,
     DoneLine,
     ErrorLine,
     MetadataLine,
-    error_line,
-    parse,
 )
+from trustgraph.gateway.apis.query import error_line, parse
 from trustgraph.gateway.core.dispatch import Dispatcher, wired
 from trustgraph.gateway.core.errors import GatewayError
 from trustgraph.gateway.core.services import SERVICES
@@ -141,16 +141,12 @@ def test_parse_refuses_lazy_mode_while_lazy_rag_is_off_saying_how_to_enable_it()
 
 # --- the answer-stream API: lines ----------------------------------------------------
 
-def lines_of(*frames) -> tuple[AnswerLines, list[dict]]:
-    lines = AnswerLines("rid")
-    out = []
-    for data, is_final in frames:
-        out += [json.loads(line) for line, _ in lines.lines(json.loads(data), is_final)]
-    return lines, out
+async def lines_of(*frames) -> tuple[AnswerLines, list[dict]]:
+    return await read_lines(RagResponse, *frames)
 
 
-def test_records_become_metadata_content_and_done_lines_of_the_documented_shape():
-    lines, out = lines_of(metadata(subqueries=["s"]), chunk("a"), chunk("b"), final())
+async def test_records_become_metadata_content_and_done_lines_of_the_documented_shape():
+    lines, out = await lines_of(metadata(subqueries=["s"]), chunk("a"), chunk("b"), final())
     assert out == [
         {"type": "metadata", "sources": WIRE_SOURCES, "optimized_query": None,
          "subqueries": ["s"], "request_id": "rid"},
@@ -162,25 +158,25 @@ def test_records_become_metadata_content_and_done_lines_of_the_documented_shape(
     assert CollectedAnswer.model_validate(lines.collected()).response == "ab"
 
 
-def test_token_counts_are_summed_across_records():
+async def test_token_counts_are_summed_across_records():
     counted = encode(RagResponse(message_type="chunk", chunk="a", in_token=2)), False
-    _, out = lines_of(metadata(), counted, final())
+    _, out = await lines_of(metadata(), counted, final())
     assert out[-1]["usage"] == {"in_token": 13, "out_token": 3, "model": "m"}
 
 
-def test_a_one_record_answer_still_gives_metadata_first():
+async def test_a_one_record_answer_still_gives_metadata_first():
     whole = encode(RagResponse(response="all", end_of_stream=True, sources=[SOURCE],
                                optimized_query="better")), True
-    lines, out = lines_of(whole)
+    lines, out = await lines_of(whole)
     assert [line["type"] for line in out] == ["metadata", "content", "done"]
     assert out[0]["optimized_query"] == "better" and out[1]["delta"] == "all"
     assert lines.collected()["sources"] == [SOURCE.model_dump(exclude_none=True)]
 
 
-def test_an_error_record_raises_and_becomes_an_error_line():
+async def test_an_error_record_raises_and_becomes_an_error_line():
     failed = encode(RagResponse.failure(Error(type="graph-rag-error", message="boom"))), True
     with pytest.raises(ServiceError) as failure:
-        lines_of(metadata(), failed)
+        await lines_of(metadata(), failed)
     line = json.loads(error_line(failure.value))
     assert line == {"type": "error", "message": "boom", "error_type": "graph-rag-error"}
     ErrorLine.model_validate(line)
@@ -189,12 +185,9 @@ def test_an_error_record_raises_and_becomes_an_error_line():
 async def test_deltas_waiting_with_an_error_are_lines_before_the_error():
     failed = encode(RagResponse.failure(Error(type="graph-rag-error", message="boom"))), True
 
-    async def one_batch():  # all arrived while the gateway was busy
-        yield [metadata(), chunk("a"), chunk("b"), failed]
-
-    lines, out = AnswerLines("rid"), []
+    lines = AnswerLines(RagResponse)  # all arrived while the gateway was busy
     with pytest.raises(ServiceError):
-        async for batch in lines.translate(one_batch()):
-            out += [json.loads(line) for line, _ in batch]
+        await lines.read([metadata(), chunk("a"), chunk("b"), failed])
+    out = lines.lines
     assert [line["type"] for line in out] == ["metadata", "content", "content"]
     assert "".join(line.get("delta", "") for line in out) == "ab"

@@ -7,23 +7,21 @@ import json
 import pytest
 from prometheus_client import REGISTRY
 
+from tests.support.answer_lines import lines_of
 from trustgraph.base import ServiceError
 from trustgraph.gateway.apis.lazy_rag import (
     EXPAND_FIELDS,
     HOW,
     STATUS_FIELDS,
+    LazyAnswer,
+    LazyExpansion,
     LazyRagEndpoint,
     LazyStatus,
     answered,
 )
 from trustgraph.gateway.apis.lazy_rag import SERVICES as LAZY_RAG_SERVICES
-from trustgraph.gateway.apis.lines import (
-    LazyCollectedAnswer,
-    LazyDoneLine,
-    LazyResult,
-    LazySubgraph,
-)
-from trustgraph.gateway.apis.query import AnswerLines, parse, result_fields
+from trustgraph.gateway.apis.lines import collected_model, done_model
+from trustgraph.gateway.apis.query import parse
 from trustgraph.gateway.app import GatewaySettings
 from trustgraph.gateway.core.caller import OPEN
 from trustgraph.gateway.core.dispatch import Dispatcher, wired
@@ -149,36 +147,36 @@ def test_lazy_mode_refusals_name_the_field(body, starts):
     assert failure.value.status == 400 and failure.value.message.startswith(starts)
 
 
-def test_lazy_done_line_and_collected_answer_carry_the_lazy_fields():
-    lines = AnswerLines("rid", result_fields(SERVICES["lazy-rag"]))
-    out = [json.loads(data) for data, _ in lines.lines(json.loads(final()[0]), True)]
+async def test_lazy_done_line_and_collected_answer_carry_the_lazy_fields():
+    lines, out = await lines_of(LazyRagResponse, final())
     done = out[-1]
     assert done == {"type": "done", "usage": {"in_token": 5, "out_token": 2, "model": "m"},
                     **wire(LAZY), "summary_error": None}
-    LazyDoneLine.model_validate(done)
-    collected = LazyCollectedAnswer.model_validate(lines.collected())
+    done_model(LazyRagResponse).model_validate(done)
+    collected = collected_model(LazyRagResponse).model_validate(lines.collected())
     assert collected.confidence == 0.5 and collected.missing_info == ["when"]
 
 
-def test_a_summary_error_reaches_the_done_line():
-    lines = AnswerLines("rid", result_fields(SERVICES["lazy-rag"]))
-    record = json.loads(final(summary_error=Error(type="llm-error", message="down"))[0])
-    done = json.loads(lines.lines(record, True)[-1][0])
+async def test_a_summary_error_reaches_the_done_line():
+    _, out = await lines_of(LazyRagResponse,
+                            final(summary_error=Error(type="llm-error", message="down")))
+    done = out[-1]
     assert done["summary_error"] == {"type": "llm-error", "message": "down"}
     assert done["entities"] == wire(LAZY)["entities"]
 
 
-def test_graph_and_document_done_lines_stay_as_they_were():
-    lines = AnswerLines("rid", result_fields(SERVICES["graph-rag"]))
-    done = json.loads(lines.lines(json.loads(final()[0]), True)[-1][0])
+async def test_graph_and_document_done_lines_stay_as_they_were():
+    _, out = await lines_of(SERVICES["graph-rag"].response_model, final())
+    done = out[-1]
     assert set(done) == {"type", "usage"}
 
 
 # --- the documented models are the records' fields -------------------------------------
 
 def test_documented_models_hold_the_records_fields():
-    assert tuple(LazyResult.model_fields) == LazyRagResponse.result_fields
-    assert tuple(LazySubgraph.model_fields) == EXPAND_FIELDS
+    assert tuple(LazyAnswer.model_fields) == ("query", "summary", "sources", "usage",
+                                               *LazyRagResponse.result_fields)
+    assert tuple(LazyExpansion.model_fields) == ("query", *EXPAND_FIELDS)
     assert tuple(LazyStatus.model_fields) == (*STATUS_FIELDS, "message")
 
 

@@ -7,11 +7,12 @@ from trustgraph.gateway.app import GatewaySettings
 from trustgraph.gateway.core.auth import Auth
 from trustgraph.gateway.core.caller import OPEN, TOKEN_ADMIN
 from trustgraph.gateway.core.dispatch import Dispatcher
-from trustgraph.pubsub.pulsar_shim import MAX_RECORD_BYTES
 from trustgraph.gateway.core.errors import GatewayError, classify
 from trustgraph.gateway.core.openapi import services_document
+from trustgraph.gateway.core.permissions import READ
 from trustgraph.gateway.core.services import SERVICES, ServiceRow
 from trustgraph.gateway.core.websocket import _leading_id, _too_large
+from trustgraph.pubsub.pulsar_shim import MAX_RECORD_BYTES
 from trustgraph.schema import Error, Record, Response, TextCompletionRequest
 
 
@@ -21,7 +22,7 @@ class TenantRequest(Record):
     entity_limit: int = 50
 
 
-TENANT_ROW = ServiceRow("tenant-test", TenantRequest, Response, "response")
+TENANT_ROW = ServiceRow("tenant-test", TenantRequest, Response, READ)
 
 
 def test_settings_from_environment(monkeypatch):
@@ -111,6 +112,11 @@ def test_openapi_describes_every_row():
     assert schemas["TextCompletionRequest"]["required"] == ["prompt"]
     assert "end_of_stream" in schemas["TextCompletionResponse"]["properties"]
     assert {"/api/v1/socket", "/metrics", "/api/v1/openapi.json"} <= spec["paths"].keys()
+    # who may, from each row's permissions
+    assert operation["x-roles"] == {"*": ["admin", "user", "reader"]}
+    keys = spec["paths"]["/api/v1/flow/{flow}/service/keys"]["post"]
+    assert keys["x-roles"]["create-key"] == ["admin"] and keys["x-roles"]["verifiers"] == []
+    assert "Who may: admin (add-user, list-users" in keys["description"]
 
 
 def test_text_that_is_not_valid_unicode_is_named():

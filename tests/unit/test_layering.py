@@ -77,6 +77,10 @@ def test_a_clean_tree_breaks_nothing_and_its_imports_are_resolved(tmp_path):
      RULES[2].name),
     ("trustgraph-flow/trustgraph/gateway/apis/query.py", "from ..core.api import Core\n",
      RULES[3].name),
+    ("trustgraph-base/trustgraph/answers/reader.py", "from ..base import steps\n",
+     RULES[4].name),
+    ("trustgraph-base/trustgraph/api/client.py", "from trustgraph.base.steps import step\n",
+     RULES[5].name),
 ])
 def test_a_forbidden_import_is_found(tmp_path, path, source, rule):
     graph = read(plant(tmp_path, {**CLEAN, path: source}))

@@ -2,13 +2,14 @@
 streaming request): the service sends them before its metadata, the answer-stream
 API writes them as ``{"type": "progress"}`` lines, and the client library passes
 over them; a request that does not ask sees none."""
-import json
 
+from tests.support.answer_lines import lines_of
 from tests.support.rag_clients import Answer
 from tests.support.rag_clients import DocumentRagRig as Rig
 from trustgraph.api import Chunk, Final, Metadata
 from trustgraph.api.rag import events_from_frames
-from trustgraph.gateway.apis.query import AnswerLines, ProgressLine
+from trustgraph.gateway.apis.lines import ProgressLine
+from trustgraph.schema import RagResponse
 
 
 async def test_a_streaming_request_that_asks_gets_progress_before_the_metadata():
@@ -29,14 +30,13 @@ async def test_requests_that_do_not_ask_or_do_not_stream_get_no_progress():
     assert record.message_type is None and record.response
 
 
-def test_the_query_api_writes_progress_lines_and_then_the_metadata():
-    lines = AnswerLines("r1")
-    [(progress, final)] = lines.lines({"message_type": "progress", "progress": "searching"},
-                                      False)
-    assert json.loads(progress) == {"type": "progress", "message": "searching"} and not final
-    ProgressLine.model_validate(json.loads(progress))
-    [(metadata, _)] = lines.lines({"message_type": "metadata", "sources": []}, False)
-    assert json.loads(metadata)["type"] == "metadata"
+async def test_the_query_api_writes_progress_lines_and_then_the_metadata():
+    lines, [progress, metadata] = await lines_of(
+        RagResponse, ({"message_type": "progress", "progress": "searching"}, False),
+        ({"message_type": "metadata", "sources": []}, False))
+    assert progress == {"type": "progress", "message": "searching"}
+    ProgressLine.model_validate(progress)
+    assert metadata["type"] == "metadata"
     assert lines.collected()["response"] == ""
 
 

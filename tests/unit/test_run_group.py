@@ -12,7 +12,7 @@ from trustgraph.base.local import LocalServices
 from trustgraph.base.processor import serve_together
 from trustgraph.run import registry, single
 from trustgraph.run.registry import members
-from trustgraph.run.start import StartError, plan
+from trustgraph.run.start import StartError, StartSettings, plan
 
 
 def test_an_entry_names_one_processor_or_a_group():
@@ -31,7 +31,7 @@ def test_bad_groups_are_refused(entry, message):
     with pytest.raises(SystemExit, match=message):
         single.main([entry])
     with pytest.raises(StartError, match=message):
-        plan([entry])
+        plan([entry], StartSettings())
 
 
 def test_tg_run_names_an_unknown_member():
@@ -48,16 +48,16 @@ def test_tg_run_help_lists_groups_and_says_where_flags_go(capsys):
 
 def test_plan_keeps_groups_as_one_part_and_drops_what_is_not_installed(monkeypatch, capsys):
     monkeypatch.setitem(registry.RUNNABLES, "ghost", "trustgraph.ghost.service:main")
-    assert plan(["gateway", "config", "prompt+text-completion"]) == \
+    assert plan(["gateway", "config", "prompt+text-completion"], StartSettings()) == \
         ["config", "prompt+text-completion", "gateway"]
-    assert plan(["prompt+ghost+text-completion", "config"]) == \
+    assert plan(["prompt+ghost+text-completion", "config"], StartSettings()) == \
         ["prompt+text-completion", "config"]
     assert "skipping ghost: trustgraph.ghost.service is not installed" in capsys.readouterr().out
 
 
 def test_plan_refuses_a_processor_named_twice():
     with pytest.raises(StartError, match="TG_PROCESSORS names prompt twice"):
-        plan(["prompt", "prompt+text-completion"])
+        plan(["prompt", "prompt+text-completion"], StartSettings())
 
 
 def not_a_processor(argv):

@@ -11,7 +11,7 @@ def test_settings_come_from_the_environment_and_flags(monkeypatch):
     monkeypatch.setenv("TG_GATEWAY_PORT", "9999")
     settings = StartSettings()
     assert settings.tg_processors == ["gateway", "text-completion"]
-    assert settings.tg_gateway_port == 9999 and settings.pulsar_url == ""
+    assert settings.tg_gateway_port == 9999 and settings.external_broker is None
     settings = start.load_settings(StartSettings, ["--tg-processors", "config"], "t")
     assert settings.tg_processors == ["config"]
 
@@ -32,7 +32,7 @@ def test_default_is_the_registry_stack(monkeypatch):
 def test_plan_skips_what_is_not_installed_and_starts_the_gateway_last(monkeypatch, capsys):
     monkeypatch.setitem(registry.RUNNABLES, "ghost", "trustgraph.ghost.service:main")
     parts = plan(["gateway", "ghost", "text-completion", "text-completion-nosuch",
-                  "text-completion-openai", "text-completion"])
+                  "text-completion-openai", "text-completion"], StartSettings())
     assert parts == ["text-completion", "text-completion-openai", "gateway"]
     out = capsys.readouterr().out
     assert "skipping ghost: trustgraph.ghost.service is not installed" in out
@@ -82,7 +82,7 @@ def test_lazy_rag_answers_with_the_others_unless_its_switch_is_off(monkeypatch, 
         monkeypatch.setenv("LAZY_RAG_ENABLED", value)
     [answering] = [e for e in registry.DEFAULT_STACK if "graph-rag" in registry.members(e)]
     assert "lazy-rag" in registry.members(answering)
-    [group] = [part for part in plan([answering]) if "graph-rag" in part]
+    [group] = [part for part in plan([answering], StartSettings()) if "graph-rag" in part]
     assert ("lazy-rag" in registry.members(group)) == kept
     assert ("skipping lazy-rag: LAZY_RAG_ENABLED is false" in capsys.readouterr().out) \
         == (not kept)
@@ -98,8 +98,29 @@ def test_the_gateway_checks_keys_when_a_config_service_may_keep_them(
         tmp_path, monkeypatch, parts, pulsar_url, checks_keys):
     import asyncio
     monkeypatch.delenv("TG_GATEWAY_KEYS", raising=False)
-    settings = StartSettings(pulsar_url=pulsar_url, tg_data_dir=str(tmp_path))
+    settings = StartSettings(tg_data_dir=str(tmp_path),
+                             **({"pulsar_url": pulsar_url} if pulsar_url else {}))
     platform = start.Platform(settings, parts, start.RunDir(tmp_path / "run"),
                               asyncio.Event())
     gateway, = [child for child in platform.children if child.name == "gateway"]
     assert (gateway.env.get("TG_GATEWAY_KEYS") != "false") is checks_keys
+    assert gateway.env["PULSAR_URL"] == (pulsar_url or platform.broker.broker.url)
+
+
+def test_the_children_read_what_tg_start_was_given(tmp_path, monkeypatch):
+    """Every child reads the settings every process has as tg-start read them, its flags
+    included: one switch, parsed once, for tg-start, the gateway and the processor."""
+    import asyncio
+    monkeypatch.delenv("TG_GATEWAY_KEYS", raising=False)
+    monkeypatch.setenv("LAZY_RAG_ENABLED", "off")
+    settings = start.load_settings(StartSettings, [
+        "--tg-data-dir", str(tmp_path), "--tg-flows", "default,other",
+        "--tg-request-timeout", "30", "--tg-gateway-keys"], "t")
+    assert not settings.lazy_rag_enabled and "lazy-rag" not in plan(["lazy-rag"], settings)
+    platform = start.Platform(settings, ["text-completion", "gateway"],
+                              start.RunDir(tmp_path / "run"), asyncio.Event())
+    for child in platform.children:
+        assert (child.env["LAZY_RAG_ENABLED"], child.env["TG_FLOWS"]) == ("false", "default,other")
+        assert child.env["TG_REQUEST_TIMEOUT"] == "30.0"
+        # asked for, though no config service of ours keeps keys
+        assert child.env["TG_GATEWAY_KEYS"] == "true"

@@ -17,12 +17,13 @@ from .agent import (
 )
 from .async_client import DEFAULT_URL, AsyncTrustGraph
 from .errors import TrustGraphError
-from .rag import Answer, Chunk, Final, LazyAnswer, LazyResult, Metadata, RagEvent, RagStream
+from .lazy_rag import LazyAnswer, LazyResult
+from .rag import Answer, Chunk, Final, Metadata, RagEvent, RagStream, Result
 from .streams import Completion, TextStream, Usage
 from .sync_client import SyncStream, TrustGraph
 
 __all__ = ["DEFAULT_URL", "AgentAction", "AgentAnswer", "AgentEvent", "AgentFinal",
            "AgentObservation", "AgentResult", "AgentStream", "AgentThought", "Answer",
            "AsyncTrustGraph", "Chunk", "Completion", "Final", "LazyAnswer", "LazyResult",
-           "Metadata", "RagEvent", "RagStream", "SyncStream", "TextStream", "TrustGraph",
+           "Metadata", "RagEvent", "RagStream", "Result", "SyncStream", "TextStream", "TrustGraph",
            "TrustGraphError", "Usage"]

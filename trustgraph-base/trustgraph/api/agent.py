@@ -12,8 +12,9 @@ from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any, Self
 
-from ..schema import Usage
-from .errors import TrustGraphError
+from ..answers import Done, Failed, Reader, Step, Text
+from ..schema import AgentResponse, Usage
+from .errors import error_from
 from .rag import Source
 from .streams import Completion
 
@@ -124,37 +125,27 @@ class AgentStream:
 
 async def events_from_frames(responses: AsyncGenerator[dict[str, Any], None]
                              ) -> AsyncGenerator[AgentEvent, None]:
-    """The websocket's agent frames as events. An error frame raises
-    ``TrustGraphError`` (the transport raises those carrying ``error``)."""
-    usage = Usage()
-    session_id: str | None = None
-    sources: list[Source] = []
+    """The websocket's agent frames as events, read by the one reader every API
+    shares (``trustgraph.answers``). An error frame raises ``TrustGraphError`` (the
+    transport raises those carrying ``error``)."""
+    reader = Reader(AgentResponse)
     async with aclosing(responses):
         async for response in responses:
-            usage.add(Usage.of(response))
-            session_id = response.get("session_id") or session_id
-            sources = response.get("sources") or sources
-            event = _event(response)
-            if event is not None:
-                yield event
-            if response.get("end_of_dialog"):
-                yield AgentFinal(usage, session_id, sources)
-                return
+            for event in reader.read(response):
+                if type(event) is Step:
+                    yield _step(event)
+                elif type(event) is Text:
+                    yield AgentAnswer(event.delta, event.ends)
+                elif type(event) is Done:
+                    yield AgentFinal(event.usage, event.session_id, event.sources or [])
+                    return
+                elif type(event) is Failed:
+                    raise error_from(event.error.model_dump())
 
 
-def _event(response: dict[str, Any]) -> AgentEvent | None:
-    """The event one frame carries; None for an empty piece that ends nothing."""
-    kind = response.get("chunk_type") or response.get("message_type")
-    text = response.get("content") or ""
-    end = bool(response.get("end_of_message"))
-    if kind == "action":
-        return AgentAction(response.get("tool") or text, response.get("arguments") or {}, text)
-    if kind == "error":
-        raise TrustGraphError("agent-error", text or "the agent failed")
-    if not text and not end:
-        return None
-    if kind == "thought":
-        return AgentThought(text, end)
-    if kind == "observation":
-        return AgentObservation(text, end)
-    return AgentAnswer(text, end)  # "answer", or a frame of no known type: shown, not lost
+def _step(step: Step) -> AgentStep:
+    if step.kind == "action":
+        return AgentAction(step.tool or step.delta, step.arguments or {}, step.delta)
+    if step.kind == "observation":
+        return AgentObservation(step.delta, step.ends)
+    return AgentThought(step.delta, step.ends)

@@ -2,7 +2,9 @@
 
 The transport (``GatewaySocket``) does requests in general; each service below is a
 few lines saying what its request holds (built with ``wire``'s helpers) and where its
-answer's text is. The library and store calls are ``library.py``'s, inherited.
+answer's text is (the answers read by ``trustgraph.answers``, the reader every API
+shares). The library and store calls are ``library.py``'s and LazyRAG's
+``lazy_rag.py``'s, inherited.
 """
 from collections.abc import (
     AsyncGenerator,
@@ -14,11 +16,20 @@ from collections.abc import (
 from typing import Any, Literal, overload
 from urllib.parse import quote
 
+from ..schema import (
+    AgentResponse,
+    DocumentRagResponse,
+    GraphRagResponse,
+    LazyRagResponse,
+    Response,
+    TextCompletionResponse,
+)
 from .agent import AgentResult, AgentStream
 from .agent import events_from_frames as agent_events
 from .http import GatewayHttp
+from .lazy_rag import LazyRagCalls
 from .library import LibraryCalls
-from .rag import Answer, LazyResult, RagStream, answer_from, events_from_frames, events_from_lines
+from .rag import Answer, RagStream, answer_from, events_from_frames, events_from_lines
 from .socket import CONNECT_TIMEOUT, MAX_INFLIGHT, GatewaySocket
 from .streams import Completion, PromptStream, TextStream
 from .wire import final_response, given, scope
@@ -27,9 +38,13 @@ DEFAULT_URL = "http://localhost:8888/"
 CORE_PATH = "/api/v1/collections/{}/core"  # knowledge cores (REST only)
 QUERY_PATH = "/api/v1/query"  # the answer-stream API (REST only)
 WHOAMI_PATH = "/api/v1/whoami"
+# The answer-stream API's modes: the record each one's service answers with.
+QUERY_MODES: dict[str, type[Response]] = {
+    "document": DocumentRagResponse, "graph": GraphRagResponse, "lazy": LazyRagResponse,
+    "agent": AgentResponse}
 
 
-class AsyncTrustGraph(LibraryCalls):
+class AsyncTrustGraph(LibraryCalls, LazyRagCalls):
     """A connection to a TrustGraph gateway: one websocket for any number of
     concurrent requests, opened on first use and reopened if it drops.
 
@@ -85,7 +100,7 @@ class AsyncTrustGraph(LibraryCalls):
         stream = TextStream(
             lambda: self.request("text-completion", {
                 "system": system, "prompt": prompt, "streaming": streaming}, flow),
-            lambda response: response.get("response") or "")
+            TextCompletionResponse)
         return stream if streaming else stream.collect()
 
     # prompt
@@ -144,44 +159,6 @@ class AsyncTrustGraph(LibraryCalls):
             query=query, doc_limit=doc_limit, optimize_query=optimize_query,
             subqueries=subqueries, **scope(user, collection)))
 
-    def lazy_rag(self, query: str, *, user: str | None = None, collection: str | None = None,
-                 max_hops: int | None = None, max_entities: int | None = None,
-                 use_communities: bool | None = None, streaming: bool = False,
-                 flow: str = "default") -> Coroutine[Any, Any, Answer] | RagStream:
-        """An answer summarised at query time from the part of the graph the question
-        touches (LazyRAG). ``await`` it for a ``LazyAnswer`` (an ``Answer`` with
-        ``.confidence``, ``.missing_info``, ``.entities``, ``.relationships``,
-        ``.communities``; ``.summary_error`` when the LLM failed, the rest still
-        there); with ``streaming=True`` iterate it as ``graph_rag``'s, the ``Final``
-        event carrying them as ``.lazy``. Options left as ``None`` take the service's
-        settings (LAZY_RAG_MAX_HOPS, ...)."""
-        return self._rag("lazy-rag", streaming, flow, given(
-            query=query, max_hops=max_hops, max_entities=max_entities,
-            use_communities=use_communities, **scope(user, collection)))
-
-    async def lazy_rag_expand(self, query: str, *, user: str | None = None,
-                              collection: str | None = None, max_hops: int | None = None,
-                              max_entities: int | None = None,
-                              use_communities: bool | None = None, flow: str = "default"
-                              ) -> LazyResult:
-        """LazyRAG's retrieval alone, no LLM: the subgraph and communities the question
-        touches, the confidence and what is missing."""
-        response = await final_response(self.request("lazy-rag-expand", given(
-            query=query, max_hops=max_hops, max_entities=max_entities,
-            use_communities=use_communities, **scope(user, collection)), flow))
-        return LazyResult.of(response) or LazyResult()
-
-    async def lazy_rag_status(self, *, user: str | None = None, collection: str | None = None,
-                              flow: str = "default") -> dict[str, Any]:
-        """LazyRAG's settings in force and its community cache: ``{"enabled",
-        "max_hops", "max_entities", "use_communities", "summary_model",
-        "community_cache": [{"collection", "fresh", "computing", "communities",
-        "levels", "entities", "graph_version", "cached_version", ...}]}`` (one entry
-        per cached collection of the user, or the one ``collection`` asked about)."""
-        response = await final_response(self.request("lazy-rag-status", given(
-            collection=collection, **scope(user, None)), flow))
-        return {key: value for key, value in response.items() if key != "end_of_stream"}
-
     def _rag(self, service: str, streaming: bool, flow: str, request: dict[str, Any]
              ) -> Coroutine[Any, Any, Answer] | RagStream:
         stream = RagStream(lambda: events_from_frames(self.request(
@@ -209,12 +186,14 @@ class AsyncTrustGraph(LibraryCalls):
                      max_subgraph_size=max_subgraph_size, max_path_length=max_path_length,
                      doc_limit=doc_limit, max_hops=max_hops, max_entities=max_entities,
                      use_communities=use_communities, **scope(user, collection))
+        model = QUERY_MODES.get(mode, DocumentRagResponse)
         if stream:
-            return RagStream(lambda: events_from_lines(self._http.lines(QUERY_PATH, body)))
-        return self._answer(body)
+            return RagStream(lambda: events_from_lines(self._http.lines(QUERY_PATH, body),
+                                                       model))
+        return self._answer(body, model)
 
-    async def _answer(self, body: dict[str, Any]) -> Answer:
-        return answer_from(await self._http.post(QUERY_PATH, body))
+    async def _answer(self, body: dict[str, Any], model: type[Response]) -> Answer:
+        return answer_from(await self._http.post(QUERY_PATH, body), model)
 
     # knowledge cores: a collection as one file (docs/knowledge-cores.md)
 

@@ -2,16 +2,19 @@
 the token usage gathered on the way, and the collected text.
 
 Every answer-producing service (text-completion, prompt, RAG, ...) streams frames
-that carry a piece of text and, somewhere, token counts; they differ only in which
-field holds the text, so one ``TextStream`` serves them all (``PromptStream`` adds a
-JSON template's parsed answer).
+that carry a piece of text and, somewhere, token counts; they differ only in what
+their response model declares, which the one reader reads (``trustgraph.answers``),
+so one ``TextStream`` serves them all (``PromptStream`` adds a JSON template's
+parsed answer).
 """
 import json
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from contextlib import aclosing
 from typing import Any, Self
 
-from ..schema import Usage
+from ..answers import Done, Failed, Reader, Text
+from ..schema import PromptResponse, Response, Usage
+from .errors import error_from
 
 
 class Completion(str):
@@ -28,17 +31,17 @@ class Completion(str):
 class TextStream:
     """An answer's text deltas, as an async iterable (iterate it once).
 
-    ``responses`` opens the request when iteration starts; ``text_of`` picks a frame's
-    text. ``usage`` is complete once the stream has ended. Breaking out of the loop
-    ends the request on the gateway (see ``GatewaySocket.request``).
+    ``responses`` opens the request when iteration starts; ``model`` is the service's
+    response record. ``usage`` is complete once the stream has ended. Breaking out of
+    the loop ends the request on the gateway (see ``GatewaySocket.request``).
     """
 
     def __init__(self, responses: Callable[[], AsyncGenerator[dict, None]],
-                 text_of: Callable[[dict], str]) -> None:
+                 model: type[Response]) -> None:
         self._responses = responses
-        self._text_of = text_of
+        self._reader = Reader(model)
         self._started = False
-        self.usage = Usage()
+        self.usage = self._reader.usage  # summed as the frames are read
 
     def __aiter__(self) -> AsyncIterator[str]:
         if self._started:
@@ -49,10 +52,16 @@ class TextStream:
     async def _deltas(self) -> AsyncGenerator[str, None]:
         async with aclosing(self._responses()) as responses:
             async for response in responses:
-                self.usage.add(Usage.of(response))
-                text = self._text_of(response)
-                if text:
-                    yield text
+                for event in self._reader.read(response):
+                    if type(event) is Text:
+                        yield event.delta
+                    elif type(event) is Done:
+                        self._done(event)
+                    elif type(event) is Failed:
+                        raise error_from(event.error.model_dump())
+
+    def _done(self, done: Done) -> None:
+        """The answer's end: what it says beyond the text (``PromptStream``)."""
 
     async def collect(self) -> Completion:
         """The whole answer, with its usage."""
@@ -66,15 +75,14 @@ class PromptStream(TextStream):
     stream has ended."""
 
     def __init__(self, responses: Callable[[], AsyncGenerator[dict, None]]) -> None:
-        super().__init__(responses, self._text)
+        super().__init__(responses, PromptResponse)
         self.object: Any = None
         self.is_object = False
 
-    def _text(self, response: dict[str, Any]) -> str:
-        if response.get("object") is not None:
-            self.object = json.loads(response["object"])
+    def _done(self, done: Done) -> None:
+        if done.result.get("object") is not None:
+            self.object = json.loads(done.result["object"])
             self.is_object = True
-        return response.get("text") or ""
 
     async def answer(self) -> Any:
         """The whole answer: the text (a ``Completion``) or the parsed value."""

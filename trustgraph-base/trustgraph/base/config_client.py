@@ -34,6 +34,10 @@ from .rpc import TIMING, RequestTimeout, ServiceError
 
 log = logging.getLogger(__name__)
 
+# Seconds a watcher retries reading config (at start, and after a change notice)
+# before it goes on without: the default of TG_CONFIG_WAIT.
+CONFIG_WAIT = 10.0
+
 Snapshot = dict[str, dict[str, Any]]  # {type: {key: value}}
 OnChange = Callable[[Snapshot, int], Awaitable[None]]
 
@@ -116,7 +120,7 @@ class ConfigWatcher:
         self._subscription = subscription
         self._reading = asyncio.Lock()
 
-    async def start(self, wait: float = 10.0) -> bool:
+    async def start(self, wait: float = CONFIG_WAIT) -> bool:
         """Subscribe, then read, retrying for up to ``wait`` seconds. False when the
         config service did not answer in time (reading resumes when it announces
         itself)."""
@@ -130,7 +134,7 @@ class ConfigWatcher:
             return
         if self.version is not None and notice.types and self.types.isdisjoint(notice.types):
             return
-        await self.refresh(10.0)
+        await self.refresh(CONFIG_WAIT)
 
     async def refresh(self, wait: float) -> bool:
         """Read the watched types and hand them over if they changed."""

@@ -13,7 +13,7 @@ from typing import Any
 from ..pubsub import Bus
 from ..schema import Record, encode
 from .clients import Clients
-from .config_client import ConfigClient, ConfigWatcher, OnChange
+from .config_client import CONFIG_WAIT, ConfigClient, ConfigWatcher, OnChange
 from .local import LocalServices
 from .rpc import Timing
 from .stage import Emitters
@@ -64,7 +64,7 @@ class Runtime:
         return await asyncio.shield(self._config)
 
     async def watch_config(self, types: list[str], on_change: OnChange,
-                           wait: float = 10.0) -> bool:
+                           wait: float = CONFIG_WAIT) -> bool:
         """Keep ``types`` current: ``on_change(snapshot, version)`` is awaited now
         and after each change. False when config did not answer within ``wait``
         seconds (the snapshot comes when it announces itself)."""

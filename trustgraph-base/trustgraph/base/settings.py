@@ -1,14 +1,21 @@
 """Typed settings: every field is an environment variable (its name upper-cased) and
-a command-line flag (its name kebab-cased) that overrides it."""
+a command-line flag (its name kebab-cased) that overrides it.
+
+``Settings`` is what every process reads: tg-start, the gateway and each processor
+(the broker, the flows, the data dir, how long a request may go silent, how long
+start-up waits for config, the log level). ``GatewayEndpoint`` adds where the gateway
+listens and who may use it, which the gateway and tg-start (which starts it and says
+where it is) both read. Each default is written once: here, or, for a time the
+request protocol or the config watcher keeps, where that time is kept."""
 import logging
 from typing import Annotated, TypeVar
 
-from pydantic import BeforeValidator
+from pydantic import BeforeValidator, Field
 from pydantic_settings import BaseSettings, CliApp, NoDecode, SettingsConfigDict
 
 from ..pubsub import DEFAULT_PULSAR_URL
-
-S = TypeVar("S", bound=BaseSettings)
+from .config_client import CONFIG_WAIT
+from .rpc import TIMING
 
 
 def _comma_separated(value: object) -> object:
@@ -27,25 +34,42 @@ class Settings(BaseSettings):
         env_ignore_empty=True)
 
     tg_log_level: str = "INFO"
-
-
-class ProcessorSettings(Settings):
+    # tg-start: named, the broker to use; unset, it starts the embedded one (pulsar-lite)
     pulsar_url: str = DEFAULT_PULSAR_URL
     tg_data_dir: str = "./tg-data"
     tg_flows: CommaList = ["default"]
+    tg_request_timeout: float = Field(TIMING.timeout, description=(
+        "seconds a request may go without a record once a service has accepted it"))
+    tg_config_wait: float = Field(CONFIG_WAIT, description=(
+        "seconds start-up waits for the config service before going on with what it has "
+        "(prompt: the shipped templates; agent: the shipped tools; the gateway answers "
+        "API keys 503 until it has read them); config is read as soon as it announces "
+        "itself"))
+
+
+class GatewayEndpoint(Settings):
+    tg_gateway_host: str = "127.0.0.1"  # 0.0.0.0 to accept other machines
+    tg_gateway_port: int = 8888
+    tg_gateway_token: str = ""  # the admin key of a single-user installation
+    # API keys, read from the config service (false: only the token, or open)
+    tg_gateway_keys: bool = True
+
+
+class ProcessorSettings(Settings):
     tg_concurrency: int = 64  # requests handled at once
     tg_backlog: int = 1024  # requests held (handled or waiting); past it, "overloaded"
     # Deliveries of a pipeline record before it goes to its stage's dead-letter topic.
     tg_max_deliveries: int = 10
-    tg_request_timeout: float = 120.0
     # Index of this replica among processes serving the same service (see Bus).
     tg_replica: int = 0
 
 
+S = TypeVar("S", bound=Settings)
+
+
 def load_settings(model: type[S], argv: list[str] | None, prog: str) -> S:
     settings = CliApp.run(model, cli_args=argv or [])
-    level = getattr(settings, "tg_log_level", "INFO")
-    logging.basicConfig(level=level.upper(),
+    logging.basicConfig(level=settings.tg_log_level.upper(),
                         format=f"%(asctime)s {prog} %(levelname)s %(name)s: %(message)s")
     logging.getLogger("pulsar").setLevel(max(logging.WARNING, logging.getLogger().level))
     return settings

@@ -1,167 +1,141 @@
 """Every record on the bus and the gateway wire (PROTOCOL §4), and topic names."""
+from .agent import AgentRequest, AgentResponse, AgentStep
 from .cancel import Cancel
 from .config import (
-                     CONFIG_FLOW,
-                     CONFIG_NOTIFY_TOPIC,
-                     ConfigKey,
-                     ConfigNotify,
-                     ConfigRequest,
-                     ConfigResponse,
-                     ConfigValue,
+    CONFIG_FLOW,
+    CONFIG_NOTIFY_TOPIC,
+    ConfigKey,
+    ConfigNotify,
+    ConfigRequest,
+    ConfigResponse,
+    ConfigValue,
+)
+from .cores import (
+    CORE_SERVICES,
+    CoreChunk,
+    CoreDocument,
+    CoreEntity,
+    CoreRequest,
+    CoreResponse,
+    CoreTriple,
 )
 from .embeddings import EmbeddingsRequest, EmbeddingsResponse
+from .keys import (
+    KEYS_CHANGED,
+    KEYS_FLOW,
+    ROLES,
+    ApiKey,
+    KeyLimits,
+    KeysRequest,
+    KeysResponse,
+    KeyUse,
+    KeyVerifier,
+    Role,
+    UserInfo,
+)
 from .knowledge import RDFS_LABEL, Term, Triple
+from .knowledge_load import KnowledgeLoadRequest, KnowledgeLoadResponse
+from .lazy_rag import (
+    CommunityCacheState,
+    LazyCommunity,
+    LazyEntity,
+    LazyRagExpandRequest,
+    LazyRagExpandResponse,
+    LazyRagRequest,
+    LazyRagResponse,
+    LazyRagStatusRequest,
+    LazyRagStatusResponse,
+    LazyRelationship,
+)
+from .librarian import (
+    LIBRARIAN_FLOW,
+    CollectionInfo,
+    DocumentMetadata,
+    LibrarianRequest,
+    LibrarianResponse,
+    ProcessingMetadata,
+)
+from .load_status import (
+    ChunkCountRequest,
+    ChunkCountResponse,
+    ChunkSet,
+    DocumentStatus,
+    LoadStatusRequest,
+    LoadStatusResponse,
+)
 from .pipeline import (
-                     Chunk,
-                     ChunkEntities,
-                     ChunkTriples,
-                     ChunkVector,
-                     DecodeWork,
-                     DocumentLoadRequest,
-                     DocumentRef,
-                     DocumentRemoved,
-                     EntityContext,
-                     EntityVector,
-                     EntityVectors,
-                     LoadResponse,
-                     TextLoadRequest,
+    Chunk,
+    ChunkEntities,
+    ChunkTriples,
+    ChunkVector,
+    DecodeWork,
+    DocumentLoadRequest,
+    DocumentRef,
+    DocumentRemoved,
+    EntityContext,
+    EntityVector,
+    EntityVectors,
+    LoadResponse,
+    TextLoadRequest,
 )
 from .prompt import PROMPT_CONFIG_TYPE, PromptRequest, PromptResponse, PromptTemplate
+from .queries import (
+    DocumentEmbeddingsRequest,
+    DocumentEmbeddingsResponse,
+    Evidence,
+    GraphEdge,
+    GraphEdgesRequest,
+    GraphEdgesResponse,
+    GraphEmbeddingsRequest,
+    GraphEmbeddingsResponse,
+    GraphVersionRequest,
+    GraphVersionResponse,
+    LexicalSearchRequest,
+    ReembedRequest,
+    ReembedResponse,
+    ScoredChunk,
+    ScoredEntity,
+    SubgraphRequest,
+    SubgraphResponse,
+    TriplesQueryRequest,
+    TriplesQueryResponse,
+)
 from .record import Error, Record, Response, decode, encode
+from .retrieval import (
+    DocumentRagRequest,
+    DocumentRagResponse,
+    GraphRagRequest,
+    GraphRagResponse,
+    RagResponse,
+    Source,
+)
 from .text_completion import Sampling, TextCompletionRequest, TextCompletionResponse
 from .topics import CANCEL_TOPIC, flow_topic, request_topic, response_topic
 from .usage import Usage
 
 __all__ = [
-    "CANCEL_TOPIC", "CONFIG_FLOW", "CONFIG_NOTIFY_TOPIC", "Cancel", "Chunk", "ChunkEntities",
-    "ChunkTriples", "ChunkVector", "ConfigKey", "ConfigNotify", "ConfigRequest",
-    "ConfigResponse", "ConfigValue", "DecodeWork", "DocumentLoadRequest", "DocumentRef",
-    "DocumentRemoved", "EmbeddingsRequest", "EmbeddingsResponse", "EntityContext",
-    "EntityVector", "EntityVectors", "Error", "LoadResponse", "PROMPT_CONFIG_TYPE",
-    "PromptRequest", "PromptResponse", "PromptTemplate", "RDFS_LABEL", "Record", "Response",
-    "Sampling",
-    "TextCompletionRequest", "TextCompletionResponse", "TextLoadRequest", "Term", "Triple",
-    "Usage",
-    "decode", "encode", "flow_topic", "request_topic", "response_topic",
+    "AgentRequest", "AgentResponse", "AgentStep", "ApiKey", "CANCEL_TOPIC", "CONFIG_FLOW",
+    "CONFIG_NOTIFY_TOPIC", "CORE_SERVICES", "Cancel", "Chunk", "ChunkCountRequest",
+    "ChunkCountResponse", "ChunkEntities", "ChunkSet", "ChunkTriples", "ChunkVector",
+    "CollectionInfo", "CommunityCacheState", "ConfigKey", "ConfigNotify", "ConfigRequest",
+    "ConfigResponse", "ConfigValue", "CoreChunk", "CoreDocument", "CoreEntity",
+    "CoreRequest", "CoreResponse", "CoreTriple", "DecodeWork", "DocumentEmbeddingsRequest",
+    "DocumentEmbeddingsResponse", "DocumentLoadRequest", "DocumentMetadata",
+    "DocumentRagRequest", "DocumentRagResponse", "DocumentRef", "DocumentRemoved",
+    "DocumentStatus", "EmbeddingsRequest", "EmbeddingsResponse", "EntityContext",
+    "EntityVector", "EntityVectors", "Error", "Evidence", "GraphEdge", "GraphEdgesRequest",
+    "GraphEdgesResponse", "GraphEmbeddingsRequest", "GraphEmbeddingsResponse",
+    "GraphRagRequest", "GraphRagResponse", "GraphVersionRequest", "GraphVersionResponse",
+    "KEYS_CHANGED", "KEYS_FLOW", "KeyLimits", "KeyUse", "KeyVerifier", "KeysRequest",
+    "KeysResponse", "KnowledgeLoadRequest", "KnowledgeLoadResponse", "LIBRARIAN_FLOW",
+    "LazyCommunity", "LazyEntity", "LazyRagExpandRequest", "LazyRagExpandResponse",
+    "LazyRagRequest", "LazyRagResponse", "LazyRagStatusRequest", "LazyRagStatusResponse",
+    "LazyRelationship", "LexicalSearchRequest", "LibrarianRequest", "LibrarianResponse",
+    "LoadResponse", "LoadStatusRequest", "LoadStatusResponse", "PROMPT_CONFIG_TYPE",
+    "ProcessingMetadata", "PromptRequest", "PromptResponse", "PromptTemplate", "RDFS_LABEL",
+    "ROLES", "RagResponse", "Record", "ReembedRequest", "ReembedResponse", "Response",
+    "Role", "Sampling", "ScoredChunk", "ScoredEntity", "Source", "SubgraphRequest",
+    "SubgraphResponse", "Term", "TextCompletionRequest", "TextCompletionResponse",
+    "TextLoadRequest", "Triple", "TriplesQueryRequest", "TriplesQueryResponse", "Usage",
+    "UserInfo", "decode", "encode", "flow_topic", "request_topic", "response_topic",
 ]
-
-from .queries import (
-                     DocumentEmbeddingsRequest,
-                     DocumentEmbeddingsResponse,
-                     Evidence,
-                     GraphEdge,
-                     GraphEdgesRequest,
-                     GraphEdgesResponse,
-                     GraphEmbeddingsRequest,
-                     GraphEmbeddingsResponse,
-                     GraphVersionRequest,
-                     GraphVersionResponse,
-                     LexicalSearchRequest,
-                     ReembedRequest,
-                     ReembedResponse,
-                     ScoredChunk,
-                     ScoredEntity,
-                     SubgraphRequest,
-                     SubgraphResponse,
-                     TriplesQueryRequest,
-                     TriplesQueryResponse,
-)
-
-__all__ += [
-    "DocumentEmbeddingsRequest", "DocumentEmbeddingsResponse", "Evidence", "GraphEdge",
-    "GraphEdgesRequest", "GraphEdgesResponse", "GraphVersionRequest", "GraphVersionResponse",
-    "GraphEmbeddingsRequest", "GraphEmbeddingsResponse", "LexicalSearchRequest",
-    "ReembedRequest", "ReembedResponse", "ScoredChunk", "ScoredEntity",
-    "SubgraphRequest", "SubgraphResponse", "TriplesQueryRequest", "TriplesQueryResponse",
-]
-
-from .librarian import (  # noqa: E402
-                     LIBRARIAN_FLOW,
-                     CollectionInfo,
-                     DocumentMetadata,
-                     LibrarianRequest,
-                     LibrarianResponse,
-                     ProcessingMetadata,
-)
-
-__all__ += ["LIBRARIAN_FLOW", "CollectionInfo", "DocumentMetadata", "LibrarianRequest",
-            "LibrarianResponse", "ProcessingMetadata"]
-
-from .knowledge_load import KnowledgeLoadRequest, KnowledgeLoadResponse  # noqa: E402
-
-__all__ += ["KnowledgeLoadRequest", "KnowledgeLoadResponse"]
-
-from .retrieval import (  # noqa: E402
-                     DocumentRagRequest,
-                     DocumentRagResponse,
-                     GraphRagRequest,
-                     GraphRagResponse,
-                     RagResponse,
-                     Source,
-)
-
-__all__ += ["DocumentRagRequest", "DocumentRagResponse", "GraphRagRequest",
-            "GraphRagResponse", "RagResponse", "Source"]
-
-from .load_status import (  # noqa: E402
-                     ChunkCountRequest,
-                     ChunkCountResponse,
-                     ChunkSet,
-                     DocumentStatus,
-                     LoadStatusRequest,
-                     LoadStatusResponse,
-)
-
-__all__ += ["ChunkCountRequest", "ChunkCountResponse", "ChunkSet", "DocumentStatus",
-            "LoadStatusRequest", "LoadStatusResponse"]
-
-from .agent import AgentRequest, AgentResponse, AgentStep  # noqa: E402
-
-__all__ += ["AgentRequest", "AgentResponse", "AgentStep"]
-
-from .lazy_rag import (  # noqa: E402
-                     CommunityCacheState,
-                     LazyCommunity,
-                     LazyEntity,
-                     LazyRagExpandRequest,
-                     LazyRagExpandResponse,
-                     LazyRagRequest,
-                     LazyRagResponse,
-                     LazyRagStatusRequest,
-                     LazyRagStatusResponse,
-                     LazyRelationship,
-)
-
-__all__ += ["CommunityCacheState", "LazyCommunity", "LazyEntity", "LazyRagExpandRequest",
-            "LazyRagExpandResponse", "LazyRagRequest", "LazyRagResponse",
-            "LazyRagStatusRequest", "LazyRagStatusResponse", "LazyRelationship"]
-
-from .cores import (  # noqa: E402
-                     CORE_SERVICES,
-                     CoreChunk,
-                     CoreDocument,
-                     CoreEntity,
-                     CoreRequest,
-                     CoreResponse,
-                     CoreTriple,
-)
-
-__all__ += ["CORE_SERVICES", "CoreChunk", "CoreDocument", "CoreEntity", "CoreRequest",
-            "CoreResponse", "CoreTriple"]
-
-from .keys import (  # noqa: E402
-                     KEYS_CHANGED,
-                     KEYS_FLOW,
-                     ROLES,
-                     ApiKey,
-                     KeyLimits,
-                     KeysRequest,
-                     KeysResponse,
-                     KeyUse,
-                     KeyVerifier,
-                     Role,
-                     UserInfo,
-)
-
-__all__ += ["KEYS_CHANGED", "KEYS_FLOW", "ROLES", "ApiKey", "KeyLimits", "KeyUse",
-            "KeyVerifier", "KeysRequest", "KeysResponse", "Role", "UserInfo"]

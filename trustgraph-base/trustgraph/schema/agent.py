@@ -53,6 +53,9 @@ class AgentResponse(Response):
     delta_kinds = ("chunk_type", "message_type")
     run_fields = ("chunk_type",)
     run_end = "end_of_message"
+    step_kinds = frozenset(("thought", "action", "observation"))
+    error_kinds = {"error": "agent-error"}  # an error frame, even one without ``error``
+    end_field = "end_of_dialog"
 
     chunk_type: ChunkType | None = None
     message_type: ChunkType | None = None  # always equal to chunk_type

@@ -14,7 +14,7 @@ The processor ``lazy-rag`` serves three request/response services:
 Request limits left unset take the service's settings (``LAZY_RAG_MAX_ENTITIES``,
 ``LAZY_RAG_MAX_HOPS``, ``LAZY_RAG_USE_COMMUNITIES``: 50, 2, true by default).
 """
-from typing import ClassVar, Literal
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
@@ -29,13 +29,19 @@ MAX_LAZY_ENTITIES = 200
 MAX_LAZY_HOPS = 5
 
 
-class LazyRagOptions(BaseModel):
-    """LazyRAG's settings (``LAZY_RAG_*``): the processor runs with them, and the
-    gateway's settings include them too (it turns LazyRAG's routes off with
-    ``LAZY_RAG_ENABLED``, and reports them while no processor answers)."""
+class LazyRagSwitch(BaseModel):
+    """``LAZY_RAG_ENABLED``, the one switch that turns LazyRAG off: tg-start reads it
+    (and leaves the processor out), the processor (and refuses to start), the gateway
+    (and answers LazyRAG's routes 404). A mixin of their settings models."""
 
-    # False: ``tg-start`` leaves the processor out, the gateway answers 404.
     lazy_rag_enabled: bool = True
+
+
+class LazyRagOptions(LazyRagSwitch):
+    """LazyRAG's settings (``LAZY_RAG_*``): the processor runs with them, and the
+    gateway's settings include them too (it turns LazyRAG's routes off with the
+    switch, and reports them while no processor answers)."""
+
     lazy_rag_max_hops: int = Field(2, ge=1, le=MAX_LAZY_HOPS)
     lazy_rag_max_entities: int = Field(50, ge=1, le=MAX_LAZY_ENTITIES)
     lazy_rag_use_communities: bool = True
@@ -103,12 +109,18 @@ class _LazyResult(Record):
 
 
 class LazyRagResponse(RagResponse, _LazyResult):
-    summary_error: Error | None = None  # the LLM failed: the rest is still answered
+    # The final record's result: the subgraph, and when the LLM failed (no text), why;
+    # the confidence and what is missing go beside the text where only text is shown.
+    result_fields = (*_LazyResult.model_fields, "summary_error")
+    result_error = "summary_error"
+    brief_fields = ("confidence", "missing_info")
 
-    result_fields: ClassVar[tuple[str, ...]] = (*_LazyResult.model_fields, "summary_error")
+    summary_error: Error | None = None  # the LLM failed: the rest is still answered
 
 
 class LazyRagExpandResponse(Response, _LazyResult):
+    result_fields = tuple(_LazyResult.model_fields)
+
     end_of_stream: bool = True
 
 

@@ -41,6 +41,7 @@ class PromptRequest(Sampling):  # max_tokens, temperature, stop: passed to text-
 
 class PromptResponse(Response):
     delta_field = "text"
+    result_fields = ("object",)  # a JSON template's answer: no text, one value
 
     text: str | None = None  # text templates: a delta (streaming) or the full text
     object: str | None = None  # json/jsonl templates: the whole answer as JSON text

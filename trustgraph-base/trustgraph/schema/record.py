@@ -50,8 +50,8 @@ class Response(Record):
     that streams text, where a delta's text goes.
 
     The class-level declarations below are read by ``trustgraph.base.relay`` (which
-    passes deltas on, and joins those waiting together) and by the gateway; they are
-    not fields and never travel.
+    passes deltas on, and joins those waiting together), by the gateway and by the
+    answer reader (``trustgraph.answers``); they are not fields and never travel.
     """
 
     # The field a streamed delta's text travels in; None: the service streams no text.
@@ -67,6 +67,32 @@ class Response(Record):
     # ... and never one with this flag set: it ends its message and stands alone (the
     # agent: ``end_of_message``, so a client still sees where each thought ends).
     run_end: ClassVar[str | None] = None
+
+    # How an answer's records read as events (``trustgraph.answers.Reader``, which
+    # every API renders from):
+    # the field a record that is no delta carries the whole answer's text in (RAG: a
+    # non-streaming answer's ``response``; its deltas carry ``delta_marks``);
+    whole_field: ClassVar[str | None] = None
+    # what the first record always says, with the value shown when the service left
+    # it out (RAG: the sources, the rewritten question, the sub-questions);
+    opening: ClassVar[dict[str, Any]] = {}
+    # the field of a record that only says what the service is doing (RAG: ``progress``);
+    progress_field: ClassVar[str | None] = None
+    # of the kinds (``delta_kinds``), those that are steps towards the answer, not
+    # the answer (the agent: thought, action, observation) ...
+    step_kinds: ClassVar[frozenset[str]] = frozenset()
+    # ... and those that end the answer as an error of this type, even with no ``error``;
+    error_kinds: ClassVar[dict[str, str]] = {}
+    # the flag a client sees the answer's last record by (the agent: ``end_of_dialog``);
+    end_field: ClassVar[str] = "end_of_stream"
+    # the final record's fields that are the service's own result, beyond the text
+    # (LazyRAG: the subgraph, confidence, what is missing) ...
+    result_fields: ClassVar[tuple[str, ...]] = ()
+    # ... the one of them that, set, says the text failed while the rest stands ...
+    result_error: ClassVar[str | None] = None
+    # ... and the short ones an API that shows only text puts beside it (the OpenAI
+    # API's last chunk).
+    brief_fields: ClassVar[tuple[str, ...]] = ()
 
     error: Error | None = None
     end_of_stream: bool = False

@@ -6,7 +6,7 @@ question, sub-questions), ``chunk`` records carrying answer deltas, and one fina
 sources again and the token totals. A non-streaming answer is one record with the full
 ``response``. An error is always one final record.
 """
-from typing import Any, ClassVar, Literal, Self
+from typing import Any, Literal, Self
 
 from pydantic import Field
 
@@ -77,9 +77,17 @@ class Source(Record):
     scores: dict[str, float] | None = None
 
 
+# What a RAG answer's first record always shows on the wire, even when the service
+# left it unset (``RagResponse.opening``).
+METADATA_DEFAULTS: dict[str, Any] = {"sources": [], "optimized_query": None, "subqueries": []}
+
+
 class RagResponse(Response):
     delta_field = "chunk"
     delta_marks = {"message_type": "chunk"}
+    whole_field = "response"
+    opening = METADATA_DEFAULTS
+    progress_field = "progress"
 
     message_type: Literal["metadata", "chunk", "progress"] | None = None  # streaming only
     chunk: str | None = None  # a streamed delta
@@ -92,10 +100,6 @@ class RagResponse(Response):
     in_token: int | None = None
     out_token: int | None = None
     model: str | None = None
-
-    # Fields of an answer's final record beyond these that the gateway's answer-stream
-    # API passes on (in its ``done`` line and collected answer).
-    result_fields: ClassVar[tuple[str, ...]] = ()
 
     @classmethod
     def failure(cls, error: Error) -> Self:
@@ -110,16 +114,12 @@ class RagResponse(Response):
         frame's text sees it once."""
         kind = record.get("message_type")
         if kind == "metadata":
-            missing = {key: value for key, value in METADATA_DEFAULTS.items()
+            missing = {key: value for key, value in cls.opening.items()
                        if key not in record}
             return {**record, **missing} if missing else None
         if kind == "chunk" and "response" in record:
             return {key: value for key, value in record.items() if key != "response"}
         return None
-
-
-# What a RAG metadata record always shows on the wire, even when the service left it unset.
-METADATA_DEFAULTS: dict[str, Any] = {"sources": [], "optimized_query": None, "subqueries": []}
 
 
 # One record shape serves both services; the names say which one a module speaks.

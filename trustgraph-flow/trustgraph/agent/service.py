@@ -48,8 +48,6 @@ class AgentSettings(ProcessorSettings):
         "document", description="where the ask pattern's knowledge route retrieves")
     agent_doc_limit: int = Field(
         10, ge=1, le=500, description="chunks (or seed entities) the knowledge route uses")
-    tg_config_wait: float = Field(
-        10.0, description="seconds start-up waits for config before using the shipped tools")
 
 
 def agent_handler(settings: AgentSettings, toolbox: Toolbox, sessions: SessionStore

@@ -5,11 +5,13 @@ in ``TG_DATA_DIR/config.db``, served on the bus, each change announced on
 It also serves ``keys``: the users and API keys the gateway checks callers against,
 in the same file (``keys.py``); a change to them is announced as ``KEYS_CHANGED``.
 
-Operations are listed in ``trustgraph.schema.config`` and ``trustgraph.schema.keys``.
+The operations are declared by the request records (``trustgraph.schema.config``,
+``trustgraph.schema.keys``); each is one function here, found in the service's table
+(``CONFIG_OPERATIONS``, ``KEYS_OPERATIONS``).
 """
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 
 from pydantic import field_validator
@@ -33,6 +35,9 @@ from trustgraph.schema import (
     KeysRequest,
     KeysResponse,
 )
+from trustgraph.schema.config import ConfigOperation
+from trustgraph.schema.keys import KeysOperation
+from trustgraph.schema.operations import per_operation
 
 from .keys import KeyStore
 from .store import ConfigStore
@@ -56,41 +61,63 @@ def _need(condition: object, message: str) -> None:
         raise BadRequest(message)
 
 
+# --- config's operations: each runs on a worker thread (SQLite) and gives the answer
+# and the types it changed.
+
+Changed = tuple[ConfigResponse, list[str]]
+
+
+def _get(store: ConfigStore, request: ConfigRequest) -> Changed:
+    _need(request.keys, "get needs keys: [{type, key}, ...]")
+    values, version = store.get(request.keys)
+    return ConfigResponse(values=values, version=version), []
+
+
+def _list(store: ConfigStore, request: ConfigRequest) -> Changed:
+    _need(request.type, "list needs a type")
+    keys, version = store.keys(request.type)
+    return ConfigResponse(directory=keys, version=version), []
+
+
+def _getvalues(store: ConfigStore, request: ConfigRequest) -> Changed:
+    _need(request.type, "getvalues needs a type")
+    values, version = store.values(request.type)
+    return ConfigResponse(values=values, version=version), []
+
+
+def _config(store: ConfigStore, request: ConfigRequest) -> Changed:
+    config, version = store.everything()
+    return ConfigResponse(config=config, version=version), []
+
+
+def _put(store: ConfigStore, request: ConfigRequest) -> Changed:
+    _need(request.values, "put needs values: [{type, key, value}, ...]")
+    _need(all(v.type and v.key for v in request.values),
+          "every value needs a non-empty type and key")
+    version = store.put(request.values)
+    return ConfigResponse(version=version), [v.type for v in request.values]
+
+
+def _delete(store: ConfigStore, request: ConfigRequest) -> Changed:
+    _need(request.keys, "delete needs keys: [{type, key}, ...]")
+    version = store.delete(request.keys)
+    return ConfigResponse(version=version), [k.type for k in request.keys]
+
+
+CONFIG_OPERATIONS: Mapping[ConfigOperation, Callable[[ConfigStore, ConfigRequest], Changed]] \
+    = per_operation(ConfigRequest, {
+        "get": _get, "list": _list, "getvalues": _getvalues, "config": _config,
+        "put": _put, "delete": _delete,
+    }, "the config service's operations")
+
+
 def config_handler(store: ConfigStore, notify: Callable[[int, list[str]], Awaitable[None]]
                    ) -> Handler[ConfigRequest, ConfigResponse]:
     """``notify(version, types)`` is awaited after every change."""
 
-    def run(request: ConfigRequest) -> tuple[ConfigResponse, list[str]]:
-        """Runs on a worker thread (SQLite); returns the answer and the types changed."""
-        match request.operation:
-            case "get":
-                _need(request.keys, "get needs keys: [{type, key}, ...]")
-                values, version = store.get(request.keys)
-                return ConfigResponse(values=values, version=version), []
-            case "list":
-                _need(request.type, "list needs a type")
-                keys, version = store.keys(request.type)
-                return ConfigResponse(directory=keys, version=version), []
-            case "getvalues":
-                _need(request.type, "getvalues needs a type")
-                values, version = store.values(request.type)
-                return ConfigResponse(values=values, version=version), []
-            case "config":
-                config, version = store.everything()
-                return ConfigResponse(config=config, version=version), []
-            case "put":
-                _need(request.values, "put needs values: [{type, key, value}, ...]")
-                _need(all(v.type and v.key for v in request.values),
-                      "every value needs a non-empty type and key")
-                version = store.put(request.values)
-                return ConfigResponse(version=version), [v.type for v in request.values]
-            case "delete":
-                _need(request.keys, "delete needs keys: [{type, key}, ...]")
-                version = store.delete(request.keys)
-                return ConfigResponse(version=version), [k.type for k in request.keys]
-
     async def handle(request: ConfigRequest, ctx: Context) -> ConfigResponse:
-        response, changed = await asyncio.to_thread(run, request)
+        response, changed = await asyncio.to_thread(
+            CONFIG_OPERATIONS[request.operation], store, request)
         response.end_of_stream = True
         if changed:
             assert response.version is not None  # a change always answers with its version
@@ -102,37 +129,61 @@ def config_handler(store: ConfigStore, notify: Callable[[int, list[str]], Awaita
     return handle
 
 
+# --- keys' operations: each runs on a worker thread (SQLite) and gives the answer and
+# whether it changed users or keys.
+
+KeysChanged = tuple[KeysResponse, bool]
+
+
+def _add_user(store: KeyStore, request: KeysRequest) -> KeysChanged:
+    return KeysResponse(users=[store.add_user(request.owner)]), True
+
+
+def _list_users(store: KeyStore, request: KeysRequest) -> KeysChanged:
+    return KeysResponse(users=store.users()), False
+
+
+def _create_key(store: KeyStore, request: KeysRequest) -> KeysChanged:
+    _need(request.owner, "create-key needs owner: the user the key is for")
+    key, secret = store.create_key(request.owner, request.role, request.name,
+                                   request.expires, request.limits)
+    return KeysResponse(key=key, secret=secret), True
+
+
+def _list_keys(store: KeyStore, request: KeysRequest) -> KeysChanged:
+    return KeysResponse(keys=store.keys(request.owner)), False
+
+
+def _revoke_key(store: KeyStore, request: KeysRequest) -> KeysChanged:
+    _need(request.key_id, "revoke-key needs key_id")
+    return KeysResponse(key=store.revoke(request.key_id)), True
+
+
+def _verifiers(store: KeyStore, request: KeysRequest) -> KeysChanged:
+    return KeysResponse(verifiers=store.verifiers()), False
+
+
+def _record_use(store: KeyStore, request: KeysRequest) -> KeysChanged:
+    # How keys are used changes nothing a gateway checks: no notice.
+    store.record_use(request.uses)
+    return KeysResponse(), False
+
+
+KEYS_OPERATIONS: Mapping[KeysOperation, Callable[[KeyStore, KeysRequest], KeysChanged]] \
+    = per_operation(KeysRequest, {
+        "add-user": _add_user, "list-users": _list_users, "create-key": _create_key,
+        "list-keys": _list_keys, "revoke-key": _revoke_key, "verifiers": _verifiers,
+        "record-use": _record_use,
+    }, "the keys service's operations")
+
+
 def keys_handler(store: KeyStore, notify: Callable[[], Awaitable[None]]
                  ) -> Handler[KeysRequest, KeysResponse]:
-    """``notify()`` is awaited after every change to users or keys (not after
-    ``record-use``: how keys are used changes nothing a gateway checks)."""
-
-    def run(request: KeysRequest) -> tuple[KeysResponse, bool]:
-        """Runs on a worker thread (SQLite); returns the answer and whether it changed
-        users or keys."""
-        match request.operation:
-            case "add-user":
-                return KeysResponse(users=[store.add_user(request.owner)]), True
-            case "list-users":
-                return KeysResponse(users=store.users()), False
-            case "create-key":
-                _need(request.owner, "create-key needs owner: the user the key is for")
-                key, secret = store.create_key(request.owner, request.role, request.name,
-                                               request.expires, request.limits)
-                return KeysResponse(key=key, secret=secret), True
-            case "list-keys":
-                return KeysResponse(keys=store.keys(request.owner)), False
-            case "revoke-key":
-                _need(request.key_id, "revoke-key needs key_id")
-                return KeysResponse(key=store.revoke(request.key_id)), True
-            case "verifiers":
-                return KeysResponse(verifiers=store.verifiers()), False
-            case "record-use":
-                store.record_use(request.uses)
-                return KeysResponse(), False
+    """``notify()`` is awaited after every change to users or keys."""
 
     async def handle(request: KeysRequest, ctx: Context) -> KeysResponse:
-        response, changed = await asyncio.to_thread(run, request)
+        response, changed = await asyncio.to_thread(
+            KEYS_OPERATIONS[request.operation], store, request)
         if changed:
             # The key's id, never the key: logs are read by more people than keys.
             log.info("id=%s keys %s %s%s", ctx.id, request.operation, request.owner,

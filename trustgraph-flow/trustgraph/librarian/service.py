@@ -26,7 +26,7 @@ import asyncio
 import base64
 import binascii
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 
 from pydantic import Field
 
@@ -36,10 +36,8 @@ from trustgraph.base import (
     HandledError,
     ProcessorSettings,
     ProcessorSpec,
-    Relay,
     Runtime,
     Service,
-    Yielded,
 )
 from trustgraph.decoding import MARKDOWN, PDF, PLAIN, guess_kind
 from trustgraph.pubsub.pulsar_shim import MAX_RECORD_BYTES
@@ -57,7 +55,8 @@ from trustgraph.schema import (
     Record,
     TextLoadRequest,
 )
-from trustgraph.schema.librarian import LIST_PAGE
+from trustgraph.schema.librarian import LIST_PAGE, LibrarianOperation
+from trustgraph.schema.operations import per_operation
 
 from .core import core_documents_service
 from .status import status_handler
@@ -74,6 +73,8 @@ _KIND_ALIASES = {"text/x-markdown": MARKDOWN, "application/x-pdf": PDF}
 _REFUSED_TEXT = ("text/html", "text/rtf")  # the decoder refuses these too
 
 Emit = Callable[[str, str, Record], Awaitable[None]]  # (flow, stage, record)
+# What an operation of the librarian service gives: its one record, or a stream of them.
+Answer = Awaitable[LibrarianResponse] | AsyncIterator[LibrarianResponse]
 
 
 class LibrarianSettings(ProcessorSettings):
@@ -189,104 +190,37 @@ class Library:
         log.info("id=%s stored %r of %s/%s (%s, %d bytes); sent to decode:%s", ctx.id,
                  request.id, request.user, request.collection, kind, len(content), ctx.flow)
 
-    async def librarian(self, request: LibrarianRequest, ctx: Context
-                        ) -> AsyncIterator[Yielded[LibrarianResponse]]:
-        user, collection, id = request.user, request.collection, request.document_id
-        if request.operation == "list-collections":
-            if not user:
-                raise BadRequest("user must not be empty")
-            yield LibrarianResponse(end_of_stream=True, collections=await asyncio.to_thread(
-                self.store.collections, user))
-            return
-        if request.operation == "list-documents":
-            if not user or not collection:
-                raise BadRequest("user and collection must not be empty")
-            yield Relay(self._listing(user, collection, request.streaming))  # its pages
-            return
-        if request.operation in ("upload-part", "complete-upload"):
-            if not request.upload_id:
-                raise BadRequest("upload_id is required")
-        else:
-            self.check_key(id, user, collection, "document_id")
-        match request.operation:
-            case "add-document":
-                content = self.content_of(f"document {id!r}", request.content, "content")
-                document = DocumentMetadata(
-                    id=id, user=user, collection=collection, title=request.title,
-                    kind=self.kind_of(request.kind, content, request.title),
-                    comments=request.comments, tags=request.tags)
-                stored = await self.save(document, content, None)
-                log.info("id=%s added %r to %s/%s (%s, %d bytes)", ctx.id, id, user,
-                         collection, stored.kind, stored.size)
-                yield LibrarianResponse(document=stored, end_of_stream=True)
-            case "get-document-metadata":
-                document = await asyncio.to_thread(self.store.get, user, collection, id)
-                yield LibrarianResponse(document=document, end_of_stream=True)
-            case "get-document-content":
-                document, content = await asyncio.to_thread(self.store.read, user,
-                                                            collection, id)
-                # base64 (4/3 of its size) plus a little JSON must fit one message
-                if len(content) // 3 * 4 + 4096 > MAX_RECORD_BYTES:
-                    raise HandledError("too-large", f"document {id!r} ({len(content)} "
-                                       "bytes) is too large for one message")
-                yield LibrarianResponse(document=document, end_of_stream=True,
-                                        content=base64.b64encode(content).decode("ascii"))
-            case "remove-document":
-                yield LibrarianResponse(document=await self.remove(user, collection, id, ctx),
-                                        end_of_stream=True)
-            case "add-processing":
-                flow = request.flow or ctx.flow
-                document, processing = await asyncio.to_thread(
-                    self.store.add_processing, user, collection, id, flow)
-                await self.process(document, flow)
-                log.info("id=%s sent %r of %s/%s to decode:%s", ctx.id, id, user,
-                         collection, flow)
-                yield LibrarianResponse(document=document, processing=processing,
-                                        end_of_stream=True)
-            case "begin-upload":
-                yield LibrarianResponse(upload_id=await self.begin_upload(request, ctx),
-                                        end_of_stream=True)
-            case "upload-part":
-                content = self.content_of(f"part {request.part}", request.content, "content")
-                await asyncio.to_thread(self.store.upload_part, user, collection,
-                                        request.upload_id, request.part, content)
-                yield LibrarianResponse(end_of_stream=True)
-            case "complete-upload":
-                yield LibrarianResponse(document=await self.complete_upload(request, ctx),
-                                        end_of_stream=True)
+    # --- the librarian service: its operations, one method each (OPERATIONS) ------------
 
-    async def begin_upload(self, request: LibrarianRequest, ctx: Context) -> str:
-        if request.size <= 0:
-            raise BadRequest("size (the document's total bytes) must be positive")
-        if request.size > self.max_upload_bytes:
-            raise HandledError("too-large", (
-                f"document {request.document_id!r} is {request.size} bytes, over the limit "
-                f"of {self.max_upload_bytes} bytes (TG_MAX_UPLOAD_BYTES)"))
+    def librarian(self, request: LibrarianRequest, ctx: Context) -> Answer:
+        return OPERATIONS[request.operation](self, request, ctx)
+
+    def document_key(self, request: LibrarianRequest) -> tuple[str, str, str]:
+        """The (user, collection, document id) an operation on one document names,
+        checked."""
+        self.check_key(request.document_id, request.user, request.collection, "document_id")
+        return request.user, request.collection, request.document_id
+
+    async def add_document(self, request: LibrarianRequest, ctx: Context
+                           ) -> LibrarianResponse:
+        user, collection, id = self.document_key(request)
+        content = self.content_of(f"document {id!r}", request.content, "content")
         document = DocumentMetadata(
-            id=request.document_id, user=request.user, collection=request.collection,
-            title=request.title, kind=normal_kind(request.kind) if request.kind else "",
+            id=id, user=user, collection=collection, title=request.title,
+            kind=self.kind_of(request.kind, content, request.title),
             comments=request.comments, tags=request.tags)
-        upload_id = await asyncio.to_thread(self.store.begin_upload, document, request.size)
-        log.info("id=%s upload %s of %r to %s/%s begun (%d bytes)", ctx.id, upload_id,
-                 document.id, document.user, document.collection, request.size)
-        return upload_id
+        stored = await self.save(document, content, None)
+        log.info("id=%s added %r to %s/%s (%s, %d bytes)", ctx.id, id, user, collection,
+                 stored.kind, stored.size)
+        return LibrarianResponse(document=stored, end_of_stream=True)
 
-    async def complete_upload(self, request: LibrarianRequest,
-                              ctx: Context) -> DocumentMetadata:
-        user, collection, upload_id = request.user, request.collection, request.upload_id
-        document, _ = await asyncio.to_thread(self.store.upload, user, collection, upload_id)
-        head = await asyncio.to_thread(self.store.upload_head, user, collection, upload_id)
-        # With no part 0, completing fails below, naming the missing part.
-        kind = self.kind_of(document.kind, head, document.title) if head else document.kind
-        stored = await asyncio.to_thread(self.store.complete_upload, user, collection,
-                                         upload_id, kind)
-        log.info("id=%s upload %s complete: %r in %s/%s (%s, %d bytes)", ctx.id, upload_id,
-                 stored.id, user, collection, stored.kind, stored.size)
-        return stored
-
-    async def _listing(self, user: str, collection: str, streaming: bool
-                       ) -> AsyncIterator[LibrarianResponse]:
-        if not streaming:
+    async def list_documents(self, request: LibrarianRequest, ctx: Context
+                             ) -> AsyncIterator[LibrarianResponse]:
+        """One record, or (``streaming``) pages of at most ``LIST_PAGE`` documents."""
+        user, collection = request.user, request.collection
+        if not user or not collection:
+            raise BadRequest("user and collection must not be empty")
+        if not request.streaming:
             documents = await asyncio.to_thread(self.store.documents, user, collection)
             yield LibrarianResponse(documents=documents, end_of_stream=True)
             return
@@ -301,17 +235,113 @@ class Library:
                 return
             after = page[-1].id
 
-    async def remove(self, user: str, collection: str, id: str,
-                     ctx: Context) -> DocumentMetadata:
+    async def list_collections(self, request: LibrarianRequest, ctx: Context
+                               ) -> LibrarianResponse:
+        if not request.user:
+            raise BadRequest("user must not be empty")
+        return LibrarianResponse(end_of_stream=True, collections=await asyncio.to_thread(
+            self.store.collections, request.user))
+
+    async def get_document_metadata(self, request: LibrarianRequest, ctx: Context
+                                    ) -> LibrarianResponse:
+        document = await asyncio.to_thread(self.store.get, *self.document_key(request))
+        return LibrarianResponse(document=document, end_of_stream=True)
+
+    async def get_document_content(self, request: LibrarianRequest, ctx: Context
+                                   ) -> LibrarianResponse:
+        document, content = await asyncio.to_thread(self.store.read,
+                                                    *self.document_key(request))
+        # base64 (4/3 of its size) plus a little JSON must fit one message
+        if len(content) // 3 * 4 + 4096 > MAX_RECORD_BYTES:
+            raise HandledError("too-large", f"document {document.id!r} ({len(content)} "
+                               "bytes) is too large for one message")
+        return LibrarianResponse(document=document, end_of_stream=True,
+                                 content=base64.b64encode(content).decode("ascii"))
+
+    async def remove_document(self, request: LibrarianRequest, ctx: Context
+                              ) -> LibrarianResponse:
+        """The store owners forget it first (see the module's doc), then the library."""
+        user, collection, id = self.document_key(request)
         document = await asyncio.to_thread(self.store.get, user, collection, id)
         processing = await asyncio.to_thread(self.store.processing, user, collection, id)
         flows = sorted({p.flow for p in processing} | {ctx.flow})
-        for flow in flows:  # the store owners forget it first: see the module's doc
+        for flow in flows:
             await self.emit(flow, "document-removed", DocumentRemoved(document=ref(document)))
         removed = await asyncio.to_thread(self.store.remove, user, collection, id)
         log.info("id=%s removed %r of %s/%s; document-removed sent on %s", ctx.id, id,
                  user, collection, ",".join(flows))
-        return removed
+        return LibrarianResponse(document=removed, end_of_stream=True)
+
+    async def add_processing(self, request: LibrarianRequest, ctx: Context
+                             ) -> LibrarianResponse:
+        user, collection, id = self.document_key(request)
+        flow = request.flow or ctx.flow
+        document, processing = await asyncio.to_thread(
+            self.store.add_processing, user, collection, id, flow)
+        await self.process(document, flow)
+        log.info("id=%s sent %r of %s/%s to decode:%s", ctx.id, id, user, collection, flow)
+        return LibrarianResponse(document=document, processing=processing,
+                                 end_of_stream=True)
+
+    async def begin_upload(self, request: LibrarianRequest, ctx: Context
+                           ) -> LibrarianResponse:
+        user, collection, id = self.document_key(request)
+        if request.size <= 0:
+            raise BadRequest("size (the document's total bytes) must be positive")
+        if request.size > self.max_upload_bytes:
+            raise HandledError("too-large", (
+                f"document {id!r} is {request.size} bytes, over the limit of "
+                f"{self.max_upload_bytes} bytes (TG_MAX_UPLOAD_BYTES)"))
+        document = DocumentMetadata(
+            id=id, user=user, collection=collection, title=request.title,
+            kind=normal_kind(request.kind) if request.kind else "",
+            comments=request.comments, tags=request.tags)
+        upload_id = await asyncio.to_thread(self.store.begin_upload, document, request.size)
+        log.info("id=%s upload %s of %r to %s/%s begun (%d bytes)", ctx.id, upload_id, id,
+                 user, collection, request.size)
+        return LibrarianResponse(upload_id=upload_id, end_of_stream=True)
+
+    async def upload_part(self, request: LibrarianRequest, ctx: Context
+                          ) -> LibrarianResponse:
+        content = self.content_of(f"part {request.part}", request.content, "content")
+        await asyncio.to_thread(self.store.upload_part, request.user, request.collection,
+                                upload_id(request), request.part, content)
+        return LibrarianResponse(end_of_stream=True)
+
+    async def complete_upload(self, request: LibrarianRequest, ctx: Context
+                              ) -> LibrarianResponse:
+        user, collection, upload = request.user, request.collection, upload_id(request)
+        document, _ = await asyncio.to_thread(self.store.upload, user, collection, upload)
+        head = await asyncio.to_thread(self.store.upload_head, user, collection, upload)
+        # With no part 0, completing fails below, naming the missing part.
+        kind = self.kind_of(document.kind, head, document.title) if head else document.kind
+        stored = await asyncio.to_thread(self.store.complete_upload, user, collection,
+                                         upload, kind)
+        log.info("id=%s upload %s complete: %r in %s/%s (%s, %d bytes)", ctx.id, upload,
+                 stored.id, user, collection, stored.kind, stored.size)
+        return LibrarianResponse(document=stored, end_of_stream=True)
+
+
+# Each operation LibrarianRequest declares, and the method that does it.
+OPERATIONS: Mapping[LibrarianOperation, Callable[[Library, LibrarianRequest, Context], Answer]] \
+    = per_operation(LibrarianRequest, {
+        "add-document": Library.add_document,
+        "list-documents": Library.list_documents,
+        "list-collections": Library.list_collections,
+        "get-document-metadata": Library.get_document_metadata,
+        "get-document-content": Library.get_document_content,
+        "remove-document": Library.remove_document,
+        "add-processing": Library.add_processing,
+        "begin-upload": Library.begin_upload,
+        "upload-part": Library.upload_part,
+        "complete-upload": Library.complete_upload,
+    }, "the librarian's operations")
+
+
+def upload_id(request: LibrarianRequest) -> str:
+    if not request.upload_id:
+        raise BadRequest("upload_id is required")
+    return request.upload_id
 
 
 def ref(document: DocumentMetadata) -> DocumentRef:

@@ -15,8 +15,6 @@ import json
 import logging
 from typing import Any
 
-from pydantic import Field
-
 from trustgraph.base import (
     BadRequest,
     Context,
@@ -46,9 +44,8 @@ NAME = "prompt"
 
 
 class PromptSettings(ProcessorSettings):
-    tg_config_wait: float = Field(10.0, description=(
-        "seconds start-up waits for the config service before serving the shipped "
-        "templates (config is read as soon as it announces itself)"))
+    """The templates are config (``TG_CONFIG_WAIT``: how long start-up waits for it
+    before serving the shipped ones)."""
 
 
 def request_variables(request: PromptRequest) -> dict[str, Any]:

@@ -18,6 +18,7 @@ here, and nothing may download at run time (docs/retrieval.md has the search).
 import asyncio
 import logging
 from dataclasses import dataclass
+from typing import Any
 
 from pydantic import Field
 
@@ -46,11 +47,17 @@ class RerankSettings(ProcessorSettings):
         "seconds the reranking prompt may take before the fused order is kept"))
 
 
+def _default(name: str) -> Any:
+    return RerankSettings.model_fields[f"tg_rerank_{name}"].default
+
+
 @dataclass(frozen=True)
 class Reranking:
-    candidates: int = 10
-    passage_chars: int = 600
-    timeout: float = 10.0
+    """The settings' values; unset here, their defaults."""
+
+    candidates: int = _default("candidates")
+    passage_chars: int = _default("passage_chars")
+    timeout: float = _default("timeout")
 
     @classmethod
     def of(cls, settings: object) -> "Reranking":

@@ -7,8 +7,7 @@ text-completion with that provider fixed. The gateway is not a bus processor: it
 serves HTTP from a ``main`` of its own.
 """
 import importlib
-import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 from trustgraph.base import ProcessorSpec
@@ -34,18 +33,19 @@ RUNNABLES = {
     "lazy-rag": "trustgraph.retrieval.lazy_rag.service:SPEC",
 }
 
-# Processors a setting turns off: while the variable is false, ``tg-start`` leaves
-# the processor out (saying so) and ``tg-run`` refuses to start it.
-SWITCHES = {"lazy-rag": "LAZY_RAG_ENABLED"}
-_FALSE = {"0", "false", "no", "off"}
+# Processors a setting turns off (a bool field of tg-start's settings, e.g.
+# ``LazyRagSwitch``'s): while it is false, ``tg-start`` leaves the processor out
+# (saying so) and the processor, started anyway, refuses to run.
+SWITCHES = {"lazy-rag": "lazy_rag_enabled"}
 
 
-def switched_off(name: str, environ: Mapping[str, str] = os.environ) -> str | None:
-    """The variable that turns ``name`` off, when it does; else None."""
-    variable = SWITCHES.get(name)
-    if variable and environ.get(variable, "").strip().lower() in _FALSE:
-        return variable
+def switched_off(name: str, settings: object) -> str | None:
+    """The variable that turns ``name`` off, when ``settings`` have it off; else None."""
+    field = SWITCHES.get(name)
+    if field is not None and not getattr(settings, field):
+        return field.upper()
     return None
+
 
 PROVIDER_PREFIX = "text-completion-"
 

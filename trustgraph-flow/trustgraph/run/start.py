@@ -18,9 +18,10 @@ from urllib.parse import urlsplit
 
 from pydantic import AliasChoices, Field
 
-from trustgraph.base import Settings, load_settings
-from trustgraph.base.settings import CommaList
+from trustgraph.base import load_settings
+from trustgraph.base.settings import CommaList, GatewayEndpoint
 from trustgraph.pubsub.embedded import BrokerUnavailable, EmbeddedBroker
+from trustgraph.schema.lazy_rag import LazyRagSwitch
 
 from .leftovers import holding
 from .registry import (
@@ -41,16 +42,20 @@ SLOW_START = 15.0  # seconds before naming the parts still starting
 WIDTH = 15  # of the first column of what tg-start prints
 
 
-class StartSettings(Settings):
-    pulsar_url: str = ""  # empty: start the embedded broker (pulsar-lite)
-    tg_data_dir: str = "./tg-data"
+class StartSettings(GatewayEndpoint, LazyRagSwitch):
+    """What every process reads (passed on to each child as tg-start has it), where
+    the gateway listens, the switches that leave processors out, and tg-start's own."""
+
     tg_broker_port: int = 6650
-    tg_gateway_host: str = "127.0.0.1"  # 0.0.0.0 to accept other machines
-    tg_gateway_port: int = 8888
-    tg_gateway_token: str = ""
     tg_processors: CommaList = DEFAULT_STACK
     # NAME=N: N processes of that part sharing its work (replicas.py); also --replicas
     tg_replicas: CommaList = Field([], validation_alias=AliasChoices("tg_replicas", "replicas"))
+
+    @property
+    def external_broker(self) -> str | None:
+        """The broker PULSAR_URL names; None: none is named, start the embedded one."""
+        return self.pulsar_url if "pulsar_url" in self.model_fields_set and self.pulsar_url \
+            else None
 
 
 class StartError(Exception):
@@ -78,11 +83,11 @@ def installed(module: str) -> bool:
         return False
 
 
-def plan(entries: list[str]) -> list[str]:
+def plan(entries: list[str], settings: StartSettings) -> list[str]:
     """The parts to run, processors first and the gateway last. An entry is a name or
     a process group (``prompt+text-completion``, one child process); a processor whose
-    module is not installed is left out with a line saying so, the rest of its group
-    still run."""
+    module is not installed, or that ``settings`` switch off, is left out with a line
+    saying so, the rest of its group still run."""
     parts, seen = list[str](), set[str]()
     for entry in dict.fromkeys(entries):
         try:
@@ -92,14 +97,14 @@ def plan(entries: list[str]) -> list[str]:
         if twice := seen.intersection(names):
             raise StartError(f"TG_PROCESSORS names {twice.pop()} twice")
         seen.update(names)
-        kept = [name for name in names if _installed_or_said(name)]
+        kept = [name for name in names if _installed_or_said(name, settings)]
         if kept:
             parts.append(GROUP_SEPARATOR.join(kept))
     return sorted(parts, key=lambda name: name == GATEWAY)
 
 
-def _installed_or_said(name: str) -> bool:
-    if variable := switched_off(name):
+def _installed_or_said(name: str, settings: StartSettings) -> bool:
+    if variable := switched_off(name, settings):
         say(f"skipping {name}: {variable} is false")
         return False
     module = module_of(name)
@@ -107,6 +112,15 @@ def _installed_or_said(name: str) -> bool:
         return True
     say(f"skipping {name}: {module} is not installed")
     return False
+
+
+def _env_value(value: object) -> str:
+    """A setting's value as its environment variable says it."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return ",".join(value)
+    return str(value)
 
 
 def local_host(host: str) -> str:
@@ -153,14 +167,21 @@ class Platform:
         self.run_dir = run_dir
         self.data_dir = run_dir.path.parent
         self.shutdown = shutdown
-        self.broker = None if settings.pulsar_url else BrokerKeeper(
-            EmbeddedBroker(self.data_dir, settings.tg_broker_port), run_dir, shutdown,
-            on_spawn=self._broker_started)
-        self.pulsar_url = self.broker.broker.url if self.broker else settings.pulsar_url
+        self.broker: BrokerKeeper | None = None
+        self.pulsar_url = settings.external_broker or ""
+        if not self.pulsar_url:
+            self.broker = BrokerKeeper(
+                EmbeddedBroker(self.data_dir, settings.tg_broker_port), run_dir, shutdown,
+                on_spawn=self._broker_started)
+            self.pulsar_url = self.broker.broker.url
         host = local_host(settings.tg_gateway_host)
         self.http_url = f"http://{host}:{settings.tg_gateway_port}/"
         self.ws_url = f"ws://{host}:{settings.tg_gateway_port}/api/v1/socket"
-        env = self._child_env(parts)
+        # The gateway checks API keys unless told not to, or no config service (which
+        # keeps them) may be on the bus.
+        self.keys = settings.tg_gateway_keys if "tg_gateway_keys" in settings.model_fields_set \
+            else self.keys_served(parts)
+        env = self._child_env()
         self.children = [
             Child(replica_name(part, i), [sys.executable, "-m", "trustgraph.run.single", part],
                   env | {"TG_READY_FILE": str(run_dir.ready_file(replica_name(part, i))),
@@ -168,16 +189,15 @@ class Platform:
                   run_dir, shutdown, on_spawn=self._child_started)
             for part in parts for i in range((replicas or {}).get(part, 1))]
 
-    def _child_env(self, parts: list[str]) -> dict[str, str]:
+    def _child_env(self) -> dict[str, str]:
+        """This environment, with what every child reads as tg-start read it (its flags
+        included), the broker's URL and the absolute data dir."""
         s = self.settings
-        env = dict(os.environ, PULSAR_URL=self.pulsar_url, TG_DATA_DIR=str(self.data_dir),
-                   TG_GATEWAY_HOST=s.tg_gateway_host, TG_GATEWAY_PORT=str(s.tg_gateway_port),
-                   TG_LOG_LEVEL=s.tg_log_level, TG_SUPERVISOR_PID=str(os.getpid()))
-        if s.tg_gateway_token:
-            env["TG_GATEWAY_TOKEN"] = s.tg_gateway_token
-        if not self.keys_served(parts):
-            env.setdefault("TG_GATEWAY_KEYS", "false")  # no config service to read them
-        return env
+        shared = {name.upper(): _env_value(getattr(s, name))
+                  for name in (*GatewayEndpoint.model_fields, *LazyRagSwitch.model_fields)}
+        return {**os.environ, **shared, "PULSAR_URL": self.pulsar_url,
+                "TG_DATA_DIR": str(self.data_dir), "TG_GATEWAY_KEYS": _env_value(self.keys),
+                "TG_SUPERVISOR_PID": str(os.getpid())}
 
     def keys_served(self, parts: list[str]) -> bool:
         """Whether a config service (which keeps the API keys) may be on the bus: one
@@ -247,7 +267,7 @@ class Platform:
             say(f"{child.name} restarted, pid {child.pid}")
         elif child.name == GATEWAY:
             s = self.settings
-            keys = child.env.get("TG_GATEWAY_KEYS", "true").lower() != "false"
+            keys = self.keys
             access = ("token-protected (TG_GATEWAY_TOKEN)" if s.tg_gateway_token
                       else "API keys (open to this machine until one is created)" if keys
                       else "OPEN: no TG_GATEWAY_TOKEN set (to this machine only)")
@@ -318,7 +338,7 @@ def main(argv: list[str] | None = None) -> int:
                              "tg-start")
     run_dir = RunDir(Path(settings.tg_data_dir).absolute() / "run")
     try:
-        parts = plan(settings.tg_processors)
+        parts = plan(settings.tg_processors, settings)
         replicas = replica_counts(settings.tg_replicas, parts, os.environ)
         run_dir.claim()
     except (StartError, ReplicasError, AlreadyRunning) as error:
@@ -327,7 +347,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if GATEWAY in parts:
             check_free(settings.tg_gateway_host, settings.tg_gateway_port, "TG_GATEWAY_PORT")
-        if not settings.pulsar_url:
+        if not settings.external_broker:
             check_free("127.0.0.1", settings.tg_broker_port, "TG_BROKER_PORT")
         asyncio.run(serve(settings, parts, run_dir, replicas))
     except StartError as error:

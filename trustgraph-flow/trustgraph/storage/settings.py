@@ -1,10 +1,10 @@
-"""Which store backends to use: the embedded ones in ``tg_data_dir`` unless a server
-is named (DESIGN §7). Mix into a processor's settings model."""
+"""Which store backends to use: the embedded ones in ``tg_data_dir`` (a setting every
+process has) unless a server is named (DESIGN §7). Mix into a processor's settings
+model."""
 from trustgraph.base.settings import Settings
 
 
 class StoreSettings(Settings):
-    tg_data_dir: str = "./tg-data"
     neo4j_uri: str | None = None  # absent: SQLite triples in the data dir
     neo4j_user: str = "neo4j"
     neo4j_password: str = ""

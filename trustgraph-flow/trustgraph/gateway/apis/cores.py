@@ -3,7 +3,7 @@ file, and a core file into a collection, both streamed a page at a time.
 
 The collection is the caller's user's (``user=`` names another: admins only); an
 export needs what reading the stores does, an import what writing them does (the
-role table's ``core-*`` services, access.py).
+``core-*`` rows' permissions, core/services.py).
 
 * ``GET /api/v1/collections/{collection}/core?user=&flow=``: the core
   (``application/gzip``), written as the store owners hand out its pages

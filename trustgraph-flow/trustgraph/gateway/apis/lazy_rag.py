@@ -20,6 +20,7 @@ here, where all of them pass (websocket and REST alike): the processor runs in a
 process with no HTTP port.
 """
 import json
+from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import Any
 
@@ -27,10 +28,12 @@ from aiohttp import web
 from prometheus_client import Counter, Histogram
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from trustgraph.answers import Done, Reader
 from trustgraph.schema import (
     CommunityCacheState,
     LazyRagExpandRequest,
     LazyRagExpandResponse,
+    LazyRagResponse,
     LazyRagStatusRequest,
     LazyRagStatusResponse,
     Response,
@@ -52,15 +55,15 @@ from ..core import (
     new_request_id,
     validation_message,
 )
-from .lines import LazyDoneLine, LazyResult, LazySubgraph, UsageLine
-from .query import AnswerLines, respond
+from .collected import Collected
+from .lines import UsageLine, done_model, with_result
+from .query import Collect, respond
 
 LAZY_RAG_PATH = "/api/v1/lazy-rag"
 SERVICES = ("lazy-rag", "lazy-rag-expand", "lazy-rag-status")
 HOW = ("to enable it, set LAZY_RAG_ENABLED=true (the default) where tg-start and "
        "the gateway run and restart them, or run the service: tg-run lazy-rag")
-EXPAND_FIELDS = tuple(name for name in LazyRagExpandResponse.model_fields
-                      if name not in Response.model_fields)
+EXPAND_FIELDS = LazyRagExpandResponse.result_fields
 STATUS_FIELDS = tuple(name for name in LazyRagStatusResponse.model_fields
                       if name not in Response.model_fields)
 
@@ -89,15 +92,25 @@ class Meta(BaseModel):
     timestamp: str  # ISO 8601, UTC
 
 
-class LazyAnswer(LazyResult):
+class _Answer(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
     query: str
     summary: str | None  # null when the LLM failed (then ``summary_error`` says why)
     sources: list[Source]
     usage: UsageLine
 
 
-class LazyExpansion(LazySubgraph):
+class _Expansion(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
     query: str
+
+
+# With the records' result fields as they declare them: the subgraph, the confidence,
+# what is missing (and the answer's ``summary_error``).
+LazyAnswer = with_result(_Answer, LazyRagResponse, "LazyAnswer")
+LazyExpansion = with_result(_Expansion, LazyRagExpandResponse, "LazyExpansion")
 
 
 class LazyStatus(BaseModel):
@@ -115,12 +128,12 @@ class LazyStatus(BaseModel):
 
 
 class LazyAnswerEnvelope(BaseModel):
-    data: LazyAnswer
+    data: LazyAnswer  # type: ignore[valid-type]  # a model made from the record
     meta: Meta
 
 
 class LazyExpandEnvelope(BaseModel):
-    data: LazyExpansion
+    data: LazyExpansion  # type: ignore[valid-type]
     meta: Meta
 
 
@@ -156,7 +169,9 @@ def answered(seconds: float, final: bytes) -> None:
     answer without communities, or a failed one, counts neither)."""
     SECONDS.observe(seconds)
     record = json.loads(final)
-    cache = record.get("community_cache") if isinstance(record, dict) else None
+    events = Reader(LazyRagResponse).read(record, True) if isinstance(record, dict) else []
+    cache = events[-1].result.get("community_cache") \
+        if events and isinstance(events[-1], Done) else None
     if cache == "hit":
         COMMUNITY_CACHE_HITS.inc()
     elif cache == "miss":
@@ -194,7 +209,7 @@ class LazyRagEndpoint:
             "streaming": True}, where="")
         REQUESTS.labels(row.name, "rest").inc()
         return await respond(request, self.dispatcher, caller, row, asked.flow, record,
-                             asked.stream, collected=lambda lines: _answer(asked.query, lines))
+                             asked.stream, _answer(asked.query))
 
     async def expand(self, request: web.Request, caller: Caller) -> web.Response:
         body = await json_body(request)
@@ -247,12 +262,14 @@ def _valid(model: type[BaseModel], body: dict[str, Any]) -> Any:
         raise bad_request(validation_message(error, where="")) from None
 
 
-def _answer(query: str, lines: AnswerLines) -> dict[str, Any]:
-    collected = lines.collected()
-    failed = collected.get("summary_error") is not None
-    data = {"query": query, "summary": None if failed else collected["response"],
-            **lines.result, "sources": collected["sources"], "usage": collected["usage"]}
-    return envelope(data, lines.request_id)
+def _answer(query: str) -> Collect:
+    """The enveloped result of a whole answer to ``query``: the summary (null when
+    its LLM call failed), the record's result fields, the sources and the usage."""
+    def enveloped_answer(whole: Collected, request_id: str) -> dict[str, Any]:
+        data = {"query": query, "summary": None if whole.failure else whole.text,
+                **whole.result, "sources": whole.sources or [], "usage": asdict(whole.usage)}
+        return envelope(data, request_id)
+    return enveloped_answer
 
 
 def _picked(record: dict[str, Any], fields: tuple[str, ...]) -> dict[str, Any]:
@@ -274,7 +291,8 @@ def _paths(refs: Refs) -> dict[str, Any]:
     query, expand = (refs[(model, "validation")] for model in BODIES)
     answer, expansion, status = (refs[(model, "serialization")] for model in ANSWERS)
     lines = {"oneOf": [{"$ref": REF.format(model=name)} for name in (
-        "MetadataLine", "ContentLine", "ErrorLine")] + [refs[(LazyDoneLine, "serialization")]],
+        "MetadataLine", "ContentLine", "ErrorLine")] + [
+        refs[(done_model(LazyRagResponse), "serialization")]],
         "description": "one of these per line, as /api/v1/query in mode lazy"}
     return {
         f"{LAZY_RAG_PATH}/query": {"post": _operation(

@@ -30,7 +30,8 @@ from pydantic import ValidationError
 
 from ..core import Caller, Core, Document, failed, validation_message
 from .asgi import served
-from .mcp_tools import Call, Tool, offered
+from .mcp_tool import Call, Tool
+from .mcp_tools import offered
 
 MCP_PATH = "/mcp"
 CALLER = "trustgraph.caller"  # the ASGI scope's key for who is asking

@@ -1,4 +1,4 @@
-"""A service's records read as one OpenAI chat completion: streamed as OpenAI's
+"""A service's answer rendered as one OpenAI chat completion: streamed as OpenAI's
 ``chat.completion.chunk`` events exactly, or collected into one ``chat.completion``.
 
 Streamed: the first chunk's delta is ``{"role": "assistant", "content": ""}``, and
@@ -11,23 +11,21 @@ then a chunk with ``finish_reason``, the usage chunk when the client asked for i
 ``data: [DONE]``. A failure after the first chunk is the stream's last event,
 ``data: {"error": {...}}``, with no ``[DONE]``: the ``openai`` SDK raises it.
 
-The token path costs one decode per record (``from_json``) and one encode of the
-delta's text: the rest of a content event is bytes made once per answer.
+The answer is read as events (``trustgraph.answers``, by ``asking.rendered``); this
+module only renders them. The token path costs one decode per record (``from_json``),
+one small event and one encode of the delta's text: the rest of a content event is
+bytes made once per answer.
 """
 import json
 import time
-from collections.abc import AsyncGenerator, AsyncIterable
 from typing import Any
 
-from pydantic_core import from_json
+from trustgraph.answers import Done, Event, Opened, Sources, Step, Text
+from trustgraph.schema import Response, Usage
 
-from trustgraph.base import ServiceError
-from trustgraph.schema import Error, Usage
-
-from ..core import Frame, raise_error
+from .collected import Collected
 
 DONE = b"data: [DONE]\n\n"
-TOKEN_FIELDS = frozenset(("in_token", "out_token", "model"))
 
 
 def dumps(value: Any) -> bytes:
@@ -70,91 +68,126 @@ def openai_usage(usage: Usage) -> dict[str, int]:
 
 
 class Completion:
-    """One completion as a service's records arrive: ``translate`` turns batches of
-    records into batches of events (one frame per batch); what was read is kept for
-    the collected answer (``collected``). The records of a RAG service (``chunk``
-    deltas after a ``metadata`` record with the sources) or of text-completion
-    (``response`` deltas); ``sources``: whether the answer has any (RAG)."""
+    """One completion, rendered as its events come (``render``: a batch of events as
+    its chunks) and kept for the collected ``chat.completion`` (``collected``).
 
-    def __init__(self, events: Events, usage: Usage, sources: bool = True,
-                 citations: bool = False, extra: dict[str, Any] | None = None) -> None:
+    What the service's response model declares decides the extras: sources it opens
+    with go on the first chunk (RAG), sources found later on a chunk of their own
+    (the agent's), its short result fields on the last chunk (LazyRAG's confidence),
+    and a service that takes steps has them as ``agent_steps``. The answer's text is
+    ``content``; the steps are ``reasoning_content`` (an action as ``Action: tool
+    {arguments}``, an observation as ``Observation: ...``), actions and observations
+    also as ``delta.agent_step`` (``{"chunk_type", "delta", "tool"?, "arguments"?}``,
+    as the answer-stream API's step lines)."""
+
+    def __init__(self, events: Events, model: type[Response], usage: Usage,
+                 citations: bool = False, extra: dict[str, Any] | None = None,
+                 streaming: bool = True) -> None:
         self.events = events
         self.usage = usage  # what was spent before the service was asked (a rewrite)
         self.citations = citations
-        self.opened = False
-        self.content: list[str] = []
+        self.sources_first = "sources" in model.opening
+        self.brief = model.brief_fields
+        self.takes_steps = bool(model.step_kinds)
+        # What the collected completion needs (the text, the steps): kept only when it
+        # is wanted, not per delta of a stream.
+        self.whole = None if streaming else Collected()
         self.reasoning: list[str] = []
-        # Beyond OpenAI's fields: on the first chunk (streamed) or the completion.
+        self.cited = ""
+        # Beyond OpenAI's fields: on the first chunk (streamed) or the completion ...
         self.extra: dict[str, Any] = dict(extra or {})
-        if sources:
-            self.extra["sources"] = []
-        self.final_extra: dict[str, Any] = {}  # on the last chunk (LazyRAG's confidence)
+        self.final_extra: dict[str, Any] = {}  # ... and on the last chunk
+        self._ended = True  # the last message ended: the next reasoning starts anew
 
-    async def translate(self, frames: AsyncIterable[list[Frame]]
-                        ) -> AsyncGenerator[list[Frame], None]:
-        async for batch in frames:
-            events: list[bytes] = []
-            try:
-                for data, final in batch:
-                    events += self.read(from_json(data), final)
-            except ServiceError:
-                if events:  # what came before the error, then the error
-                    yield [(b"".join(events), False)]
-                raise
-            if events:
-                yield [(b"".join(events), batch[-1][1])]
-
-    def read(self, record: dict[str, Any], final: bool) -> list[bytes]:
-        if record.get("message_type") == "progress":
-            return []
-        events = self._opening(record)
-        # A RAG delta is ``chunk``; text-completion's (or one whole answer) ``response``.
-        delta = record.get("chunk") if record.get("message_type") else record.get("response")
-        if delta:
-            events.append(self._content(delta))
-        if final:
-            if record.get("summary_error"):  # LazyRAG: the subgraph, but no answer
-                raise ServiceError(Error.model_validate(record["summary_error"]))
-            self.final_extra = {key: record[key] for key in ("confidence", "missing_info")
-                                if record.get(key) is not None}
-            events += self._ending()
-        return events
+    def render(self, events: list[Event]) -> bytes:
+        if self.whole is not None:
+            self.whole.add(events)
+        chunks: list[bytes] = []
+        for event in events:
+            if type(event) is Text:
+                if event.delta:
+                    chunks.append(self.events.text(b"content", event.delta))
+                self._ended = event.ends
+            elif type(event) is Step:
+                if step := self._step(event):
+                    chunks.append(step)
+                self._ended = event.ends
+            elif type(event) is Opened:
+                chunks += self._opened(event)
+            elif type(event) is Sources:
+                self.extra["sources"] = event.sources
+                chunks.append(self.events.chunk({}, sources=event.sources))
+            elif type(event) is Done:
+                chunks += self._ending(event)
+        return b"".join(chunks)
 
     def collected(self) -> dict[str, Any]:
-        """The completion as one ``chat.completion`` object."""
-        message: dict[str, Any] = {"role": "assistant", "content": "".join(self.content)}
+        """The completion as one ``chat.completion`` object (``streaming`` false)."""
+        whole = self.whole or Collected()
+        message: dict[str, Any] = {"role": "assistant", "content": whole.text + self.cited}
         if self.reasoning:
             message["reasoning_content"] = "".join(self.reasoning)
         choice = {"index": 0, "message": message, "logprobs": None, "finish_reason": "stop"}
-        return {**self.events.head, "object": "chat.completion", "choices": [choice],
-                "usage": openai_usage(self.usage), **self.extra, **self.final_extra}
+        completion = {**self.events.head, "object": "chat.completion", "choices": [choice],
+                      "usage": openai_usage(self.usage), **self.extra, **self.final_extra}
+        if self.takes_steps:
+            completion["agent_steps"] = [{"chunk_type": step.kind, "content": step.delta,
+                                          **_action(step)}
+                                         for step in whole.steps if step.kind != "thought"]
+        return completion
 
-    def _opening(self, record: dict[str, Any]) -> list[bytes]:
-        """Any record: raise its error, count its tokens; the first one opens the
-        answer with its role and what is known before the first token."""
-        raise_error(record)
-        if not TOKEN_FIELDS.isdisjoint(record):  # most deltas carry no counts
-            self.usage.add(Usage.of(record))
-        if self.opened:
-            return []
-        self.opened = True
-        if "sources" in self.extra:
-            self.extra["sources"] = record.get("sources") or []
-        return [self.events.chunk({"role": "assistant", "content": ""}, **self.extra)]
+    def _opened(self, opened: Opened) -> list[bytes]:
+        """The first chunk: the role, and what is known before the first token."""
+        if opened.session_id:
+            self.extra["session_id"] = opened.session_id
+        if self.sources_first:
+            self.extra["sources"] = opened.sources or []
+        chunks = [self.events.chunk({"role": "assistant", "content": ""}, **self.extra)]
+        if not self.sources_first and opened.sources:
+            self.extra["sources"] = opened.sources
+            chunks.append(self.events.chunk({}, sources=opened.sources))
+        return chunks
 
-    def _content(self, text: str) -> bytes:
-        self.content.append(text)
-        return self.events.text(b"content", text)
+    def _step(self, step: Step) -> bytes | None:
+        if step.kind == "thought":
+            return self.events.text(b"reasoning_content", self._reason(step.delta)) \
+                if step.delta else None
+        action = _action(step)
+        if action:
+            shown = f"Action: {action['tool']} {json.dumps(action['arguments'] or {})}"
+        elif step.delta:
+            shown = f"Observation: {step.delta}" if self._ended else step.delta
+        else:
+            return None
+        return self.events.chunk({"reasoning_content": self._reason(shown), "agent_step": {
+            "chunk_type": step.kind, "delta": step.delta, **action}})
 
-    def _ending(self) -> list[bytes]:
-        events = []
-        cited = citations(self.extra.get("sources") or []) if self.citations else ""
-        if cited:
-            events.append(self._content(cited))
-        events.append(self.events.chunk({}, "stop", **self.final_extra))
+    def _reason(self, text: str) -> str:
+        if self._ended and self.reasoning:
+            text = "\n\n" + text
+        self.reasoning.append(text)
+        return text
+
+    def _ending(self, done: Done) -> list[bytes]:
+        self.usage.add(done.usage)
+        self.final_extra = {key: done.result[key] for key in self.brief
+                            if done.result.get(key) is not None}
+        if done.session_id:
+            self.extra["session_id"] = done.session_id
+        chunks = []
+        self.cited = citations(self.extra.get("sources") or []) if self.citations else ""
+        if self.cited:
+            chunks.append(self.events.text(b"content", self.cited))
+        chunks.append(self.events.chunk({}, "stop", **self.final_extra))
         if self.events.include_usage:
-            events.append(self.events.usage(openai_usage(self.usage)))
-        return events + [DONE]
+            chunks.append(self.events.usage(openai_usage(self.usage)))
+        return [*chunks, DONE]
+
+
+def _action(step: Step) -> dict[str, Any]:
+    """An action's tool (named by its text, when the frame named none) and arguments."""
+    return {"tool": step.tool or step.delta, "arguments": step.arguments} \
+        if step.kind == "action" else {}
 
 
 def citations(sources: list[dict[str, Any]]) -> str:
@@ -170,66 +203,3 @@ def citations(sources: list[dict[str, Any]]) -> str:
         return ""
     lines = (f"[{n}] {name}" for n, name in enumerate(documents.values(), 1))
     return "\n\nSources:\n" + "\n".join(lines)
-
-
-class AgentCompletion(Completion):
-    """The agent's dialog: its answer as ``content``; its thoughts, actions and
-    observations as ``reasoning_content`` (an action as ``Action: tool {arguments}``,
-    an observation as ``Observation: ...``), actions and observations also as
-    ``delta.agent_step`` (``{"chunk_type", "delta", "tool"?, "arguments"?}``, as the
-    answer-stream API's step lines). The session goes on the first chunk
-    (``session_id``), its sources (pattern ``ask``) on a chunk of their own before
-    the answer's first token."""
-
-    def __init__(self, events: Events, usage: Usage, sources: bool = True,
-                 citations: bool = False, extra: dict[str, Any] | None = None) -> None:
-        super().__init__(events, usage, sources=False, citations=citations, extra=extra)
-        self.steps: list[dict[str, Any]] = []
-        self._message_ended = True  # the next reasoning starts a message of its own
-
-    def read(self, record: dict[str, Any], final: bool) -> list[bytes]:
-        if record.get("session_id") and not self.opened:
-            self.extra["session_id"] = record["session_id"]
-        events = self._opening(record)
-        kind: str = record.get("chunk_type") or ""
-        content: str = record.get("content") or ""
-        if kind == "error":  # an error frame without ``error``: still the dialog's end
-            raise ServiceError(Error(type="agent-error", message=content or "agent failed"))
-        if record.get("sources") and "sources" not in self.extra:
-            self.extra["sources"] = record["sources"]
-            events.append(self.events.chunk({}, sources=record["sources"]))
-        if kind == "answer" and content:
-            events.append(self._content(content))
-        elif kind == "thought" and content:
-            events.append(self.events.text(b"reasoning_content", self._reason(content)))
-        elif kind in ("action", "observation") and (content or kind == "action"):
-            events.append(self._step(kind, content, record))
-        if kind:
-            self._message_ended = bool(record.get("end_of_message"))
-        if final:
-            self.extra["session_id"] = record.get("session_id") or self.extra.get("session_id")
-            events += self._ending()
-        return events
-
-    def collected(self) -> dict[str, Any]:
-        return {**super().collected(), "agent_steps": self.steps}
-
-    def _reason(self, text: str) -> str:
-        if self._message_ended and self.reasoning:
-            text = "\n\n" + text
-        self.reasoning.append(text)
-        return text
-
-    def _step(self, kind: str, content: str, record: dict[str, Any]) -> bytes:
-        action = {"tool": record.get("tool") or content,
-                  "arguments": record.get("arguments")} if kind == "action" else {}
-        if action:
-            shown = f"Action: {action['tool']} {json.dumps(action['arguments'] or {})}"
-        else:
-            shown = f"Observation: {content}" if self._message_ended else content
-        if self.steps and not self._message_ended and self.steps[-1]["chunk_type"] == kind:
-            self.steps[-1]["content"] += content
-        else:
-            self.steps.append({"chunk_type": kind, "content": content, **action})
-        step = {"chunk_type": kind, "delta": content, **action}
-        return self.events.chunk({"reasoning_content": self._reason(shown), "agent_step": step})

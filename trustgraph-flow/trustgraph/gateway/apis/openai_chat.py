@@ -49,8 +49,8 @@ from ..core import (
     streamed,
     validation_message,
 )
-from .asking import answer, ask
-from .openai_answers import AgentCompletion, Completion, Events, dumps
+from .asking import answer, ask, collected, read, rendered
+from .openai_answers import Completion, Events, dumps
 
 PREFIXES = ("/v1", "/api/v1/openai")
 OWNER = "trustgraph"
@@ -67,7 +67,6 @@ class Model:
     name: str
     service: str
     question: str  # the field of the service's request that holds the question
-    completion: type[Completion] = Completion
     collection: bool = True  # reads a collection
     sampling: bool = True  # passes max_tokens, temperature, stop to its answer's LLM call
 
@@ -76,7 +75,7 @@ MODELS = {model.name: model for model in (
     Model("document-rag", "document-rag", "query"),
     Model("graph-rag", "graph-rag", "query"),
     Model("lazy-rag", "lazy-rag", "query"),
-    Model("agent", "agent", "question", AgentCompletion, sampling=False),
+    Model("agent", "agent", "question", sampling=False),
     Model("llm", "text-completion", "prompt", collection=False),
 )}
 
@@ -253,19 +252,21 @@ class OpenAiApi:
         asked, spent, rewritten = await self._request(caller, chat, flow, model, collection,
                                                       talk)
         request_id = new_request_id()
-        frames = ask(self.core.client, caller, model.service, flow, asked, request_id)
+        # Only the text is shown: an answer whose text failed is a failure.
+        frames, reader = ask(self.core.client, caller, model.service, flow, asked,
+                             request_id, text_only=True)
         REQUESTS.labels(model.service, "openai").inc()
         events = Events(f"chatcmpl-{request_id}", chat.model, bool(
             chat.stream and chat.stream_options and chat.stream_options.include_usage))
-        completion = model.completion(
-            events, spent, sources=model.collection, citations=chat.citations,
-            extra={"standalone_question": rewritten} if rewritten is not None else None)
-        async with aclosing(frames) as batches:
-            async with aclosing(completion.translate(batches)) as chunks:
-                if chat.stream:
-                    return await streamed(request, chunks, EVENTS, error_event)
-                async for _ in chunks:
-                    pass
+        completion = Completion(
+            events, reader.model, spent, citations=chat.citations,
+            extra={"standalone_question": rewritten} if rewritten is not None else None,
+            streaming=chat.stream)
+        async with aclosing(rendered(frames, reader, completion.render)) as batches:
+            if chat.stream:
+                return await streamed(request, batches, EVENTS, error_event)
+            async for _ in batches:
+                pass
         return web.Response(body=dumps(completion.collected()), content_type="application/json")
 
     async def _request(self, caller: Caller, chat: ChatRequest, flow: str, model: Model,
@@ -289,11 +290,11 @@ class OpenAiApi:
 
     async def _standalone(self, caller: Caller, flow: str, talk: Conversation
                           ) -> tuple[str, Usage]:
-        final = await answer(self.core.client, caller, "prompt", flow, {
+        frames, reader = ask(self.core.client, caller, "prompt", flow, {
             "id": REFORMULATE, "variables": {
                 "question": talk.question, "history": talk.turns[-HISTORY_TURNS:]}})
-        rewritten = (final.get("text") or "").strip()
-        return rewritten or talk.question, Usage.of(final)
+        rewrite = await collected(read(frames, reader))
+        return rewrite.text.strip() or talk.question, rewrite.usage
 
     async def models(self, request: web.Request, caller: Caller) -> web.Response:
         names = [name for name in MODELS if self._served(MODELS[name])]

@@ -4,38 +4,34 @@ One question in; the service of the chosen ``mode`` answers it (a RAG service,
 LazyRAG, or the agent). The service is always asked to stream, whatever ``stream`` says: its
 metadata record carries the sources, the rewritten question and the sub-questions,
 so streamed and collected answers are the same code and say the same things. Its
-records become the API's own lines: ``metadata``, ``content`` deltas (the agent's
-thoughts, actions and observations as ``step`` lines among them), then ``done``
-with the usage, or ``error`` instead of ``done``. ``stream: false`` collects them
-into one JSON object.
+answer, read as events (``asking``), is rendered as the API's own lines
+(``lines.Lines``): ``metadata``, ``content`` deltas (the agent's thoughts, actions
+and observations as ``step`` lines among them), then ``done`` with the usage (and the
+service's own result), or ``error`` instead of ``done``. ``stream: false`` collects
+them into one JSON object (``lines.collected_answer``).
 """
 import json
-from collections.abc import AsyncGenerator, AsyncIterable, Callable
+from collections.abc import Callable
 from contextlib import aclosing
-from dataclasses import asdict, dataclass
-from typing import Any, Literal, get_args
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from aiohttp import web
-from pydantic import Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
-from trustgraph.base import ServiceError
-from trustgraph.schema import (
-    Error,
-    RagResponse,
-    Record,
-    Usage,
-)
+from trustgraph.answers import Reader
+from trustgraph.schema import Record
 from trustgraph.schema.agent import Pattern
 
 from ..core import (
     NDJSON,
     REF,
     REQUESTS,
+    SERVICES,
     Caller,
     Core,
     Dispatcher,
     Document,
-    Frame,
     Refs,
     ServiceRow,
     bad_request,
@@ -45,19 +41,20 @@ from ..core import (
     streamed,
     validation_message,
 )
+from .asking import collected, read, rendered
+from .collected import Collected
 from .lines import (
-    CollectedAgentAnswer,
-    CollectedAnswer,
     ContentLine,
-    DoneLine,
     ErrorLine,
-    LazyCollectedAnswer,
-    LazyDoneLine,
+    Lines,
     MetadataLine,
     ProgressLine,
-    StepKind,
     StepLine,
+    collected_answer,
+    collected_model,
+    done_model,
 )
+from .lines import error_line as line_of_error
 
 QUERY_PATHS = ("/api/v1/query", "/query")
 # Fields of the API itself; everything else in the body belongs to the service request.
@@ -106,36 +103,36 @@ def install(core: Core) -> None:
         query, row, record = parse(core.client, await json_body(request))
         REQUESTS.labels(row.name, "query").inc()
         return await respond(request, core.client, caller, row, query.flow, record,
-                             query.stream, MODES[query.mode].lines)
+                             query.stream)
 
     for path in QUERY_PATHS:
         core.route("POST", path, answer)
     core.document(DOCUMENT)
 
 
+# The collected answer, given the whole answer and the request's id.
+Collect = Callable[[Collected, str], dict[str, Any]]
+
+
 async def respond(request: web.Request, dispatcher: Dispatcher, caller: Caller,
                   row: ServiceRow, flow: str, record: Record, stream: bool,
-                  kind: type["AnswerLines"] | None = None,
-                  collected: Callable[["AnswerLines"], Any] = lambda lines: lines.collected()
-                  ) -> web.StreamResponse:
-    """Ask ``row``'s service for ``caller`` (``record`` asks it to stream); answer as NDJSON lines
-    (``kind``: how its records become lines) or, without ``stream``, one JSON object:
-    ``collected(lines)`` once all have arrived."""
-    lines = (kind or AnswerLines)(new_request_id(), result_fields(row))
-    answer = dispatcher.frames(row, flow, record, lines.request_id, caller=caller)
-    async with aclosing(answer) as frames:
-        async with aclosing(lines.translate(frames)) as batches:
-            if stream:
-                return await streamed(request, batches, NDJSON, error_line)
-            async for _ in batches:
-                pass
-    return web.json_response(collected(lines), dumps=_dumps)
-
-
-def result_fields(row: ServiceRow) -> tuple[str, ...]:
-    """What the answer's final record adds to ``done`` and the collected answer."""
+                  collect: Collect | None = None) -> web.StreamResponse:
+    """Ask ``row``'s service for ``caller`` (``record`` asks it to stream); answer
+    with its events as NDJSON lines (``Lines``) or, without ``stream``, one JSON
+    object: ``collect(whole, request_id)`` (by default the collected answer of
+    ``row``'s response model) once all have arrived."""
+    request_id = new_request_id()
     model = row.response_model
-    return model.result_fields if issubclass(model, RagResponse) else ()
+    frames, reader = dispatcher.frames(row, flow, record, request_id, caller=caller), \
+        Reader(model)
+    if stream:
+        async with aclosing(rendered(frames, reader, Lines(request_id, model).render)) \
+                as batches:
+            return await streamed(request, batches, NDJSON, error_line)
+    whole = await collected(read(frames, reader))
+    body = collect(whole, request_id) if collect is not None \
+        else collected_answer(whole, model, request_id)
+    return web.json_response(body, dumps=_dumps)
 
 
 def parse(dispatcher: Dispatcher, body: dict) -> tuple[QueryRequest, ServiceRow, Record]:
@@ -157,157 +154,20 @@ def parse(dispatcher: Dispatcher, body: dict) -> tuple[QueryRequest, ServiceRow,
         row, {**fields, mode.question: query.query, "streaming": True}, where="")
 
 
-class AnswerLines:
-    """One answer's records turned into the API's lines, keeping what ``done`` and the
-    collected answer need. A record carrying ``error`` raises ``ServiceError``, which
-    the caller turns into an HTTP status (nothing sent yet) or an ``error`` line."""
-
-    def __init__(self, request_id: str, result_fields: tuple[str, ...] = ()) -> None:
-        self.request_id = request_id
-        self.metadata: dict[str, Any] | None = None
-        self.parts: list[str] = []
-        self.usage = Usage()
-        # the service's own result fields, from its final record (``result_fields``)
-        self.result: dict[str, Any] = dict.fromkeys(result_fields)
-
-    async def translate(self, frames: AsyncIterable[list[Frame]]
-                        ) -> AsyncGenerator[list[Frame], None]:
-        async for batch in frames:
-            lines: list[Frame] = []
-            try:
-                for data, final in batch:
-                    lines += self.lines(json.loads(data), final)
-            except ServiceError:
-                # An error that arrived with the deltas before it (one batch, when
-                # this process was busy) comes after their lines, not instead.
-                if lines:
-                    yield lines
-                raise
-            if lines:
-                yield lines
-
-    def lines(self, record: dict[str, Any], final: bool) -> list[Frame]:
-        if record.get("message_type") == "progress" and not record.get("error"):
-            # opt-in; before the metadata
-            return [(_dumps({"type": "progress", "message": record.get("progress")}).encode(),
-                     False)]
-        lines = self._opening(record)
-        # A streamed delta is ``chunk``; a service that answered in one record anyway
-        # (no ``message_type``) has the whole answer in ``response``.
-        delta = record.get("chunk") if record.get("message_type") else record.get("response")
-        if delta:
-            lines.append(self._content(delta))
-        if final:
-            self.result = {key: record.get(key) for key in self.result}
-            lines.append(self._done())
-        return lines
-
-    def collected(self) -> dict[str, Any]:
-        """``stream: false``: the whole answer as one object."""
-        metadata = self.metadata or self._metadata({})
-        return {"response": "".join(self.parts), "sources": metadata["sources"],
-                "optimized_query": metadata["optimized_query"],
-                "subqueries": metadata["subqueries"], "request_id": self.request_id,
-                "usage": asdict(self.usage), **self.result}
-
-    def _opening(self, record: dict[str, Any]) -> list[Frame]:
-        """Any record: raise its error, count its tokens; before the first, the
-        metadata line (even for a service that sent no metadata)."""
-        if record.get("error"):
-            raise ServiceError(Error.model_validate(record["error"]))
-        self._count(record)
-        if self.metadata is not None:
-            return []
-        self.metadata = self._metadata(record)
-        return [(_dumps(self.metadata).encode(), False)]
-
-    def _content(self, delta: str) -> Frame:
-        self.parts.append(delta)
-        return _dumps({"type": "content", "delta": delta}).encode(), False
-
-    def _done(self) -> Frame:
-        return _dumps({"type": "done", "usage": asdict(self.usage), **self.result}
-                      ).encode(), True
-
-    def _metadata(self, record: dict[str, Any]) -> dict[str, Any]:
-        return {"type": "metadata", "sources": record.get("sources") or [],
-                "optimized_query": record.get("optimized_query"),
-                "subqueries": record.get("subqueries") or [],
-                "request_id": self.request_id}
-
-    def _count(self, record: dict[str, Any]) -> None:
-        """Token counts are deltas (DESIGN §4): summed; the model is the last named."""
-        self.usage.add(Usage.of(record))
-
-
-STEP_KINDS = frozenset(get_args(StepKind))
-
-
-class AgentLines(AnswerLines):
-    """Mode agent: the dialog's thoughts, actions and observations become ``step``
-    lines, its answer ``content`` lines; ``done`` also names the session. Collected,
-    the steps are whole messages (their deltas joined) before the answer."""
-
-    def __init__(self, request_id: str, result_fields: tuple[str, ...] = ()) -> None:
-        super().__init__(request_id, result_fields)
-        self.session_id: str | None = None
-        self.sources: list[Any] = []
-        self.steps: list[dict[str, Any]] = []
-        self._open = False  # the last step is still receiving deltas
-
-    def lines(self, record: dict[str, Any], final: bool) -> list[Frame]:
-        lines = self._opening(record)
-        kind: str = record.get("chunk_type") or ""
-        content: str = record.get("content") or ""
-        if kind == "error":  # an error frame without ``error``: still the dialog's end
-            raise ServiceError(Error(type="agent-error", message=content or "agent failed"))
-        self.session_id = record.get("session_id") or self.session_id
-        self.sources = record.get("sources") or self.sources
-        if kind == "answer" and content:
-            lines.append(self._content(content))
-        elif kind in STEP_KINDS and (content or kind == "action"):
-            lines.append(self._step(kind, content, record))
-        if final:
-            lines.append(self._done())
-        return lines
-
-    def _step(self, kind: str, content: str, record: dict[str, Any]) -> Frame:
-        action = {field: record[field] for field in ("tool", "arguments")
-                  if record.get(field) is not None}
-        if self._open and self.steps[-1]["chunk_type"] == kind:
-            self.steps[-1]["content"] += content
-        else:
-            self.steps.append({"chunk_type": kind, "content": content, **action})
-        self._open = not record.get("end_of_message")
-        return _dumps({"type": "step", "chunk_type": kind, "delta": content,
-                       **action}).encode(), False
-
-    def _done(self) -> Frame:
-        return _dumps({"type": "done", "usage": asdict(self.usage),
-                       "session_id": self.session_id}).encode(), True
-
-    def collected(self) -> dict[str, Any]:
-        return {"response": "".join(self.parts), "steps": self.steps,
-                "sources": self.sources, "request_id": self.request_id,
-                "session_id": self.session_id, "usage": asdict(self.usage)}
-
-
 @dataclass(frozen=True)
 class Mode:
     service: str
     question: str = "query"  # the field of the service's request that holds the question
-    lines: type[AnswerLines] = AnswerLines
 
 
 MODES = {"document": Mode("document-rag"), "graph": Mode("graph-rag"),
-         "lazy": Mode("lazy-rag"), "agent": Mode("agent", "question", AgentLines)}
+         "lazy": Mode("lazy-rag"), "agent": Mode("agent", "question")}
 
 
 def error_line(exception: BaseException) -> bytes:
     """A failure after the first line, as the last line: ``{"type": "error", ...}``."""
     error = failed(exception)
-    return _dumps({"type": "error", "message": error.message,
-                   "error_type": error.type}).encode()
+    return line_of_error(error.message, error.type)
 
 
 def _dumps(value: Any) -> str:
@@ -316,9 +176,13 @@ def _dumps(value: Any) -> str:
 
 # --- the OpenAPI document --------------------------------------------------------------
 
-# The lines, then the collected answers (graph/document, lazy, agent).
-LINES = (MetadataLine, ProgressLine, ContentLine, StepLine, DoneLine, LazyDoneLine, ErrorLine)
-COLLECTED = (CollectedAnswer, LazyCollectedAnswer, CollectedAgentAnswer)
+# The lines (``done`` as each mode's service ends it), then each mode's collected answer.
+_MODELS = tuple(dict.fromkeys(SERVICES[mode.service].response_model for mode in MODES.values()))
+LINES: tuple[type[BaseModel], ...] = (
+    MetadataLine, ProgressLine, ContentLine, StepLine,
+    *dict.fromkeys(done_model(model) for model in _MODELS), ErrorLine)
+COLLECTED: tuple[type[BaseModel], ...] = tuple(
+    dict.fromkeys(collected_model(model) for model in _MODELS))
 
 
 def _paths(refs: Refs) -> dict[str, Any]:
@@ -342,8 +206,8 @@ def _paths(refs: Refs) -> dict[str, Any]:
             "200": {"description": "the answer", "content": {
                 "application/json": {"schema": {
                     "oneOf": [refs[(model, "serialization")] for model in COLLECTED],
-                    "description": "CollectedAgentAnswer for mode agent, "
-                                   "LazyCollectedAnswer for mode lazy, else CollectedAnswer"}},
+                    "description": "as the mode's service answers: with its steps "
+                                   "(mode agent) or its own result (mode lazy)"}},
                 "application/x-ndjson": {"schema": {
                     "oneOf": [refs[(model, "serialization")] for model in LINES],
                     "description": "one of these per line"}}}},

@@ -28,7 +28,7 @@ from aiohttp import web
 from trustgraph.pubsub import Bus
 from trustgraph.schema import Role
 
-from .access import ADMINS, EVERYONE, forbidden
+from .access import forbidden
 from .auth import Auth, presented_token, whoami
 from .caller import PUBLIC, Caller
 from .dispatch import Dispatcher
@@ -38,6 +38,7 @@ from .keyring import KeyRing
 from .limits import Limiter, Limits
 from .metrics import scrape
 from .openapi import Document, services_document
+from .permissions import ADMINS, EVERYONE
 from .responses import error_response
 from .rest import SERVICE_PATH, ServiceRoute
 from .services import SERVICES

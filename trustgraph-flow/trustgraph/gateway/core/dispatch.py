@@ -150,7 +150,7 @@ class Dispatcher:
         """The record as ``caller`` may send it, its key's meter, and the usage to
         count its LLM tokens in (None: the service calls no LLM)."""
         try:
-            record, needs = authorize(caller, row.name, record)
+            record, needs = authorize(caller, row, record)
             meter = self.limiter.admit(caller.key_id, caller.limits, needs.llm)
         except GatewayError as refused:
             REFUSED.labels(caller.user, caller.role or "none", refused.type).inc()

@@ -7,6 +7,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from trustgraph.schema import ROLES
+
+from .permissions import Permission
 from .rest import SERVICE_PATH
 from .services import ServiceRow
 
@@ -49,7 +52,10 @@ def _service_operation(row: ServiceRow, request: dict, response: dict, flows: li
         "summary": f"{row.name} on a flow",
         "description": 'Without streaming: the final record. With "streaming": true or '
                        "Accept: application/x-ndjson: NDJSON, one record per line; "
-                       "Accept: text/event-stream: SSE data events.",
+                       f"Accept: text/event-stream: SSE data events. {_who_may(row)}",
+        # the row's roles, by operation ("*": the service has one)
+        "x-roles": {operation or "*": _roles(needs)
+                    for operation, needs in row.permissions().items()},
         "parameters": [_flow_parameter(row, flows)],
         "requestBody": {"required": True,
                         "content": {"application/json": {"schema": request}}},
@@ -60,12 +66,29 @@ def _service_operation(row: ServiceRow, request: dict, response: dict, flows: li
                 "text/event-stream": {"schema": lines}}},
             "400": {"description": "bad request (the message names the field)", **ERROR},
             "401": {"description": "missing or wrong token", **ERROR},
+            "403": {"description": "the caller's role may not (x-roles), or it names "
+                                   "another user", **ERROR},
             "404": {"description": "unknown flow or service", **ERROR},
             "502": {"description": "the service failed: its final record, with error",
                     "content": {"application/json": {"schema": response}}},
             "504": {"description": "the service sent nothing for too long", **ERROR},
         },
     }
+
+
+def _who_may(row: ServiceRow) -> str:
+    """The row's permissions as a sentence: who may, by operation."""
+    by_roles: dict[tuple[str, ...], list[str]] = {}
+    for operation, needs in row.permissions().items():
+        roles = tuple(_roles(needs)) or ("nobody",)
+        by_roles.setdefault(roles, []).append(operation or "")
+    return "Who may: " + "; ".join(
+        ", ".join(roles) + (f" ({', '.join(operations)})" if any(operations) else "")
+        for roles, operations in by_roles.items()) + "."
+
+
+def _roles(needs: Permission) -> list[str]:
+    return [role for role in ROLES if role in needs.roles]
 
 
 def _flow_parameter(row: ServiceRow, flows: list[str]) -> dict:

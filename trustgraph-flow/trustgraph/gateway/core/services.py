@@ -1,7 +1,14 @@
-"""The services the gateway exposes: one row each. Adding a service is one row.
+"""The services the gateway exposes: one row each, with who may use it. Adding a
+service is one row.
 
-Data only: how a row's answers are shaped for the wire is ``dispatch.wired``, by
-what the row's response model declares."""
+Data only: who may is applied by ``access.authorize``, how a row's answers are
+shaped for the wire by ``dispatch.wired`` (by what the row's response model
+declares), and the rows are the OpenAPI document's paths and docs/gateway.md's role
+table (a test holds the two the same). A service of several operations (its request
+record's ``operation``, declared in the schema) needs a permission per operation:
+its row is refused at import unless it names each declared operation, and only those
+(``per_operation``)."""
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -55,6 +62,9 @@ from trustgraph.schema import (
     TriplesQueryRequest,
     TriplesQueryResponse,
 )
+from trustgraph.schema.operations import operations_of, per_operation
+
+from .permissions import ADMIN, ASK, INTERNAL, READ, WRITE, Permission
 
 
 @dataclass(frozen=True)
@@ -64,8 +74,30 @@ class ServiceRow:
     # also how the wire shows it (``Response.wire_*``, applied by ``dispatch.wired``),
     # its delta field and merge rule (``coalesce``)
     response_model: type[Response]
+    # who may: the service's permission, or one per operation of a service of several
+    needs: Permission | Mapping[str, Permission]
     global_flow: str | None = None  # a service outside flows: always asked on this flow
                                     # on the bus, whatever flow the client names
+
+    def __post_init__(self) -> None:
+        what = f"the permissions of service {self.name!r}"
+        if not isinstance(self.needs, Permission):
+            per_operation(self.request_model, self.needs, what)
+        elif operations := operations_of(self.request_model):
+            raise TypeError(f"{what}: one for each of its operations ({', '.join(operations)})")
+
+    def permission(self, operation: str | None = None) -> Permission:
+        """What the service (``operation`` of it) needs; an operation it does not
+        have needs what nobody has."""
+        if isinstance(self.needs, Permission):
+            return self.needs
+        return self.needs.get(operation or "", INTERNAL)
+
+    def permissions(self) -> Mapping[str | None, Permission]:
+        """Each operation's permission; a service of one operation: None's."""
+        if isinstance(self.needs, Permission):
+            return {None: self.needs}
+        return {operation: needs for operation, needs in self.needs.items()}
 
     def bus_flow(self, flow: str) -> str:
         """The flow the request goes to on the bus."""
@@ -76,33 +108,55 @@ class ServiceRow:
         return self.response_model.reshapes_edges()
 
 
+# Knowledge cores, a page at a time (apis/cores.py streams whole ones): out as
+# reading, in as writing.
+CORE_PAGES = {"count": READ, "export": READ, "import": WRITE}
+
 SERVICES: dict[str, ServiceRow] = {row.name: row for row in (
-    ServiceRow("text-completion", TextCompletionRequest, TextCompletionResponse),
-    ServiceRow("prompt", PromptRequest, PromptResponse),
-    ServiceRow("config", ConfigRequest, ConfigResponse, global_flow=CONFIG_FLOW),
-    ServiceRow("text-load", TextLoadRequest, LoadResponse),
-    ServiceRow("document-load", DocumentLoadRequest, LoadResponse),
-    ServiceRow("librarian", LibrarianRequest, LibrarianResponse,
-               global_flow=LIBRARIAN_FLOW),
-    ServiceRow("keys", KeysRequest, KeysResponse, global_flow=KEYS_FLOW),
-    ServiceRow("embeddings", EmbeddingsRequest, EmbeddingsResponse),
-    ServiceRow("triples", TriplesQueryRequest, TriplesQueryResponse),
-    ServiceRow("graph-embeddings", GraphEmbeddingsRequest, GraphEmbeddingsResponse),
-    ServiceRow("document-embeddings", DocumentEmbeddingsRequest, DocumentEmbeddingsResponse),
-    ServiceRow("lexical-search", LexicalSearchRequest, DocumentEmbeddingsResponse),
-    ServiceRow("reembed", ReembedRequest, ReembedResponse),
-    ServiceRow("knowledge-load", KnowledgeLoadRequest, KnowledgeLoadResponse),
-    ServiceRow("load-status", LoadStatusRequest, LoadStatusResponse),
-    ServiceRow("subgraph", SubgraphRequest, SubgraphResponse),
+    # Answers: each calls the LLM.
+    ServiceRow("text-completion", TextCompletionRequest, TextCompletionResponse, ASK),
+    ServiceRow("prompt", PromptRequest, PromptResponse, ASK),
     # RAG: the metadata record has no ``chunk``, so it is never merged with the deltas.
-    ServiceRow("graph-rag", GraphRagRequest, RagResponse),
-    ServiceRow("document-rag", DocumentRagRequest, RagResponse),
-    ServiceRow("agent", AgentRequest, AgentResponse),
-    ServiceRow("lazy-rag", LazyRagRequest, LazyRagResponse),
-    ServiceRow("lazy-rag-expand", LazyRagExpandRequest, LazyRagExpandResponse),
-    ServiceRow("lazy-rag-status", LazyRagStatusRequest, LazyRagStatusResponse),
-    # Knowledge cores, a page at a time (apis/cores.py streams whole ones).
-    ServiceRow("core-documents", CoreRequest, CoreResponse, global_flow=LIBRARIAN_FLOW),
-    ServiceRow("core-vectors", CoreRequest, CoreResponse),
-    ServiceRow("core-triples", CoreRequest, CoreResponse),
+    ServiceRow("graph-rag", GraphRagRequest, RagResponse, ASK),
+    ServiceRow("document-rag", DocumentRagRequest, RagResponse, ASK),
+    ServiceRow("lazy-rag", LazyRagRequest, LazyRagResponse, ASK),
+    # its sessions are the user's; its tools are config (the admin's)
+    ServiceRow("agent", AgentRequest, AgentResponse, ASK),
+    # Searches and reads of the user's own data.
+    ServiceRow("lazy-rag-expand", LazyRagExpandRequest, LazyRagExpandResponse, READ),
+    ServiceRow("lazy-rag-status", LazyRagStatusRequest, LazyRagStatusResponse, READ),
+    ServiceRow("embeddings", EmbeddingsRequest, EmbeddingsResponse, READ),
+    ServiceRow("triples", TriplesQueryRequest, TriplesQueryResponse, READ),
+    ServiceRow("graph-embeddings", GraphEmbeddingsRequest, GraphEmbeddingsResponse, READ),
+    ServiceRow("document-embeddings", DocumentEmbeddingsRequest,
+               DocumentEmbeddingsResponse, READ),
+    ServiceRow("lexical-search", LexicalSearchRequest, DocumentEmbeddingsResponse, READ),
+    ServiceRow("subgraph", SubgraphRequest, SubgraphResponse, READ),
+    ServiceRow("load-status", LoadStatusRequest, LoadStatusResponse, READ),
+    # Writes to the user's own data.
+    ServiceRow("text-load", TextLoadRequest, LoadResponse, WRITE),
+    ServiceRow("document-load", DocumentLoadRequest, LoadResponse, WRITE),
+    ServiceRow("knowledge-load", KnowledgeLoadRequest, KnowledgeLoadResponse, WRITE),
+    # re-embeds the user's own collection with the configured model
+    ServiceRow("reembed", ReembedRequest, ReembedResponse, WRITE),
+    ServiceRow("core-documents", CoreRequest, CoreResponse, CORE_PAGES,
+               global_flow=LIBRARIAN_FLOW),
+    ServiceRow("core-vectors", CoreRequest, CoreResponse, CORE_PAGES),
+    ServiceRow("core-triples", CoreRequest, CoreResponse, CORE_PAGES),
+    ServiceRow("librarian", LibrarianRequest, LibrarianResponse, {
+        "list-documents": READ, "list-collections": READ, "get-document-metadata": READ,
+        "get-document-content": READ, "add-document": WRITE, "remove-document": WRITE,
+        "add-processing": WRITE, "begin-upload": WRITE, "upload-part": WRITE,
+        "complete-upload": WRITE,
+    }, global_flow=LIBRARIAN_FLOW),
+    # prompts, tools (an MCP tool's URL), flows: everyone's answers run on them
+    ServiceRow("config", ConfigRequest, ConfigResponse, {
+        "get": WRITE, "list": WRITE, "getvalues": WRITE, "config": WRITE,
+        "put": ADMIN, "delete": ADMIN,
+    }, global_flow=CONFIG_FLOW),
+    ServiceRow("keys", KeysRequest, KeysResponse, {
+        "add-user": ADMIN, "list-users": ADMIN, "create-key": ADMIN, "list-keys": ADMIN,
+        "revoke-key": ADMIN,
+        "verifiers": INTERNAL, "record-use": INTERNAL,  # the gateway's own, on the bus
+    }, global_flow=KEYS_FLOW),
 )}

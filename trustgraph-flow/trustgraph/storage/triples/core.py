@@ -7,34 +7,56 @@ again, whole or in part, stores nothing twice; no entity is sent to embedding (a
 core carries the entity vectors).
 """
 import logging
+from collections.abc import Awaitable, Callable, Mapping
 
 from trustgraph.base import BadRequest, Context, Handler, Service
-from trustgraph.schema.cores import CoreRequest, CoreResponse, CoreTriple, lines, rows_of
+from trustgraph.schema.cores import (
+    CORE_SERVICES,
+    CoreOperation,
+    CoreRequest,
+    CoreResponse,
+    CoreTriple,
+    lines,
+    rows_of,
+)
+from trustgraph.schema.operations import per_operation
 
 from ..core_pages import fitting_page
 from .store import TriplesStore
 
 log = logging.getLogger(__name__)
 
+NAME = "core-triples"
+
+
+async def _count(store: TriplesStore, request: CoreRequest, ctx: Context) -> CoreResponse:
+    return CoreResponse(count=await store.provenance_count(request.user, request.collection))
+
+
+async def _export(store: TriplesStore, request: CoreRequest, ctx: Context) -> CoreResponse:
+    return await fitting_page(lambda limit: _page(store, request, limit), request.limit)
+
+
+async def _import(store: TriplesStore, request: CoreRequest, ctx: Context) -> CoreResponse:
+    rows = _rows(request.records)
+    await store.add_provenance(request.user, request.collection, rows)
+    log.debug("id=%s core import: %d triples into %s/%s", ctx.id, len(rows), request.user,
+              request.collection)
+    return CoreResponse(stored=len(rows))
+
+
+# Each operation CoreRequest declares, and the function that does it here.
+OPERATIONS: Mapping[CoreOperation, Callable[[TriplesStore, CoreRequest, Context],
+                                            Awaitable[CoreResponse]]] = per_operation(
+    CoreRequest, {"count": _count, "export": _export, "import": _import},
+    f"the {NAME} service's operations")
+
 
 def core_triples_handler(store: TriplesStore) -> Handler[CoreRequest, CoreResponse]:
     async def handle(request: CoreRequest, ctx: Context) -> CoreResponse:
-        if request.part != "triples":
-            raise BadRequest(f"core-triples holds triples, not {request.part}")
-        scope = request.user, request.collection
-        match request.operation:
-            case "count":
-                return CoreResponse(count=await store.provenance_count(*scope))
-            case "export":
-                return await fitting_page(lambda limit: _page(store, request, limit),
-                                          request.limit)
-            case "import":
-                rows = _rows(request.records)
-                await store.add_provenance(*scope, rows)
-                log.debug("id=%s core import: %d triples into %s/%s", ctx.id, len(rows),
-                          *scope)
-                return CoreResponse(stored=len(rows))
-        raise BadRequest(f"unknown operation {request.operation!r}")
+        if request.part not in (held := CORE_SERVICES[NAME]):
+            raise BadRequest(f"{NAME} holds {' and '.join(held)}, not {request.part}")
+        return await OPERATIONS[request.operation](store, request, ctx)
     return handle
 
 
@@ -58,5 +80,5 @@ def _rows(records: str):
 
 
 def core_triples_service(store: TriplesStore) -> Service:
-    return Service("core-triples", CoreRequest, CoreResponse, core_triples_handler(store),
-                   error_type="core-triples-error")
+    return Service(NAME, CoreRequest, CoreResponse, core_triples_handler(store),
+                   error_type=f"{NAME}-error")

@@ -11,12 +11,15 @@ into an unstamped one stamps it with the core's.
 """
 import logging
 import uuid
+from collections.abc import Awaitable, Callable, Mapping
 
 from trustgraph.base import BadRequest, Context, HandledError, Handler, Service
 from trustgraph.schema import Term
 from trustgraph.schema.cores import (
+    CORE_SERVICES,
     CoreChunk,
     CoreEntity,
+    CoreOperation,
     CoreRequest,
     CoreResponse,
     lines,
@@ -24,6 +27,7 @@ from trustgraph.schema.cores import (
     rows_of,
     unpack_vectors,
 )
+from trustgraph.schema.operations import per_operation
 
 from ..core_pages import fitting_page
 from .spaces import is_dimension_error
@@ -32,34 +36,46 @@ from .store import CHUNKS, ENTITIES, ChunkVector, EntityVector, VectorStore
 
 log = logging.getLogger(__name__)
 
+NAME = "core-vectors"
+
 KINDS = {"chunks": CHUNKS, "entities": ENTITIES}
+
+
+async def _count(store: VectorStore, request: CoreRequest, ctx: Context) -> CoreResponse:
+    scope, kind = (request.user, request.collection), KINDS[request.part]
+    counts = await store.count(*scope)
+    first, _ = await store.page(kind, *scope, None, 1)
+    return CoreResponse(count=counts[kind], dimension=len(first[0].vector) if first else 0,
+                        embedding_model=await store.model_of(*scope))
+
+
+async def _export(store: VectorStore, request: CoreRequest, ctx: Context) -> CoreResponse:
+    _check_cursor(request.after)
+    return await fitting_page(lambda limit: _page(store, request, limit), request.limit)
+
+
+async def _import(store: VectorStore, request: CoreRequest, ctx: Context) -> CoreResponse:
+    try:
+        return CoreResponse(stored=await _stored(store, request, ctx))
+    except Exception as error:
+        if is_dimension_error(error):
+            raise BadRequest(f"{request.part} not stored in {request.user}/"
+                             f"{request.collection}: {error}") from None
+        raise
+
+
+# Each operation CoreRequest declares, and the function that does it here.
+OPERATIONS: Mapping[CoreOperation, Callable[[VectorStore, CoreRequest, Context],
+                                            Awaitable[CoreResponse]]] = per_operation(
+    CoreRequest, {"count": _count, "export": _export, "import": _import},
+    f"the {NAME} service's operations")
 
 
 def core_vectors_handler(store: VectorStore) -> Handler[CoreRequest, CoreResponse]:
     async def handle(request: CoreRequest, ctx: Context) -> CoreResponse:
-        if request.part not in KINDS:
-            raise BadRequest(f"core-vectors holds chunks and entities, not {request.part}")
-        scope = request.user, request.collection
-        match request.operation:
-            case "count":
-                counts = await store.count(*scope)
-                first, _ = await store.page(KINDS[request.part], *scope, None, 1)
-                return CoreResponse(count=counts[KINDS[request.part]],
-                                    dimension=len(first[0].vector) if first else 0,
-                                    embedding_model=await store.model_of(*scope))
-            case "export":
-                _check_cursor(request.after)
-                return await fitting_page(lambda limit: _page(store, request, limit),
-                                          request.limit)
-            case "import":
-                try:
-                    return CoreResponse(stored=await _import(store, request, ctx))
-                except Exception as error:
-                    if is_dimension_error(error):
-                        raise BadRequest(f"{request.part} not stored in {request.user}/"
-                                         f"{request.collection}: {error}") from None
-                    raise
-        raise BadRequest(f"unknown operation {request.operation!r}")
+        if request.part not in (held := CORE_SERVICES[NAME]):
+            raise BadRequest(f"{NAME} holds {' and '.join(held)}, not {request.part}")
+        return await OPERATIONS[request.operation](store, request, ctx)
     return handle
 
 
@@ -111,7 +127,7 @@ def _mismatch(request: CoreRequest, model: str) -> HandledError:
         f"deployment embedding with the core's model)"))
 
 
-async def _import(store: VectorStore, request: CoreRequest, ctx: Context) -> int:
+async def _stored(store: VectorStore, request: CoreRequest, ctx: Context) -> int:
     await _check_model(store, request)
     scope, model = (request.user, request.collection), request.embedding_model
     try:
@@ -148,5 +164,5 @@ def _stored_chunk(row: CoreChunk, vector: list[float]) -> ChunkVector:
 
 
 def core_vectors_service(store: VectorStore) -> Service:
-    return Service("core-vectors", CoreRequest, CoreResponse, core_vectors_handler(store),
-                   error_type="core-vectors-error")
+    return Service(NAME, CoreRequest, CoreResponse, core_vectors_handler(store),
+                   error_type=f"{NAME}-error")

@@ -6,8 +6,9 @@
 // `tg:first-token`, `tg:done`, each with the request id in `detail`), which the
 // browser tests and bench/workbench.py read.
 //
-// Every call the stream makes is also logged (`this.log`), so a finished turn can
-// be kept (history.js) and drawn again by replaying it through the same methods.
+// The answer arrives as the events reader.js makes of its frames (`show`); every
+// call they make is also logged (`this.log`), so a finished turn can be kept
+// (history.js) and drawn again by replaying it through the same methods.
 import { fill, h, seconds, termText } from "./dom.js";
 import { renderMarkdown } from "./markdown.js";
 
@@ -69,6 +70,22 @@ export class AnswerView {
   }
 
   // --- what the stream calls ----------------------------------------------------
+
+  // One of reader.js's events.
+  show(event) {
+    switch (event.type) {
+      case "opened":
+        if (event.sources !== null) {
+          this.sources(event.sources, event.optimizedQuery, event.subqueries);
+        }
+        break;
+      case "sources": if (!this.hasSources) this.sources(event.sources); break;
+      case "text": this.token(event.delta); break;
+      case "step": this.step(event.kind, event.delta, event.ends); break;
+      case "done": this.final(event); break;
+      case "error": this.error(event.message); break;
+    }
+  }
 
   sources(sources, optimizedQuery, subqueries = []) {
     this.log.push(["sources", sources, optimizedQuery, subqueries]);
@@ -151,23 +168,23 @@ export class AnswerView {
     }
   }
 
-  final(record) {
-    this.log.push(["final", record]);
+  // The answer's end (reader.js's done event): its usage, and the service's result.
+  final(done) {
+    this.log.push(["final", done]);
     cancelAnimationFrame(this.frame);
     this.frame = null;
     renderMarkdown(this.answer, this.text);
     this.mark("done");
-    this.usage = record.in_token !== undefined || record.out_token !== undefined
-      ? { in: record.in_token || 0, out: record.out_token || 0, model: record.model || "" }
-      : null;
-    this.lazy(record);
+    this.usage = done.usage || null;
+    this.lazy(done.result || {});
     this.finish("done");
   }
 
-  lazy(record) {
-    if (typeof record.confidence !== "number" && !record.missing_info) return;
-    const percent = Math.round((record.confidence || 0) * 100);
-    const missing = record.missing_info || [];
+  // LazyRAG's result: the confidence, what the graph does not cover, the subgraph.
+  lazy(result) {
+    if (typeof result.confidence !== "number" && !result.missing_info) return;
+    const percent = Math.round((result.confidence || 0) * 100);
+    const missing = result.missing_info || [];
     fill(this.lazyBox,
       h("p", {}, "Confidence ",
         h("meter", { min: 0, max: 100, value: percent, "aria-label": "confidence" }),
@@ -175,7 +192,7 @@ export class AnswerView {
       missing.length ? h("div", {}, h("h4", {}, "Not covered by the graph"),
         h("ul", {}, missing.map((item) => h("li", {}, item)))) : null);
     this.lazyBox.hidden = false;
-    for (const r of record.relationships || []) {
+    for (const r of result.relationships || []) {
       const s = r.s ?? r.source, p = r.p ?? r.relation ?? r.predicate ?? r.type, o = r.o ?? r.target;
       if (s !== undefined && o !== undefined) this.triples.push({ s, p: p ?? "related", o });
     }

@@ -12,7 +12,8 @@
 import { AnswerView } from "./answer.js";
 import { $ } from "./dom.js";
 import { agentSession, forgetTurns, keep, keptTurns } from "./history.js";
-import { ABSENT, MODES, absence, route } from "./modes.js";
+import { ABSENT, MODES, absence } from "./modes.js";
+import { answerReader } from "./reader.js";
 
 const FIRST_DRAW_WAIT = 100; // ms: below what a person notices as a delay
 
@@ -87,11 +88,12 @@ export class AskPanel {
       ...this.handlers, onStop: () => this.current && this.current.stop() });
     const draw = this.drawLater(view);
     const settings = this.settings();
+    const read = answerReader();
     const handle = this.gateway.request(spec.service, spec.request(question, settings, this.session), {
       flow: settings.flow || "default",
       onFrame: (response, complete) => {
         draw();
-        route(response, complete, view);
+        for (const event of read(response, complete)) view.show(event);
       },
     });
     view.id = handle.id;

@@ -1,6 +1,5 @@
-// The four ways to ask, as docs/protocol.md §2 spells them: which service, what
-// request, and how its frames map onto the few things an answer shows (sources,
-// agent steps, answer text, the final record). Also: which of them this stack runs.
+// The four ways to ask, as docs/protocol.md §2 spells them: which service and what
+// request (reader.js reads the answers). Also: which of them this stack runs.
 
 export const MODES = {
   document: {
@@ -40,27 +39,6 @@ export const MODES = {
     }),
   },
 };
-
-// One response object → calls on the answer view. RAG services (and lazy-rag) send
-// a metadata record, chunk deltas and a final record; the agent sends chunk_type
-// records. `complete` is the gateway's flag: the last frame of the request.
-export function route(response, complete, view) {
-  const agentKind = response.chunk_type || (response.message_type !== "metadata"
-    && response.message_type !== "chunk" && response.message_type);
-  if (agentKind) {
-    if (agentKind === "answer") view.token(response.content || "");
-    else if (agentKind === "error") view.error(response.content || "agent error");
-    else view.step(agentKind, response.content || "", response.end_of_message);
-  } else if (response.message_type === "metadata") {
-    view.sources(response.sources || [], response.optimized_query, response.subqueries || []);
-  } else {
-    if (response.chunk) view.token(response.chunk);
-    // A non-streaming answer (or an older service) carries the whole text once.
-    else if (response.response && !view.text) view.token(response.response);
-    if ((response.sources || []).length && !view.hasSources) view.sources(response.sources);
-  }
-  if (complete) view.final(response);
-}
 
 // Errors that mean "this stack does not run that service", not "this request failed".
 export const ABSENT = new Set(["unknown-service", "no-service", "mode-unavailable"]);
