@@ -124,7 +124,7 @@ def errors(results: dict[str, Result]) -> list[str]:
 async def steps(broker_url: str, items: list[Article]) -> dict[str, list[float]]:
     """graph-rag's retrieval run here, step by step, on the stack's services."""
     from trustgraph.base import Timing
-    from trustgraph.base.runtime import Clients
+    from trustgraph.base.clients import Clients
     from trustgraph.pubsub import Bus
     from trustgraph.retrieval.graph_rag.service import STEP_TIMES, triple_retriever
     from trustgraph.retrieval.search import Fusion

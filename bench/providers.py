@@ -33,7 +33,10 @@ from bench.streaming import llm_server
 from tests.support.stack import Stack
 from trustgraph.api import AsyncTrustGraph
 from trustgraph.model.text_completion.local import provider as local
+from trustgraph.model.text_completion.provider import Options
 from trustgraph.run.registry import DEFAULT_STACK, members
+
+SETTINGS = Options()  # a request asking nothing of its own: the settings apply
 
 # The default stack's text-completion process (with prompt in it: a process group)
 # plus config and the gateway, so the numbers are those of what tg-start runs.
@@ -113,7 +116,7 @@ async def model_alone(threads: int, count: int) -> dict:
     try:
         for n in range(count + 1):  # the first loads the model: not counted
             started, first, tokens = time.perf_counter(), None, 0
-            async for piece in provider.stream("Answer briefly.", rag_sized_prompt()):
+            async for piece in provider.stream("Answer briefly.", rag_sized_prompt(), SETTINGS):
                 if isinstance(piece, str) and first is None:
                     first = time.perf_counter()
                 elif not isinstance(piece, str):
@@ -132,7 +135,7 @@ async def model_alone(threads: int, count: int) -> dict:
 async def cancel_frees(provider: local.LocalProvider) -> float:
     """Seconds from closing a stream mid-answer (its third delta) until llama.cpp
     reports no sequence generating."""
-    stream = provider.stream("", f"Note {uuid.uuid4().hex}. Write a long story.")
+    stream = provider.stream("", f"Note {uuid.uuid4().hex}. Write a long story.", SETTINGS)
     for _ in range(3):
         await anext(stream)
     closed = time.perf_counter()
@@ -171,7 +174,7 @@ async def stack_added(stack: Stack, count: int) -> list[dict]:
         paths = {
             "text-completion": lambda: socket.stream("text-completion", {
                 "system": "Answer briefly.", "prompt": rag_sized_prompt(),
-                "streaming": True}),
+                "streaming": True}, SETTINGS),
             "document-rag": lambda: socket.stream("document-rag", {
                 "query": f"How tall is the Eiffel Tower? ({uuid.uuid4().hex[:6]})",
                 "doc-limit": 1, "streaming": True, **SCOPE}, "chunk"),

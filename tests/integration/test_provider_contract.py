@@ -15,10 +15,12 @@ from tests.support.scripted_llm import PROMPT_TOKENS, answered, collect, expecte
 from tests.support.waiting import eventually
 from trustgraph.base import Context
 from trustgraph.model.text_completion.choice import provider_module
-from trustgraph.model.text_completion.provider import LlmError, Usage
+from trustgraph.model.text_completion.provider import LlmError, Options, Usage
 from trustgraph.model.text_completion.retry import Retrying
 from trustgraph.model.text_completion.service import completion_handler
 from trustgraph.schema import TextCompletionRequest
+
+SETTINGS = Options()  # a request asking nothing of its own: the settings apply
 
 
 def _cases():
@@ -68,22 +70,30 @@ async def test_non_streaming_is_the_collected_stream(case):
         (PROMPT_TOKENS, 9, case.model)
 
 
-SAMPLING = {"max_tokens": 7, "temperature": 0.25, "stop": ["END", "STOP"]}
+OPTIONS = ("model", "max_tokens", "temperature", "stop")
+ASKED = {"model": "asked-model", "max_tokens": 7, "temperature": 0.25, "stop": ["END", "STOP"]}
 
 
-async def test_a_request_s_sampling_options_reach_the_wire_where_honoured(case):
-    # Every provider answers a request carrying them; those whose API takes an option
-    # send the request's value (docs/providers says which): a server that shows
-    # none of them (``sampled``) belongs to a provider that honours none.
+async def test_a_request_s_options_reach_the_wire_for_that_request_alone(case):
+    # Through the service, as a request asks: each option the provider's API takes
+    # is sent as the request asked (``case.honours``, docs/providers); the next
+    # request, asking none, is sent the settings: nothing of the first was kept.
     case, server, provider = case
+    honours = getattr(case, "honours", set(OPTIONS))
+    asked = {**ASKED, "model": getattr(case, "asked_model", ASKED["model"])}
     handler = completion_handler(provider())
-    [record] = [r async for r in handler(TextCompletionRequest(prompt="[tokens=4]", **SAMPLING),
+    [record] = [r async for r in handler(TextCompletionRequest(prompt="[tokens=4]", **asked),
                                          Context("t", "default", None))]
     assert record.response == expected_text(4)
-    sampled = getattr(server, "sampled", None)
-    if sampled is not None:
-        shown = sampled(server.last_body)
-        assert shown == {name: SAMPLING[name] for name in shown}
+    sent = server.asked()
+    assert {name: sent[name] for name in honours} == {name: asked[name] for name in honours}
+    assert all(sent[name] != asked[name] for name in set(OPTIONS) - honours)
+    [record] = [r async for r in handler(TextCompletionRequest(prompt="[tokens=2]"),
+                                         Context("t", "default", None))]
+    assert record.response == expected_text(2)
+    settled = server.asked()
+    assert all(settled[name] != asked[name] for name in OPTIONS)
+    assert settled["stop"] is None and settled["model"]
 
 
 @pytest.mark.parametrize("failure", ["fail_after", "drop_after"])
@@ -141,7 +151,7 @@ class TestLocalModel:
 
     async def test_streams_deltas_in_order_then_real_usage(self, local_llm):
         pieces, usage = await collect(local_llm.stream("Answer in one sentence.",
-                                                        "What colour is the sky?"))
+                                                        "What colour is the sky?", SETTINGS))
         assert len(pieces) > 1 and all(isinstance(p, str) for p in pieces)
         assert "".join(pieces).strip()
         assert usage.model == "SmolLM2-135M-Instruct.Q4_1"
@@ -156,10 +166,22 @@ class TestLocalModel:
         assert len(records) == 1 and records[0].end_of_stream and records[0].response
         assert records[0].in_token > 0 and 0 < records[0].out_token <= LOCAL_MAX_TOKENS
 
+    async def test_a_request_s_options_apply_to_it_alone_but_its_model_is_the_gguf(
+            self, local_llm):
+        # One model is served: a request naming another is answered, and told so, by
+        # it; its max_tokens holds for it, and the next request has the settings.
+        prompt = "Write three sentences about the sea."
+        short = Options(model="another-model", max_tokens=3, temperature=0.5, stop=["\n\n"])
+        _, usage = await collect(local_llm.stream("", prompt, short))
+        assert usage.model == "SmolLM2-135M-Instruct.Q4_1"
+        assert 0 < usage.out_token <= 3
+        _, usage = await collect(local_llm.stream("", prompt, SETTINGS))
+        assert 3 < usage.out_token <= LOCAL_MAX_TOKENS
+
     async def test_closing_a_stream_stops_its_generation_and_frees_the_sequence(
             self, local_llm_long):
         before = await predicted(local_llm_long)
-        stream = local_llm_long.stream("", "Write a very long story about a dragon.")
+        stream = local_llm_long.stream("", "Write a very long story about a dragon.", SETTINGS)
         for _ in range(3):
             await anext(stream)
         assert await generating(local_llm_long) == 1
@@ -172,15 +194,16 @@ class TestLocalModel:
 
     async def test_requests_beyond_the_sequences_wait_and_a_cancelled_one_costs_nothing(
             self, local_llm_long):
-        busy = [local_llm_long.stream("", f"Count to a thousand, story {i}.") for i in (1, 2)]
+        busy = [local_llm_long.stream("", f"Count to a thousand, story {i}.", SETTINGS)
+                for i in (1, 2)]
         for stream in busy:
             await anext(stream)
-        waiting = asyncio.ensure_future(collect(local_llm_long.stream("", "Hello")))
-        await eventually(lambda: local_llm_long.shared.waiting == 1, "the third request to wait")
+        waiting = asyncio.ensure_future(collect(local_llm_long.stream("", "Hello", SETTINGS)))
+        await eventually(lambda: local_llm_long.waiting == 1, "the third request to wait")
         assert await generating(local_llm_long) == 2
         waiting.cancel()
         await asyncio.gather(waiting, return_exceptions=True)
-        assert local_llm_long.shared.waiting == 0
+        assert local_llm_long.waiting == 0
         for stream in busy:
             await stream.aclose()
         await eventually(lambda: generating(local_llm_long), "both to be freed",
@@ -188,18 +211,18 @@ class TestLocalModel:
 
     async def test_a_prompt_beyond_the_context_is_a_clear_error(self, local_llm):
         with pytest.raises(LlmError, match="context"):
-            await collect(local_llm.stream("", "word " * 3000))
+            await collect(local_llm.stream("", "word " * 3000, SETTINGS))
 
     async def test_a_dead_server_fails_its_request_and_the_next_one_restarts_it(
             self, local_llm):
-        stream = local_llm.stream("", "Tell me about the sea.")
+        stream = local_llm.stream("", "Tell me about the sea.", SETTINGS)
         await anext(stream)
         old = local_llm.process.pid
         os.kill(old, signal.SIGKILL)
         with pytest.raises(LlmError, match="exited|local model"):
             async for _ in stream:
                 pass
-        pieces, usage = await collect(local_llm.stream("", "Say hello."))
+        pieces, usage = await collect(local_llm.stream("", "Say hello.", SETTINGS))
         assert pieces and usage.out_token > 0
         assert local_llm.process.pid not in (None, old)
 

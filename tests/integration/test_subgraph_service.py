@@ -3,7 +3,6 @@ real SQLite store: expansion limits, labels, provenance, tenancy, one message, a
 the store round trips one request costs (the processor's store is wrapped to count
 them). The backends' own behaviour is the contract suite's (test_triples_contract)."""
 import asyncio
-import dataclasses
 import json
 import uuid
 from collections import Counter
@@ -85,7 +84,7 @@ class TriplesStore:
         async def handler(record, ctx):
             await stage.handler(record, ctx)
             self.stored.put_nowait(stage.name)
-        return dataclasses.replace(stage, handler=handler)
+        return Stage(stage.name, stage.record, handler, stage.subscription)
 
     async def subgraph(self, seeds, **request) -> SubgraphResponse:
         self.counting.calls.clear()

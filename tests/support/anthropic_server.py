@@ -25,10 +25,10 @@ class AnthropicServer(ScriptedServer):
     def routes(self, app: web.Application) -> None:
         app.router.add_post("/v1/messages", self.handle)
 
-    @staticmethod
-    def sampled(body: dict) -> dict:
-        """The sampling options a request carried (no temperature: see the provider)."""
-        return {"max_tokens": body.get("max_tokens"), "stop": body.get("stop_sequences")}
+    def asked(self) -> dict:
+        body = self.last_body or {}
+        return {"model": body.get("model"), "max_tokens": body.get("max_tokens"),
+                "temperature": body.get("temperature"), "stop": body.get("stop_sequences")}
 
     def prompt_text(self, body: dict) -> str:
         parts = [body.get("system") or ""]
@@ -115,6 +115,10 @@ class VertexClaudeServer(AnthropicServer):
                           "region": request.match_info["region"], "method": method}
         return await self.handle(request)
 
+    def asked(self) -> dict:
+        """The model is in the path (the SDK moves it there from the body)."""
+        return {**super().asked(), "model": (self.last_path or {}).get("model")}
+
     def error_response(self, status: int, message: str) -> web.Response:
         if status == 429:
             return self._google_error(429, "RESOURCE_EXHAUSTED", message)
@@ -133,6 +137,7 @@ class Case:
     provider = "anthropic"
     server = AnthropicServer
     model = AnthropicServer.model
+    honours = {"model", "max_tokens", "stop"}  # the Messages API takes no temperature
 
     @staticmethod
     def settings(server: AnthropicServer) -> dict:
@@ -144,6 +149,7 @@ class VertexClaudeCase:
     provider = "vertexai-claude"
     server = VertexClaudeServer
     model = VertexClaudeServer.model
+    honours = {"model", "max_tokens", "stop"}
 
     @staticmethod
     def settings(server: VertexClaudeServer) -> dict:

@@ -9,7 +9,8 @@ from .openai_server import OpenAiServer
 class AzureServer(OpenAiServer):
     model = "gpt-4o-2024-08-06"  # Azure reports the model behind the deployment
     path = "/openai/deployments/{deployment}/chat/completions"
-    deployment = "tg-chat"
+    deployment = "tg-chat"  # the one the provider is configured with
+    other_deployment = "tg-chat-large"  # one a request may name instead
     api_key = "azure-test-key"
 
     def __init__(self, *args, **kwargs) -> None:
@@ -23,11 +24,15 @@ class AzureServer(OpenAiServer):
         self.calls.append((request.match_info["deployment"], request.query.get("api-version")))
         if request.headers.get("api-key") != self.api_key:
             return self.error_response(401, "missing or wrong api-key header")
-        if request.match_info["deployment"] != self.deployment:
+        if request.match_info["deployment"] not in (self.deployment, self.other_deployment):
             return self.error_response(404, "The API deployment for this resource does not exist.")
         if not request.query.get("api-version"):
             return self.error_response(404, "Resource not found (no api-version)")
         return await self.handle(request)
+
+    def asked(self) -> dict:
+        """Azure routes by deployment: the model asked for is the one in the path."""
+        return {**super().asked(), "model": self.calls[-1][0]}
 
     async def open_stream(self, request: web.Request, body: dict) -> web.StreamResponse:
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
@@ -46,6 +51,7 @@ class Case:
     provider = "azure"
     server = AzureServer
     model = AzureServer.model
+    asked_model = AzureServer.other_deployment
 
     @staticmethod
     def settings(server: AzureServer) -> dict:

@@ -71,6 +71,13 @@ class BedrockServer(ScriptedServer):
     def wants_stream(self, body: dict) -> bool:
         return True  # only the streaming operation is served
 
+    def asked(self) -> dict:
+        """The model is the path's ``modelId``, the sampling options in
+        ``inferenceConfig``."""
+        config = (self.last_body or {}).get("inferenceConfig") or {}
+        return {"model": self.model_ids[-1], "max_tokens": config.get("maxTokens"),
+                "temperature": config.get("temperature"), "stop": config.get("stopSequences")}
+
     def error_response(self, status: int, message: str) -> web.Response:
         kind = ERROR_TYPES.get(status, "InternalServerException")
         return web.json_response({"message": message}, status=status, headers={

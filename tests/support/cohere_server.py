@@ -21,11 +21,10 @@ class CohereServer(ScriptedServer):
     def routes(self, app: web.Application) -> None:
         app.router.add_post("/v2/chat", self.handle)
 
-    @staticmethod
-    def sampled(body: dict) -> dict:
-        """The sampling options a request carried, as ``Sampling`` names them."""
-        return {"max_tokens": body.get("max_tokens"), "temperature": body.get("temperature"),
-                "stop": body.get("stop_sequences")}
+    def asked(self) -> dict:
+        body = self.last_body or {}
+        return {"model": body.get("model"), "max_tokens": body.get("max_tokens"),
+                "temperature": body.get("temperature"), "stop": body.get("stop_sequences")}
 
     def prompt_text(self, body: dict) -> str:
         return " ".join(str(m.get("content", "")) for m in body.get("messages", []))

@@ -51,6 +51,14 @@ class GeminiServer(ScriptedServer):
     def wants_stream(self, body: dict) -> bool:
         return _streaming.get()
 
+    def asked(self) -> dict:
+        """The model is in the path (``.../models/{model}:method``), the sampling
+        options in ``generationConfig``."""
+        config = (self.last_body or {}).get("generationConfig") or {}
+        return {"model": self.last_path.rpartition("/models/")[2].partition(":")[0],
+                "max_tokens": config.get("maxOutputTokens"),
+                "temperature": config.get("temperature"), "stop": config.get("stopSequences")}
+
     def error_response(self, status: int, message: str) -> web.Response:
         return web.json_response(self._error(status, message), status=status)
 

@@ -2,7 +2,6 @@
 wraps a ``ProcessorSpec``'s parts factory so that every stage handler counts its
 completions by stage name."""
 import asyncio
-import dataclasses
 import inspect
 from collections import Counter
 
@@ -23,8 +22,8 @@ class Handled:
         async def parts(runtime):
             made = factory(runtime)
             made = await made if inspect.isawaitable(made) else made
-            return [dataclasses.replace(p, handler=self._counting(p)) if isinstance(p, Stage)
-                    else p for p in made]
+            return [Stage(p.name, p.record, self._counting(p), p.subscription)
+                    if isinstance(p, Stage) else p for p in made]
         return parts
 
     def _counting(self, stage: Stage):

@@ -8,6 +8,10 @@ Every import counts, wherever it is in the file (inside a function, under
   trustgraph-base distribution) importing anything of trustgraph-flow or -cli, or the
   gateway's core importing a processor package;
 * ``circles(graph)``: modules that import each other, directly or round a loop;
+* ``package_circles(graph)``: packages that do, each module counted as its package's
+  (a package apart from its sub-packages): model/text_completion's choice.py
+  importing local/provider.py, which imports text_completion/provider.py, was one,
+  though no module imported itself round a loop;
 * ``upward(graph)``: a module that imports a module of an enclosing package which
   imports back down into the sub-package it came from (storage/triples/service.py →
   storage/stores.py → storage/triples/sqlite.py): the two are one layer in fact, however
@@ -141,8 +145,25 @@ def forbidden(graph: Graph, rules: Iterable[Rule] = RULES) -> list[tuple[str, Ed
 
 
 def circles(graph: Graph) -> list[list[str]]:
-    """Each set of modules that import one another round a loop (Tarjan's strongly
-    connected components of more than one module), sorted."""
+    """Each set of modules that import one another round a loop, sorted."""
+    return _loops(graph.imports)
+
+
+def package_circles(graph: Graph) -> list[list[str]]:
+    """Each set of packages that import one another round a loop, sorted."""
+    imports: dict[str, set[str]] = {}
+    for importer, imported in _edges(graph):
+        home = _package(graph.modules[importer])
+        imports.setdefault(home, set())
+        if (there := _package(graph.modules[imported])) != home:
+            imports[home].add(there)
+            imports.setdefault(there, set())
+    return _loops(imports)
+
+
+def _loops(imports: dict[str, set[str]]) -> list[list[str]]:
+    """Tarjan's strongly connected components of more than one node of ``imports``
+    (node → the nodes it imports), sorted."""
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
@@ -150,7 +171,7 @@ def circles(graph: Graph) -> list[list[str]]:
     found = []
 
     def visit(start: str) -> None:  # iterative: import chains can be long
-        work = [(start, iter(sorted(graph.imports[start])))]
+        work = [(start, iter(sorted(imports[start])))]
         index[start] = low[start] = len(index)
         stack.append(start)
         on_stack.add(start)
@@ -175,11 +196,11 @@ def circles(graph: Graph) -> list[list[str]]:
                 index[child] = low[child] = len(index)
                 stack.append(child)
                 on_stack.add(child)
-                work.append((child, iter(sorted(graph.imports[child]))))
+                work.append((child, iter(sorted(imports[child]))))
             elif child in on_stack:
                 low[node] = min(low[node], index[child])
 
-    for name in sorted(graph.modules):
+    for name in sorted(imports):
         if name not in index:
             visit(name)
     return sorted(found)
@@ -215,6 +236,7 @@ def _edges(graph: Graph) -> list[Edge]:
 def main() -> int:
     graph = read(Path(sys.argv[1]) if len(sys.argv) > 1 else REPO)
     broken, loops, climbs = forbidden(graph), circles(graph), upward(graph)
+    package_loops = package_circles(graph)
     print(f"{len(graph.modules)} modules, {len(_edges(graph))} imports between them")
     print(f"forbidden imports: {len(broken)}")
     for rule, (importer, imported) in broken:
@@ -222,10 +244,13 @@ def main() -> int:
     print(f"import circles: {len(loops)}")
     for loop in loops:
         print("  " + " <-> ".join(loop))
+    print(f"package circles: {len(package_loops)}")
+    for loop in package_loops:
+        print("  " + " <-> ".join(loop))
     print(f"upward imports: {len(climbs)}")
     for importer, imported in climbs:
         print(f"  {importer} -> {imported}")
-    return 1 if broken or loops or climbs else 0
+    return 1 if broken or loops or package_loops or climbs else 0
 
 
 if __name__ == "__main__":

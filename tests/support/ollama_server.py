@@ -21,11 +21,10 @@ class OllamaServer(ScriptedServer):
     def routes(self, app: web.Application) -> None:
         app.router.add_post("/api/chat", self.handle)
 
-    @staticmethod
-    def sampled(body: dict) -> dict:
-        """The sampling options a request carried, as ``Sampling`` names them."""
+    def asked(self) -> dict:
+        body = self.last_body or {}
         options = body.get("options") or {}
-        return {"max_tokens": options.get("num_predict"),
+        return {"model": body.get("model"), "max_tokens": options.get("num_predict"),
                 "temperature": options.get("temperature"), "stop": options.get("stop")}
 
     def prompt_text(self, body: dict) -> str:

@@ -30,6 +30,10 @@ class OpenAiServer(ScriptedServer):
         return {"max_tokens": body.get("max_tokens"), "temperature": body.get("temperature"),
                 "stop": body.get("stop")}
 
+    def asked(self) -> dict:
+        body = self.last_body or {}
+        return {"model": body.get("model"), **self.sampled(body)}
+
     def error_response(self, status: int, message: str) -> web.Response:
         return web.json_response({"error": {"message": message, "type": "server_error"}},
                                  status=status)

@@ -71,11 +71,14 @@ class Stats:
     closed_early: list[float] = field(default_factory=list)  # when a client left mid-stream
 
 
-async def answered(provider, system: str, prompt: str):
+async def answered(provider, system: str, prompt: str, options=None):
     """A ``Retrying`` provider's answer as one stream, read as the text-completion
     service reads it: the first piece (retried while overloaded), then the provider's
-    own generator; closing this closes that generator (its HTTP stream)."""
-    first, rest = await provider.start(system, prompt)
+    own generator; closing this closes that generator (its HTTP stream). ``options``:
+    what the request asks besides its text (default: nothing, the settings apply)."""
+    from trustgraph.model.text_completion.provider import Options
+
+    first, rest = await provider.start(system, prompt, options or Options())
     async with aclosing(rest):
         if first is not None:
             yield first
@@ -136,6 +139,12 @@ class ScriptedServer:
         raise NotImplementedError
 
     def prompt_text(self, body: dict) -> str:
+        raise NotImplementedError
+
+    def asked(self) -> dict:
+        """What the last request asked besides its text, as it was sent: its
+        ``model``, ``max_tokens``, ``temperature`` and ``stop`` (the provider
+        ``Options`` names), None where it sent none."""
         raise NotImplementedError
 
     def wants_stream(self, body: dict) -> bool:

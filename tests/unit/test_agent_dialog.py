@@ -117,7 +117,7 @@ async def frames_of(d: Dialog, pattern, sessions) -> list:
     process)."""
     d.sessions = sessions
     return [as_record(AgentResponse, frame) if isinstance(frame, Delta) else frame
-            async for frame in Items(run_dialog(d, pattern))]
+            async for frame in Items(run_dialog(d, pattern).stream)]
 
 
 def kinds(frames) -> list[tuple[str, bool, bool]]:
@@ -210,7 +210,7 @@ async def test_max_iterations_ends_with_a_clear_error(sessions):
 async def test_closing_the_dialog_closes_the_llm_stream_and_saves_nothing(sessions):
     prompts = ScriptedPrompts([STEP_2], block_after=3)  # "Thou", "ght:", " Now"
     d = dialog(prompts, rag_clients(), sessions=sessions, streaming=True)
-    async with aclosing(Items(run_dialog(d, react_pattern()))) as frames:
+    async with aclosing(Items(run_dialog(d, react_pattern()).stream)) as frames:
         first = await anext(frames)
     assert first.chunk_type == "thought" and prompts.closed == 1
     assert await sessions.turns("ann", "s1", 10) == []
@@ -233,7 +233,7 @@ async def test_closing_an_ask_dialog_mid_answer_closes_the_llm_stream(sessions):
     prompts = ScriptedPrompts(["a long answer, slowly"], block_after=1,
                               objects={"agent-classify": {"route": "code"}})
     d = dialog(prompts, clients(), sessions=sessions, streaming=True, pattern="ask")
-    async with aclosing(Items(run_dialog(d, ask(AskLimits("document", 5))))) as frames:
+    async with aclosing(Items(run_dialog(d, ask(AskLimits("document", 5))).stream)) as frames:
         assert (await anext(frames)).route == "code"
         assert (await anext(frames)).text == "a lo"
     assert prompts.closed == 1

@@ -1,13 +1,14 @@
 """The import layering holds (tests/support/layering.py, read from every module's AST):
 base imports nothing of flow or cli, the gateway imports no processor package and its
-core no API module, no import circles, no upward imports. The checker itself is held
+core no API module, no import circles between modules or between packages, no upward
+imports. The checker itself is held
 to planted violations in a small tree of its own, so a rule that stopped finding
 anything would fail here."""
 from pathlib import Path
 
 import pytest
 
-from tests.support.layering import RULES, circles, forbidden, read, upward
+from tests.support.layering import RULES, circles, forbidden, package_circles, read, upward
 
 
 def test_the_three_distributions_keep_their_layering():
@@ -15,6 +16,7 @@ def test_the_three_distributions_keep_their_layering():
     assert len(graph.modules) > 200  # it did read the tree
     assert forbidden(graph) == []
     assert circles(graph) == []
+    assert package_circles(graph) == []
     assert upward(graph) == []
 
 
@@ -53,7 +55,8 @@ CLEAN = {
 
 def test_a_clean_tree_breaks_nothing_and_its_imports_are_resolved(tmp_path):
     graph = read(plant(tmp_path, CLEAN))
-    assert (forbidden(graph), circles(graph), upward(graph)) == ([], [], [])
+    assert (forbidden(graph), circles(graph), package_circles(graph), upward(graph)) == \
+        ([], [], [], [])
     assert graph.imports["trustgraph.gateway.apis.query"] == {"trustgraph.gateway.core"}
     assert graph.imports["trustgraph.gateway.apis"] == {"trustgraph.gateway.apis.query"}
     assert graph.imports["trustgraph.storage.triples.store"] == {"trustgraph.storage.settings"}
@@ -109,3 +112,15 @@ def test_an_upward_import_is_found(tmp_path):
             "from ..stores import open_store\n")}))
     assert upward(graph) == [("trustgraph.storage.triples.service", "trustgraph.storage.stores")]
     assert circles(graph) == []  # no module imports itself round a loop: only the layers do
+
+
+def test_a_package_circle_is_found_though_no_module_imports_itself_round_a_loop(tmp_path):
+    # A processor's package choosing among provider packages that import its contract:
+    # retrieval/service.py -> retrieval/local/provider.py -> retrieval/steps.py.
+    graph = read(plant(tmp_path, {
+        **CLEAN,
+        "trustgraph-flow/trustgraph/retrieval/service.py": "from .local import provider\n",
+        "trustgraph-flow/trustgraph/retrieval/local/__init__.py": "",
+        "trustgraph-flow/trustgraph/retrieval/local/provider.py": "from ..steps import S\n"}))
+    assert circles(graph) == [] and upward(graph) == []
+    assert package_circles(graph) == [["trustgraph.retrieval", "trustgraph.retrieval.local"]]

@@ -1,7 +1,7 @@
 """Which LLM answers when none is configured, and what tg-start says about it."""
 import pytest
 
-from trustgraph.model.text_completion import choice
+from trustgraph.model.text_completion import choice, demo
 from trustgraph.model.text_completion.choice import chosen_provider
 from trustgraph.model.text_completion.local import provider as local
 
@@ -14,7 +14,7 @@ def unconfigured(monkeypatch):
 
 
 def test_no_llm_configured_is_the_bundled_demo_model(unconfigured):
-    assert local.available()  # make install installs it
+    assert demo.available()  # make install installs it
     assert chosen_provider([]) == "local"
     chosen = choice.current()
     assert (chosen.provider, chosen.model, chosen.demo) == (
@@ -43,7 +43,7 @@ def test_a_gguf_of_ones_own_is_no_demo(unconfigured, monkeypatch, tmp_path):
 
 
 def test_without_llama_cpp_or_the_model_no_llm_is_configured(unconfigured, monkeypatch):
-    monkeypatch.setattr(local, "bundled_model", lambda: None)
+    monkeypatch.setattr(demo, "bundled_model", lambda: None)
     assert chosen_provider([]) == ""
     assert choice.current().lines()[0].startswith("NONE configured")
 

@@ -11,9 +11,19 @@ from collections.abc import AsyncIterator
 import pytest
 
 from tests.support.waiting import eventually
-from trustgraph.base import Context, HandledError, RequestTimeout, Service, ServiceError, Timing
+from trustgraph.base import (
+    TIMING,
+    Context,
+    HandledError,
+    ProcessorSettings,
+    RequestTimeout,
+    Runtime,
+    Service,
+    ServiceError,
+    Timing,
+)
+from trustgraph.base.clients import Clients
 from trustgraph.base.local import LocalRequester, LocalServices
-from trustgraph.base.runtime import Clients
 from trustgraph.base.service import ServiceRunner
 from trustgraph.schema import (
     Error,
@@ -35,7 +45,8 @@ def records(*texts: str, final: str = "") -> list[TextCompletionResponse]:
 def runner(handler, concurrency: int = 8, backlog: int = 100) -> ServiceRunner:
     service = Service("llm", TextCompletionRequest, TextCompletionResponse, handler,
                       error_type="llm-error")
-    return ServiceRunner(None, service, "default", None, {}, asyncio.Semaphore(concurrency),
+    runtime = Runtime("test", "test-1", ProcessorSettings(), None, None, TIMING)
+    return ServiceRunner(None, service, "default", runtime, {}, asyncio.Semaphore(concurrency),
                          backlog, None)
 
 

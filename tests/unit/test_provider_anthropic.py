@@ -6,11 +6,13 @@ from tests.support.anthropic_server import AnthropicServer, VertexClaudeServer, 
 from tests.support.scripted_llm import answered
 from trustgraph.base import Context
 from trustgraph.model.text_completion.anthropic import provider as anthropic_provider
-from trustgraph.model.text_completion.provider import LlmError, Overloaded
+from trustgraph.model.text_completion.provider import LlmError, Options, Overloaded
 from trustgraph.model.text_completion.retry import Retrying
 from trustgraph.model.text_completion.service import completion_handler
 from trustgraph.model.text_completion.vertexai_claude import provider as vertex_provider
 from trustgraph.schema import TextCompletionRequest
+
+SETTINGS = Options()  # a request asking nothing of its own: the settings apply
 
 
 @pytest.fixture
@@ -98,7 +100,7 @@ async def test_unreachable_server_is_an_llm_error():
     provider = anthropic_provider.make(anthropic_provider.Settings(
         anthropic_base_url="http://127.0.0.1:9", anthropic_api_key="k"))
     with pytest.raises(LlmError, match="cannot reach Claude"):
-        await text_of(provider.stream("", "hi"))
+        await text_of(provider.stream("", "hi", SETTINGS))
 
 
 async def test_vertex_puts_project_region_and_model_in_the_path(vertex):

@@ -11,9 +11,11 @@ from tests.support.gemini_server import GeminiServer, GoogleAiStudioCase, Vertex
 from tests.support.scripted_llm import PROMPT_TOKENS, expected_text
 from tests.support.scripted_llm import collect_text as run
 from trustgraph.model.text_completion.googleaistudio import provider as studio
-from trustgraph.model.text_completion.provider import LlmError, Overloaded, Usage
+from trustgraph.model.text_completion.provider import LlmError, Options, Overloaded, Usage
 from trustgraph.model.text_completion.service import spec_for
 from trustgraph.model.text_completion.vertexai import provider as vertex
+
+SETTINGS = Options()  # a request asking nothing of its own: the settings apply
 
 
 class ThinkingServer(GeminiServer):
@@ -61,7 +63,7 @@ async def server(request):
 
 async def test_ai_studio_request(server):
     llm = provider(GoogleAiStudioCase, server, tg_llm_temperature=0.3, tg_llm_max_tokens=77)
-    assert (await run(llm.stream("Be terse.", "[tokens=2]")))[0] == expected_text(2)
+    assert (await run(llm.stream("Be terse.", "[tokens=2]", SETTINGS)))[0] == expected_text(2)
     path = r"/v1(beta)?/models/gemini-fake:streamGenerateContent"  # the SDK picks the version
     assert re.fullmatch(path, server.last_path)
     assert server.last_headers["x-goog-api-key"] == "test-key"
@@ -72,7 +74,7 @@ async def test_ai_studio_request(server):
 
 
 async def test_vertex_request_names_project_location_and_sends_the_token(server):
-    assert (await run(provider(VertexAiCase, server).stream("", "[tokens=2]")))[0] == \
+    assert (await run(provider(VertexAiCase, server).stream("", "[tokens=2]", SETTINGS)))[0] == \
         expected_text(2)
     assert server.last_path == ("/v1beta1/projects/test-project/locations/us-central1/"
                                 "publishers/google/models/gemini-fake:streamGenerateContent")
@@ -82,7 +84,7 @@ async def test_vertex_request_names_project_location_and_sends_the_token(server)
 
 @pytest.mark.parametrize("server", [ThinkingServer], indirect=True)
 async def test_thoughts_are_not_answer_text_but_are_billed_as_output(server):
-    text, usage = await run(provider(GoogleAiStudioCase, server).stream("", "[tokens=3]"))
+    text, usage = await run(provider(GoogleAiStudioCase, server).stream("", "[tokens=3]", SETTINGS))
     assert text == expected_text(3)
     assert usage == Usage(PROMPT_TOKENS, 3 + 7, "gemini-fake")
 
@@ -91,7 +93,7 @@ async def test_thoughts_are_not_answer_text_but_are_billed_as_output(server):
 async def test_an_answer_stopped_by_a_filter_is_an_error_after_its_text(server):
     pieces = []
     with pytest.raises(LlmError, match="stopped the answer: SAFETY$"):
-        async for piece in provider(GoogleAiStudioCase, server).stream("", "[tokens=3]"):
+        async for piece in provider(GoogleAiStudioCase, server).stream("", "[tokens=3]", SETTINGS):
             pieces.append(piece)
     assert "".join(pieces) == expected_text(3)
 
@@ -99,23 +101,24 @@ async def test_an_answer_stopped_by_a_filter_is_an_error_after_its_text(server):
 @pytest.mark.parametrize("server", [RefusingServer], indirect=True)
 async def test_a_refused_prompt_is_an_error(server):
     with pytest.raises(LlmError, match="refused the prompt: PROHIBITED_CONTENT$"):
-        await run(provider(VertexAiCase, server).stream("", "[tokens=3]"))
+        await run(provider(VertexAiCase, server).stream("", "[tokens=3]", SETTINGS))
 
 
 @pytest.mark.parametrize("case", [GoogleAiStudioCase, VertexAiCase])
 async def test_errors_name_the_status_and_the_servers_message(server, case):
     with pytest.raises(LlmError) as error:
-        await run(provider(case, server).stream("", "[status=400]"))
+        await run(provider(case, server).stream("", "[status=400]", SETTINGS))
     assert not isinstance(error.value, Overloaded)
     assert "400 INVALID_ARGUMENT: scripted 400" in error.value.message
     for status in (429, 503):
         with pytest.raises(Overloaded, match=f"{status} "):
-            await run(provider(case, server).stream("", f"[status={status}]"))
+            await run(provider(case, server).stream("", f"[status={status}]", SETTINGS))
 
 
 async def test_an_error_event_mid_stream_names_the_servers_message(server):
     with pytest.raises(LlmError, match="500 INTERNAL: scripted failure"):
-        await run(provider(GoogleAiStudioCase, server).stream("", "[tokens=5 fail_after=2]"))
+        await run(provider(GoogleAiStudioCase, server).stream("", "[tokens=5 fail_after=2]",
+                                                              SETTINGS))
 
 
 async def test_no_sdk_retry_when_the_server_is_unreachable():
@@ -126,7 +129,7 @@ async def test_no_sdk_retry_when_the_server_is_unreachable():
     llm = studio.make(studio.Settings(google_api_key="k", google_ai_studio_base_url=url))
     started = time.monotonic()
     with pytest.raises(LlmError, match="Gemini .*failed: ConnectError"):
-        await asyncio.wait_for(run(llm.stream("", "hi")), 5)
+        await asyncio.wait_for(run(llm.stream("", "hi", SETTINGS)), 5)
     assert time.monotonic() - started < 1
 
 

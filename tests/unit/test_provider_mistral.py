@@ -11,8 +11,10 @@ from tests.support.mistral_server import MistralServer
 from tests.support.scripted_llm import PROMPT_TOKENS, expected_text
 from tests.support.scripted_llm import collect_text as run
 from trustgraph.model.text_completion.mistral import provider as mistral_provider
-from trustgraph.model.text_completion.provider import LlmError, Overloaded, Usage
+from trustgraph.model.text_completion.provider import LlmError, Options, Overloaded, Usage
 from trustgraph.model.text_completion.service import spec_for
+
+SETTINGS = Options()  # a request asking nothing of its own: the settings apply
 
 
 class ReasoningServer(MistralServer):
@@ -39,7 +41,7 @@ def mistral(url: str, **settings):
 async def test_request_carries_system_model_and_limits(server):
     llm = mistral(server.base_url, tg_llm_model="mistral-test", tg_llm_temperature=0.2,
                   tg_llm_max_tokens=77)
-    text, usage = await run(llm.stream("Be terse.", "[tokens=2]"))
+    text, usage = await run(llm.stream("Be terse.", "[tokens=2]", SETTINGS))
     assert text == expected_text(2)
     body = server.last_body
     assert body["messages"] == [{"role": "system", "content": "Be terse."},
@@ -53,20 +55,20 @@ async def test_request_carries_system_model_and_limits(server):
 
 @pytest.mark.parametrize("server", [ReasoningServer], indirect=True)
 async def test_reasoning_chunks_are_not_answer_text(server):
-    assert (await run(mistral(server.base_url).stream("", "[tokens=3]")))[0] == \
+    assert (await run(mistral(server.base_url).stream("", "[tokens=3]", SETTINGS)))[0] == \
         expected_text(3)
 
 
 async def test_errors_name_the_status_and_the_servers_message(server):
     with pytest.raises(LlmError) as error:
-        await run(mistral(server.base_url).stream("", "[status=400]"))
+        await run(mistral(server.base_url).stream("", "[status=400]", SETTINGS))
     assert not isinstance(error.value, Overloaded)
     assert error.value.message == "Mistral answered 400: scripted 400"
     for status in (429, 503):
         with pytest.raises(Overloaded, match=f"Mistral answered {status}"):
-            await run(mistral(server.base_url).stream("", f"[status={status}]"))
+            await run(mistral(server.base_url).stream("", f"[status={status}]", SETTINGS))
     with pytest.raises(LlmError, match="Mistral failed mid-answer: scripted failure"):
-        await run(mistral(server.base_url).stream("", "[tokens=5 fail_after=2]"))
+        await run(mistral(server.base_url).stream("", "[tokens=5 fail_after=2]", SETTINGS))
 
 
 async def test_no_sdk_retry_when_the_server_is_unreachable():
@@ -75,7 +77,7 @@ async def test_no_sdk_retry_when_the_server_is_unreachable():
         url = "http://127.0.0.1:%d" % sock.getsockname()[1]
     started = time.monotonic()
     with pytest.raises(LlmError, match="cannot reach Mistral"):
-        await asyncio.wait_for(run(mistral(url).stream("", "hi")), 5)
+        await asyncio.wait_for(run(mistral(url).stream("", "hi", SETTINGS)), 5)
     assert time.monotonic() - started < 1
 
 

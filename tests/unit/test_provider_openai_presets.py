@@ -5,7 +5,9 @@ import pytest
 from tests.support.azure_server import AzureServer
 from tests.support.openai_server import OpenAiServer
 from trustgraph.model.text_completion.choice import provider_module
-from trustgraph.model.text_completion.provider import Usage
+from trustgraph.model.text_completion.provider import Options, Usage
+
+SETTINGS = Options()  # a request asking nothing of its own: the settings apply
 
 DEFAULT_URLS = {"vllm": "http://localhost:8000/v1", "lmstudio": "http://localhost:1234/v1",
                 "llamafile": "http://localhost:8080/v1", "tgi": "http://localhost:8080/v1"}
@@ -19,7 +21,7 @@ async def server(request):
 
 
 async def answer(provider, prompt="[tokens=2]"):
-    return [piece async for piece in provider.stream("Be terse.", prompt)]
+    return [piece async for piece in provider.stream("Be terse.", prompt, SETTINGS)]
 
 
 @pytest.mark.parametrize("name", sorted(DEFAULT_URLS))

@@ -1,15 +1,23 @@
 """Deltas on their way (``trustgraph.base.relay``): a delta written as each service's
 record without building it, the one ``coalesce`` that joins what waits together, and
-``relay`` passing one service's answer on as another's; and ``Items``, which reads a
-handler's sub-streams in their place."""
+``relay`` passing one service's answer on as another's (how a handler hands such a
+stream to the runner: test_handler_contract.py)."""
 import json
 from contextlib import aclosing
 
 import pytest
 
-from trustgraph.base import Delta, Items, ServiceError, coalesce, relay
-from trustgraph.schema import (AgentResponse, Error, LazyRagResponse, PromptResponse,
-                               RagResponse, Response, TextCompletionResponse, encode)
+from trustgraph.base import Delta, ServiceError, coalesce, relay
+from trustgraph.schema import (
+    AgentResponse,
+    Error,
+    LazyRagResponse,
+    PromptResponse,
+    RagResponse,
+    Response,
+    TextCompletionResponse,
+    encode,
+)
 
 TEXTS = ["tok", "", 'quote " backslash \\ newline \n tab \t', "\x01\x1f\x7f", "héllo 世界 🙂",
          "\u2028\u2029", "</script>"]
@@ -208,79 +216,3 @@ async def test_closing_the_relay_closes_its_source():
     async with aclosing(relay(source(), TextCompletionResponse, prompt_final)) as items:
         assert (await anext(items)).text == "a"
     assert closed == [True]
-
-
-# --- Items: a handler's sub-streams read in their place ---------------------------------
-
-def rag(chunk: str, final: bool = False) -> RagResponse:
-    return RagResponse(message_type="chunk", chunk=chunk, end_of_stream=final)
-
-
-async def test_a_returned_record_is_the_one_item():
-    async def handle():
-        return rag("", final=True)
-    assert [item async for item in Items(handle())] == [rag("", final=True)]
-
-
-async def test_sub_streams_are_read_in_their_place_however_deep():
-    async def inner():
-        yield rag("b")
-        yield deeper()
-
-    async def deeper():
-        yield rag("c")
-
-    async def handler():
-        yield rag("a")
-        yield inner()
-        yield rag("", final=True)
-
-    async def returning():
-        return handler()
-
-    assert [item.chunk async for item in Items(handler())] == ["a", "b", "c", ""]
-    assert [item.chunk async for item in Items(returning())] == ["a", "b", "c", ""]
-
-
-async def test_an_error_in_a_sub_stream_is_raised_where_it_was_yielded():
-    async def failing():
-        yield rag("a")
-        raise ServiceError(Error(type="prompt-error", message="down"))
-
-    async def handler():
-        try:
-            yield failing()
-        except ServiceError as error:
-            yield rag(f"handled {error.error.type}", final=True)
-
-    assert [item.chunk async for item in Items(handler())] == ["a", "handled prompt-error"]
-
-
-async def test_an_error_nobody_handles_comes_out():
-    async def failing():
-        raise ValueError("bad")
-        yield
-
-    async def handler():
-        yield failing()
-
-    with pytest.raises(ValueError, match="bad"):
-        [item async for item in Items(handler())]
-
-
-async def test_closing_closes_every_open_generator_innermost_first():
-    closed = []
-
-    def closing(name, *items):
-        async def stream():
-            try:
-                for item in items:
-                    yield item
-            finally:
-                closed.append(name)
-        return stream()
-
-    items = Items(closing("outer", closing("inner", rag("a"), rag("b"))))
-    assert (await anext(items)).chunk == "a"
-    await items.aclose()
-    assert closed == ["inner", "outer"]

@@ -21,24 +21,46 @@ import asyncio
 import logging
 import uuid
 from collections.abc import AsyncGenerator
-from typing import Any
+from typing import Any, Protocol
 
 from ..schema import Error, Record, Response, encode
 from .relay import Frame
 from .requester import Calls
 from .rpc import TIMING, Call, Reply, ServiceError, Timing
-from .service import ServiceRunner
 
 log = logging.getLogger(__name__)
+
+
+class Served(Protocol):
+    """What is served: a ``Service``'s name and the ``error.type`` of its failures."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def failure_type(self) -> str: ...
+
+
+class Runner(Protocol):
+    """A ``service.ServiceRunner``, as far as a call in this process uses one (a
+    Protocol, so that the clients handlers are given need not import the runner)."""
+
+    @property
+    def service(self) -> Served: ...
+
+    @property
+    def flow(self) -> str: ...
+
+    def serve_local(self, data: bytes, request_id: str, reply: Reply) -> asyncio.Task: ...
 
 
 class LocalServices:
     """The (service, flow) pairs served in this process, by the runner serving each."""
 
     def __init__(self) -> None:
-        self._runners: dict[tuple[str, str], ServiceRunner] = {}
+        self._runners: dict[tuple[str, str], Runner] = {}
 
-    def add(self, runner: ServiceRunner) -> None:
+    def add(self, runner: Runner) -> None:
         key = (runner.service.name, runner.flow)
         if key in self._runners:
             # Two processors of one group serving the same thing: the first keeps the
@@ -47,12 +69,12 @@ class LocalServices:
             return
         self._runners[key] = runner
 
-    def remove(self, runner: ServiceRunner) -> None:
+    def remove(self, runner: Runner) -> None:
         key = (runner.service.name, runner.flow)
         if self._runners.get(key) is runner:
             del self._runners[key]
 
-    def get(self, service: str, flow: str) -> ServiceRunner | None:
+    def get(self, service: str, flow: str) -> Runner | None:
         return self._runners.get((service, flow))
 
     def names(self) -> list[str]:
@@ -85,7 +107,7 @@ class LocalReply(Reply):
 class LocalRequester(Calls):
     """``frames`` / ``stream`` / ``call`` answered by a runner in this process."""
 
-    def __init__(self, runner: ServiceRunner, timing: Timing = TIMING) -> None:
+    def __init__(self, runner: Runner, timing: Timing = TIMING) -> None:
         self.service = runner.service.name
         self.flow = runner.flow
         self.timing = timing

@@ -17,6 +17,7 @@ import signal
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 
 from ..pubsub import Bus, Message
@@ -28,7 +29,7 @@ from .rpc import ReplyProducers
 from .runtime import Runtime
 from .service import Service, ServiceRunner
 from .settings import ProcessorSettings
-from .stage import Stage, StageRunner
+from .stage import Stage, StageContext, StageRunner
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +80,8 @@ class Processor:
                 await clients.get(service)
             for part in services:
                 if isinstance(part, Stage):
-                    stage = StageRunner(self.bus, part, flow, runtime, limit,
+                    context = StageContext(flow, clients, partial(runtime.emit, flow))
+                    stage = StageRunner(self.bus, part, context, limit,
                                         self.settings.tg_max_deliveries)
                     self._stages.append(stage)
                     await stage.start()

@@ -1,8 +1,9 @@
 """Calling the prompt service: a template id and its variables in, text or a parsed
 JSON object out. Streaming is the prompt service's answer relayed (``relay``): its
-deltas as they come, then whatever ``last`` makes of its final record:
+deltas as they come, then whatever ``last`` makes of its final record; a handler
+hands it to the runner as a sub-stream:
 
-    yield prompts.stream("kg-prompt", variables, last=lambda final: my_record(final))
+    yield Relay(prompts.stream("kg-prompt", variables, last=lambda final: my_record(final)))
 """
 import json
 from collections.abc import AsyncGenerator, Callable
@@ -11,7 +12,7 @@ from typing import Any, TypeVar
 
 from ..schema import PromptRequest, PromptResponse, Usage
 from .relay import Delta, relay
-from .requester import Calls
+from .requester import ServiceClient
 
 R = TypeVar("R")
 
@@ -36,7 +37,7 @@ class PromptResult:
 
 
 class PromptClient:
-    def __init__(self, requester: Calls) -> None:
+    def __init__(self, requester: ServiceClient) -> None:
         self.requester = requester
 
     def stream(self, id: str, variables: dict[str, Any],

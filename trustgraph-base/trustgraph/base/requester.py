@@ -12,7 +12,7 @@ import time
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from contextlib import aclosing
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from ..pubsub import Bus, Message
 from ..pubsub.bus import Producer
@@ -38,10 +38,26 @@ RESPONSE_PREFETCH = 50_000
 R = TypeVar("R", bound=Response)
 
 
+class ServiceClient(Protocol):
+    """One service on one flow, as a caller sees it (what ``Clients.get`` gives): the
+    bus ``Requester`` and the in-process ``LocalRequester`` alike."""
+
+    service: str
+    flow: str
+
+    def frames(self, request: Record, request_id: str | None = None
+               ) -> AsyncGenerator[Sequence[Frame], None]: ...
+
+    def stream(self, request: Record, model: type[R],
+               request_id: str | None = None) -> AsyncIterator[R]: ...
+
+    async def call(self, request: Record, model: type[R]) -> R: ...
+
+
 class Calls:
     """``stream`` and ``call``, built on a ``frames`` method: shared by the bus
     ``Requester`` and the in-process ``LocalRequester``, so callers see one interface
-    and one way of decoding records and raising their errors."""
+    (``ServiceClient``) and one way of decoding records and raising their errors."""
 
     service: str
     flow: str

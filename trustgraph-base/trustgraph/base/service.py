@@ -1,10 +1,18 @@
-"""The serving side of a request/response service.
+"""The serving side of a request/response service, and the contract of its handler.
 
-A service is declared as a ``Service`` (name, record types, handler). The handler
-is an async function from a request record to a response record, or an async
-generator of response records; streaming and non-streaming share that one path.
-Correlation, reply routing, end flags, errors and cancellation live here and in
-``rpc`` (the protocol), once.
+A service is declared as ``Service(name, Req, Resp, handler)``. Its handler, a
+``Handler[Req, Resp]``, takes the request record and a ``Context`` and either
+
+* returns one ``Resp`` record (a non-streaming answer), or ``Relay(stream)``; or
+* is an async generator yielding ``Resp`` records, ``Delta``s (its answer's text,
+  written as ``Resp``'s delta record when it leaves the process) and ``Relay(stream)``s
+  (a sub-stream: another service's answer relayed, a part written as a generator of
+  its own), ending with a final record.
+
+Nothing else is read: an async iterator yielded or returned without ``Relay`` is a
+``TypeError``, as is anything that is not a record or a ``Delta``. Streaming and
+non-streaming share that one path. Correlation, reply routing, end flags, errors and
+cancellation live here and in ``rpc`` (the protocol), once.
 """
 import asyncio
 import inspect
@@ -14,10 +22,11 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import aclosing
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import Any, Generic, TypeVar, Union
 
 from ..pubsub import Bus, Message
 from ..schema import Error, Record, Response, decode, request_topic
+from .clients import Clients
 from .metrics import SLOT_WAIT, WAITING, RequestTimer
 from .relay import Delta
 from .rpc import (
@@ -32,9 +41,13 @@ from .rpc import (
     ServiceError,
     Timing,
 )
+from .runtime import Runtime
 
 log = logging.getLogger(__name__)
 
+Req = TypeVar("Req", bound=Record)
+Resp = TypeVar("Resp", bound=Response)
+Resp_co = TypeVar("Resp_co", bound=Response, covariant=True)
 
 Emit = Callable[[str, Record], Awaitable[None]]  # (stage, record) → durable send
 
@@ -49,30 +62,64 @@ class Context:
 
     id: str
     flow: str
-    clients: Any  # the processor's ``Clients`` for this flow: ``ctx.clients.get("prompt")``
+    clients: Clients  # the services it may call on this flow: ``ctx.clients.get("prompt")``
     emit: Emit = no_emit  # durable send to a pipeline stage of this flow
 
 
-# What a handler gives: a record (returned), or records and deltas (yielded). An item
-# that is itself an async iterator of those is a sub-stream, read in its place as
-# ``yield from`` would: a service passing another's answer on (``relay``) yields it
-# once instead of forwarding it item by item. Returning a sub-stream does the same.
-Item = Response | Delta
-Handler = Callable[[Any, "Context"], Awaitable[Any] | AsyncIterator[Any]]
+class Relay(Generic[Resp_co]):
+    """A sub-stream handed to the runner: a handler that yields (or returns)
+    ``Relay(stream)`` has ``stream``'s items read in its place, as ``yield from``
+    would, but with no generator of the handler's own resumed per item: a service
+    passing another's answer on (``relay``, ``PromptClient.stream``) costs nothing
+    per token. ``stream`` yields what a handler may yield, nested ``Relay``s included.
+
+    Errors are ``yield from``'s: an exception raised in ``stream`` is thrown into the
+    generator that yielded the ``Relay``, at that ``yield``, so a ``try`` or ``with
+    step(...)`` around it sees it (``retrieval/answer.py`` names the failed step so);
+    unhandled there, it goes on outward. A ``Relay`` returned rather than yielded has
+    no generator to go back to: its errors end the request. Closing is innermost
+    first: a cancelled request closes ``stream`` (and its LLM stream), then the
+    generators around it."""
+
+    __slots__ = ("stream",)
+
+    def __init__(self, stream: AsyncIterator["Yielded[Resp_co]"]) -> None:
+        self.stream = stream
 
 
-@dataclass(frozen=True)
+# What a handler yields, and what a stream it relays yields.
+Yielded = Union[Resp, Delta, Relay[Resp]]
+# A handler: returns a record (or relays a stream), or is an async generator.
+Handler = Callable[[Req, Context],
+                   Awaitable[Resp | Relay[Resp]] | AsyncIterator[Yielded[Resp]]]
+
+
 class Service:
-    name: str
-    request: type[Record]
-    response: type[Response]
-    handler: Handler
-    error_type: str = ""  # the ``error.type`` for unexpected failures
-    close: Callable[[], Awaitable[None]] | None = None  # releases what the handler holds
+    """A request/response service: its name, its record types and its handler.
+
+    mypy checks ``handler`` against ``request`` and ``response`` where the service
+    is made. That is why the constructor is generic and the class is not: a list of
+    services of different types (what a processor's factory returns) would read a
+    generic class as ``Service[Any, Any]`` and check none of them."""
+
+    __slots__ = ("name", "request", "response", "handler", "error_type", "close")
+
+    def __init__(self, name: str, request: type[Req], response: type[Resp],
+                 handler: Handler[Req, Resp], error_type: str = "",
+                 close: Callable[[], Awaitable[None]] | None = None) -> None:
+        self.name = name
+        self.request: type[Record] = request
+        self.response: type[Response] = response
+        self.handler: Handler[Any, Any] = handler
+        self.error_type = error_type  # the ``error.type`` for unexpected failures
+        self.close = close  # releases what the handler holds
 
     @property
     def failure_type(self) -> str:
         return self.error_type or f"{self.name}-error"
+
+    def __repr__(self) -> str:
+        return f"Service({self.name!r}, {self.request.__name__}, {self.response.__name__})"
 
 
 class HandledError(Exception):
@@ -105,28 +152,34 @@ def error_for(service: Service, exception: BaseException) -> Error:
     return Error(type=service.failure_type, message=f"{type(exception).__name__}: {exception}")
 
 
-class Items:
-    """What a handler gave, as one stream of items: the record it returned, or what it
-    yields, sub-streams read in their place (an exception one raises is thrown back
-    into the generator that yielded it, as ``yield from`` does). ``aclose`` closes
-    every generator open in it, innermost first."""
+class Items(Generic[Resp]):
+    """What a handler gave, as one stream of records and deltas: the record it
+    returned, or what it yields, each ``Relay``'s stream read in its place (an
+    exception one raises is thrown back into the generator that yielded it, as
+    ``yield from`` does). Anything else is a ``TypeError``. ``aclose`` closes every
+    generator open in it, innermost first."""
 
     __slots__ = ("_result", "_open")
 
-    def __init__(self, result: Awaitable[Any] | AsyncIterator[Any]) -> None:
-        self._result: Any = result
-        self._open: list[AsyncIterator[Any]] = []  # the generator reading now is last
+    def __init__(self, result: Awaitable[Resp | Relay[Resp]] | AsyncIterator[Yielded[Resp]]
+                 ) -> None:
+        self._result: Awaitable[Resp | Relay[Resp]] | AsyncIterator[Yielded[Resp]] | None \
+            = result
+        self._open: list[AsyncIterator[Yielded[Resp]]] = []  # the one reading now is last
 
-    def __aiter__(self) -> "Items":
+    def __aiter__(self) -> "Items[Resp]":
         return self
 
-    async def __anext__(self) -> Item:
+    async def __anext__(self) -> Resp | Delta:
         if self._result is not None:  # the first item
             result, self._result = self._result, None
             if inspect.isawaitable(result):
-                result = await result
-            if not isinstance(result, AsyncIterator):
-                return result
+                returned = await result
+                if isinstance(returned, Response):
+                    return returned
+                if not isinstance(returned, Relay):
+                    raise _unmarked(returned, "returned")
+                result = returned.stream
             self._open.append(result)
         thrown: Exception | None = None
         while self._open:
@@ -146,16 +199,29 @@ class Items:
                     raise
                 thrown = error
                 continue
-            if isinstance(item, Delta | Response) or not isinstance(item, AsyncIterator):
-                return item  # (the common case first: ABCs check slowly)
-            self._open.append(item)
+            if isinstance(item, Delta | Response):
+                return item  # the common case first
+            if not isinstance(item, Relay):
+                raise _unmarked(item, "yielded")
+            self._take(item.stream)
             thrown = None
         raise StopAsyncIteration
+
+    def _take(self, stream: AsyncIterator[Yielded[Resp]]) -> None:
+        """A relayed stream, read from now on. An ``Items`` already started (a
+        handler that read the first item of its own sub-streams, as the agent's
+        dialog does) hands over its open generators, so no second reader stands
+        between this one and a token."""
+        if isinstance(stream, Items) and stream._result is None:
+            self._open += stream._open
+            stream._open = []
+        else:
+            self._open.append(stream)
 
     async def aclose(self) -> None:
         if inspect.iscoroutine(self._result):  # never started
             self._result.close()
-        elif self._result is not None:
+        elif isinstance(self._result, AsyncIterator):
             self._open.append(self._result)
         self._result = None
         while self._open:
@@ -165,19 +231,24 @@ class Items:
                 await close()
 
 
+def _unmarked(item: object, how: str) -> TypeError:
+    kind = "an async iterator" if isinstance(item, AsyncIterator) else type(item).__name__
+    return TypeError(f"a handler {how} {kind}: it may give a response record, a Delta, "
+                     f"or Relay(stream) for a sub-stream read in its place")
+
+
 class ServiceRunner:
     """Serves one ``Service`` on one flow: receive, run the handler, reply."""
 
-    def __init__(self, bus: Bus, service: Service, flow: str, runtime: Any,
+    def __init__(self, bus: Bus, service: Service, flow: str, runtime: Runtime,
                  inflight: dict[str, asyncio.Task], limit: asyncio.Semaphore,
                  backlog: int, replies: ReplyProducers, timing: Timing = TIMING) -> None:
         self.service = service
         self.flow = flow
         self.timing = timing
         self._bus = bus
-        # ``runtime`` is the processor's ``Runtime`` (None: a handler that calls nothing)
-        self._clients = runtime.clients(flow) if runtime is not None else None
-        self._emit = partial(runtime.emit, flow) if runtime is not None else no_emit
+        self._clients = runtime.clients(flow)
+        self._emit: Emit = partial(runtime.emit, flow)
         self._inflight = inflight
         self._open: dict[str, Reply] = {}  # replies of the requests being served
         self._answered = Answered()

@@ -17,8 +17,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from functools import partial
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
@@ -26,6 +25,7 @@ from ..pubsub import Bus, Message
 from ..pubsub.bus import Consumer, Producer
 from ..pubsub.pulsar_shim import MAX_RECORD_BYTES
 from ..schema import Record, decode, encode, flow_topic
+from .clients import Clients
 
 log = logging.getLogger(__name__)
 
@@ -49,22 +49,35 @@ class Rejected(Exception):
     log it instead of redelivering it forever."""
 
 
+Rec = TypeVar("Rec", bound=Record)
+
+
 @dataclass
 class StageContext:
+    """What a stage handler knows besides its record: the flow, the services it may
+    call on it, and the durable send to the next stages."""
+
     flow: str
-    clients: Any  # the processor's ``Clients`` for this flow
+    clients: Clients  # ``ctx.clients.get("prompt")``
     emit: Callable[[str, Record], Awaitable[None]]  # (stage, record) → durable send
 
 
-StageHandler = Callable[[Any, StageContext], Awaitable[None]]
+StageHandler = Callable[[Rec, StageContext], Awaitable[None]]
 
 
-@dataclass(frozen=True)
 class Stage:
-    name: str  # the topic it consumes: flow_topic(name, flow)
-    record: type[Record]
-    handler: StageHandler
-    subscription: str = ""  # defaults to the stage name
+    """A pipeline stage: the topic it consumes (``flow_topic(name, flow)``), its record
+    type and its handler, checked against each other where the stage is made (a
+    generic constructor, as ``Service``'s)."""
+
+    __slots__ = ("name", "record", "handler", "subscription")
+
+    def __init__(self, name: str, record: type[Rec], handler: StageHandler[Rec],
+                 subscription: str = "") -> None:
+        self.name = name
+        self.record: type[Record] = record
+        self.handler: StageHandler[Any] = handler
+        self.subscription = subscription  # defaults to the stage name
 
 
 class Emitters:
@@ -118,17 +131,17 @@ class DeadLetters:
 
 
 class StageRunner:
-    def __init__(self, bus: Bus, stage: Stage, flow: str, runtime: Any,
+    def __init__(self, bus: Bus, stage: Stage, context: StageContext,
                  limit: asyncio.Semaphore,
                  max_deliveries: int = DEFAULT_MAX_DELIVERIES) -> None:
         self.stage = stage
-        self.flow = flow
+        self.flow = context.flow
         self._bus = bus
         self._limit = limit
         self._max_deliveries = max(1, max_deliveries)
-        # ``runtime``: the processor's ``Runtime``, which owns the stage producers
-        self._context = StageContext(flow, runtime.clients(flow), partial(runtime.emit, flow))
-        self._dead = DeadLetters(bus, stage.name, stage.subscription or stage.name, flow)
+        self._context = context  # the runtime's clients and emitters of the flow
+        self._dead = DeadLetters(bus, stage.name, stage.subscription or stage.name,
+                                 context.flow)
         self._consumer: Consumer | None = None  # set by start, before any message
         self.tasks: set[asyncio.Task] = set()
 

@@ -14,7 +14,7 @@ from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from trustgraph.base import Delta, HandledError
+from trustgraph.base import Delta, HandledError, Relay
 from trustgraph.base.steps import concurrently, step
 from trustgraph.retrieval.answer import Found
 from trustgraph.retrieval.document_rag.service import retrieve_chunks
@@ -22,7 +22,7 @@ from trustgraph.retrieval.graph_rag.service import retrieve_triples
 from trustgraph.schema import AgentResponse, DocumentRagRequest, GraphRagRequest, Source
 
 from . import frames
-from .dialog import Dialog
+from .dialog import Dialog, Frames, Pattern
 from .sessions import Turn
 
 ERROR = "agent-error"
@@ -48,14 +48,13 @@ class Prepared:
     evidence: dict[str, Any] = field(default_factory=dict)  # template variables
 
 
-def ask(limits: AskLimits):
-    async def pattern(dialog: Dialog) -> AsyncIterator[
-            AgentResponse | AsyncIterator[Delta | AgentResponse]]:
+def ask(limits: AskLimits) -> Pattern:
+    async def pattern(dialog: Dialog) -> Frames:
         prepared = await prepare(dialog, limits)
         yield frames.route_thought(prepared.route, prepared.question, prepared.sources)
         template, variables = final_prompt(prepared, dialog.turns)
         with step(ERROR, f"answering ({template})"):
-            yield answer_frames(dialog, template, variables)  # its frames, in its place
+            yield Relay(answer_frames(dialog, template, variables))  # its frames, in its place
     return pattern
 
 

@@ -18,13 +18,13 @@ from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
 
-from trustgraph.base import Delta, HandledError
+from trustgraph.base import Delta, HandledError, Relay
 from trustgraph.base.steps import step as call_step
 from trustgraph.schema import AgentResponse, AgentStep
 from trustgraph.schema.tool import ToolDefinition
 
 from . import frames
-from .dialog import Dialog
+from .dialog import Dialog, Frames, Pattern
 from .react_parser import BadArguments, ReactParser, Step, parse_arguments
 from .sessions import Turn
 from .tool_calls import ToolFailed, run_tool
@@ -43,16 +43,15 @@ class ReactLimits:
     tool_timeout: float  # seconds, for tools outside the platform (MCP servers)
 
 
-def react(tools: dict[str, ToolDefinition], limits: ReactLimits):
+def react(tools: dict[str, ToolDefinition], limits: ReactLimits) -> Pattern:
     """The pattern, over the tools offered to this dialog."""
-    async def pattern(dialog: Dialog) -> AsyncIterator[
-            AgentResponse | AsyncIterator[Delta | AgentResponse]]:
+    async def pattern(dialog: Dialog) -> Frames:
         steps = list(dialog.request.history or [])
         malformed = 0
         iterations = dialog.request.max_iterations or limits.max_iterations
         for _ in range(iterations):
             parser = ReactParser()
-            yield _think(dialog, tools, steps, parser)  # its frames, in its place
+            yield Relay(_think(dialog, tools, steps, parser))  # its frames, in its place
             step = parser.step
             if step.answer is not None:
                 yield await dialog.end(step.answer)

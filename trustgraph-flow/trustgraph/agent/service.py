@@ -7,17 +7,18 @@ restart; sessions live in ``<TG_DATA_DIR>/agent/sessions.db``.
 """
 import logging
 import uuid
-from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field
 
 from trustgraph.base import (
     Context,
+    Handler,
     ProcessorSettings,
     ProcessorSpec,
     PromptClient,
+    Relay,
     Runtime,
     Service,
 )
@@ -49,12 +50,13 @@ class AgentSettings(ProcessorSettings):
         10, ge=1, le=500, description="chunks (or seed entities) the knowledge route uses")
 
 
-def agent_handler(settings: AgentSettings, toolbox: Toolbox, sessions: SessionStore):
+def agent_handler(settings: AgentSettings, toolbox: Toolbox, sessions: SessionStore
+                  ) -> Handler[AgentRequest, AgentResponse]:
     react_limits = ReactLimits(settings.agent_max_iterations, settings.tg_request_timeout)
     ask_pattern = ask(AskLimits(settings.agent_retrieval, settings.agent_doc_limit))
 
-    async def handle(request: AgentRequest, ctx: Context) -> AsyncIterator[Any]:
-        """The dialog's frames (returned: the runner reads them, and closes them, its
+    async def handle(request: AgentRequest, ctx: Context) -> Relay[AgentResponse]:
+        """The dialog's frames (relayed: the runner reads them, and closes them, its
         LLM stream and tool call with them, when the request is cancelled)."""
         session_id = request.session_id or uuid.uuid4().hex
         turns = [] if request.session_id is None else await sessions.turns(

@@ -9,7 +9,7 @@ import json
 from contextlib import aclosing
 from typing import Any
 
-from trustgraph.base import Delta, PromptClient, RequestTimeout, ServiceError, relay
+from trustgraph.base import Clients, Delta, PromptClient, RequestTimeout, ServiceError, relay
 from trustgraph.schema import (
     AgentRequest,
     DocumentRagRequest,
@@ -30,7 +30,7 @@ class ToolFailed(Exception):
 
 
 async def run_tool(tool: ToolDefinition, arguments: dict[str, Any], request: AgentRequest,
-                   clients: Any, usage: Usage, timeout: float) -> str:
+                   clients: Clients, usage: Usage, timeout: float) -> str:
     try:
         return await _KINDS[tool.kind](tool, arguments, request, clients, usage, timeout)
     except ServiceError as failure:
@@ -61,7 +61,7 @@ async def _document_rag(tool, arguments, request, clients, usage, timeout) -> st
         query=question_of(arguments), user=request.user, collection=request.collection))
 
 
-async def _rag(clients: Any, service: str, usage: Usage,
+async def _rag(clients: Clients, service: str, usage: Usage,
                rag_request: GraphRagRequest | DocumentRagRequest) -> str:
     """The answer, streamed and collected: the same path as every other answer, and a
     cancel finds the RAG service mid-stream, which stops its LLM at once."""

@@ -11,12 +11,20 @@ The operations are declared by the request records (``trustgraph.schema.config``
 """
 import asyncio
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 
 from pydantic import field_validator
 
-from trustgraph.base import BadRequest, Context, ProcessorSettings, ProcessorSpec, Runtime, Service
+from trustgraph.base import (
+    BadRequest,
+    Context,
+    Handler,
+    ProcessorSettings,
+    ProcessorSpec,
+    Runtime,
+    Service,
+)
 from trustgraph.schema import (
     CONFIG_FLOW,
     CONFIG_NOTIFY_TOPIC,
@@ -103,7 +111,8 @@ CONFIG_OPERATIONS: Mapping[ConfigOperation, Callable[[ConfigStore, ConfigRequest
     }, "the config service's operations")
 
 
-def config_handler(store: ConfigStore, notify):
+def config_handler(store: ConfigStore, notify: Callable[[int, list[str]], Awaitable[None]]
+                   ) -> Handler[ConfigRequest, ConfigResponse]:
     """``notify(version, types)`` is awaited after every change."""
 
     async def handle(request: ConfigRequest, ctx: Context) -> ConfigResponse:
@@ -111,6 +120,7 @@ def config_handler(store: ConfigStore, notify):
             CONFIG_OPERATIONS[request.operation], store, request)
         response.end_of_stream = True
         if changed:
+            assert response.version is not None  # a change always answers with its version
             log.info("id=%s %s %s -> version %d", ctx.id, request.operation,
                      ",".join(sorted(set(changed))), response.version)
             await notify(response.version, changed)
@@ -167,7 +177,8 @@ KEYS_OPERATIONS: Mapping[KeysOperation, Callable[[KeyStore, KeysRequest], KeysCh
     }, "the keys service's operations")
 
 
-def keys_handler(store: KeyStore, notify):
+def keys_handler(store: KeyStore, notify: Callable[[], Awaitable[None]]
+                 ) -> Handler[KeysRequest, KeysResponse]:
     """``notify()`` is awaited after every change to users or keys."""
 
     async def handle(request: KeysRequest, ctx: Context) -> KeysResponse:

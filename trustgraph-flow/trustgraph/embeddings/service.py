@@ -9,7 +9,7 @@ rather than building a reply larger than the broker carries.
 import asyncio
 import logging
 
-from trustgraph.base import Context, HandledError, ProcessorSpec, Runtime, Service
+from trustgraph.base import Context, HandledError, Handler, ProcessorSpec, Runtime, Service
 from trustgraph.schema import EmbeddingsRequest, EmbeddingsResponse
 
 from .provider import Embedder, EmbeddingsSettings, make
@@ -17,7 +17,8 @@ from .provider import Embedder, EmbeddingsSettings, make
 log = logging.getLogger(__name__)
 
 
-def embeddings_handler(embedder: Embedder, max_texts: int):
+def embeddings_handler(embedder: Embedder, max_texts: int
+                       ) -> Handler[EmbeddingsRequest, EmbeddingsResponse]:
     async def embed(request: EmbeddingsRequest, ctx: Context) -> EmbeddingsResponse:
         texts = request.inputs()
         if len(texts) > max_texts:

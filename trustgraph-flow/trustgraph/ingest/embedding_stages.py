@@ -24,9 +24,11 @@ from trustgraph.base import (
     ProcessorSettings,
     ProcessorSpec,
     Rejected,
-    Requester,
+    ServiceClient,
     ServiceError,
     Stage,
+    StageContext,
+    StageHandler,
 )
 from trustgraph.pubsub.pulsar_shim import MAX_RECORD_BYTES
 from trustgraph.schema import (
@@ -57,7 +59,7 @@ class EmbeddingStageSettings(ProcessorSettings):
         "heading path is always embedded; the lexical index always has the title)"))
 
 
-async def embed(embeddings: Requester, texts: list[str], per_request: int,
+async def embed(embeddings: ServiceClient, texts: list[str], per_request: int,
                 what: str) -> tuple[list[list[float]], str]:
     """One vector per text, in order, asking at most ``per_request`` texts at a time,
     and the model that made them ("" from a service that does not say)."""
@@ -85,11 +87,11 @@ async def embed(embeddings: Requester, texts: list[str], per_request: int,
     return vectors, model
 
 
-def chunk_stage(settings: EmbeddingStageSettings):
+def chunk_stage(settings: EmbeddingStageSettings) -> StageHandler[Chunk]:
     per_request = settings.tg_embeddings_request_texts
     collectors: dict[str, Collector] = {}  # per flow: each has its embeddings service
 
-    def collector(ctx) -> Collector:
+    def collector(ctx: StageContext) -> Collector:
         if ctx.flow not in collectors:
             async def send(texts: list[str]) -> list[tuple[list[float], str]]:
                 vectors, model = await embed(await ctx.clients.get("embeddings"), texts,
@@ -99,7 +101,7 @@ def chunk_stage(settings: EmbeddingStageSettings):
             collectors[ctx.flow] = Collector(send, per_request)
         return collectors[ctx.flow]
 
-    async def embed_chunk(chunk: Chunk, ctx) -> None:
+    async def embed_chunk(chunk: Chunk, ctx: StageContext) -> None:
         if not chunk.id:
             raise Rejected(f"a chunk of document {chunk.document.id!r} has no id")
         if not chunk.text.strip():
@@ -134,8 +136,8 @@ def record_groups(vectors: Sequence[EntityVector], limit: int = MAX_RECORD_BYTES
     return [g for g in groups if g]
 
 
-def entity_stage(settings: EmbeddingStageSettings):
-    async def embed_entities(record: ChunkEntities, ctx) -> None:
+def entity_stage(settings: EmbeddingStageSettings) -> StageHandler[ChunkEntities]:
+    async def embed_entities(record: ChunkEntities, ctx: StageContext) -> None:
         # One vector per entity (the first mention in the record wins); an entity
         # needs a label to be embedded.
         first: dict = {}

@@ -8,7 +8,7 @@ import run again changes nothing.
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping
 
-from trustgraph.base import BadRequest, Context, Service
+from trustgraph.base import BadRequest, Context, Handler, Service
 from trustgraph.schema import DocumentMetadata
 from trustgraph.schema.cores import (
     CORE_SERVICES,
@@ -57,7 +57,7 @@ OPERATIONS: Mapping[CoreOperation, Callable[[LibraryStore, CoreRequest],
     f"the {NAME} service's operations")
 
 
-def core_documents_handler(store: LibraryStore):
+def core_documents_handler(store: LibraryStore) -> Handler[CoreRequest, CoreResponse]:
     async def handle(request: CoreRequest, ctx: Context) -> CoreResponse:
         if request.part not in (held := CORE_SERVICES[NAME]):
             raise BadRequest(f"{NAME} holds {' and '.join(held)}, not {request.part}")

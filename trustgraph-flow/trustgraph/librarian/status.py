@@ -8,7 +8,7 @@ that have chunks, so a status is never more advanced than what is durable.
 """
 import asyncio
 
-from trustgraph.base import Context, HandledError, ServiceError
+from trustgraph.base import Context, HandledError, Handler, ServiceError
 from trustgraph.schema import (
     ChunkCountRequest,
     ChunkCountResponse,
@@ -34,7 +34,7 @@ def status_of(id: str, record: DecoderRecord | None, stored: int) -> DocumentSta
                           stored=min(stored, record.chunks))
 
 
-def status_handler(store: LibraryStore):
+def status_handler(store: LibraryStore) -> Handler[LoadStatusRequest, LoadStatusResponse]:
     async def load_status(request: LoadStatusRequest, ctx: Context) -> LoadStatusResponse:
         user, collection = request.user, request.collection
         recorded = await asyncio.to_thread(store.load_status, user, collection,

@@ -13,18 +13,18 @@ the next request without a restart.
 """
 import json
 import logging
-from collections.abc import AsyncIterator
 from typing import Any
 
 from trustgraph.base import (
     BadRequest,
     Context,
-    Delta,
+    Handler,
     ProcessorSettings,
     ProcessorSpec,
-    Requester,
+    Relay,
     Runtime,
     Service,
+    ServiceClient,
     relay,
 )
 from trustgraph.schema import (
@@ -61,19 +61,19 @@ def request_variables(request: PromptRequest) -> dict[str, Any]:
     return variables
 
 
-def prompt_handler(templates: Templates):
+def prompt_handler(templates: Templates) -> Handler[PromptRequest, PromptResponse]:
     async def handle(request: PromptRequest, ctx: Context
-                     ) -> AsyncIterator[Delta | PromptResponse] | PromptResponse:
+                     ) -> Relay[PromptResponse] | PromptResponse:
         """Text: text-completion's answer relayed. JSON: one record with the parsed
         answer. Text-completion's errors are passed on as it said them."""
         template = templates.get(request.id)
         system, prompt = template.render(request_variables(request))
         llm = await ctx.clients.get("text-completion")
         if template.response_type == "text":
-            return relay(llm.frames(TextCompletionRequest(
+            return Relay(relay(llm.frames(TextCompletionRequest(
                 system=system, prompt=prompt, streaming=request.streaming,
                 model=request.model, **request.sampling())), TextCompletionResponse,
-                final_text)
+                final_text))
         return await _structured(llm, template, TextCompletionRequest(
             system=system, prompt=prompt, model=request.model, **request.sampling()))
     return handle
@@ -86,7 +86,7 @@ def final_text(final: TextCompletionResponse) -> PromptResponse:
                           out_token=final.out_token, model=final.model)
 
 
-async def _structured(llm: Requester, template: Compiled, request: TextCompletionRequest
+async def _structured(llm: ServiceClient, template: Compiled, request: TextCompletionRequest
                       ) -> PromptResponse:
     answer = await llm.call(request, TextCompletionResponse)
     value = template.parse(answer.response)

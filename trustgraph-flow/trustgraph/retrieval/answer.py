@@ -6,20 +6,22 @@ then answer with the service's prompt. Retrieval completes before generation
 starts, so a streaming answer sends its sources first at no cost:
 
 * streaming: one ``metadata`` record (sources, rewritten question, sub-questions),
-  the prompt service's deltas relayed (``chunk`` records once they leave the
-  process), then one final ``chunk`` record with no text, both end flags, the
+  the prompt service's deltas relayed (``Relay``: ``chunk`` records once they leave
+  the process), then one final ``chunk`` record with no text, both end flags, the
   sources again and the token totals;
 * not streaming: one record with the whole ``response``, the sources and totals.
 
-An error at any step is raised; the runtime sends it as the one final record.
+An error at any step is raised; the runtime sends it as the one final record. An
+error of the relayed answer is raised where its ``Relay`` was yielded (``Relay``), so
+``step`` names it as the answering step's.
 """
 import logging
 import time
-from collections.abc import AsyncGenerator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from trustgraph.base import Clients, Context, PromptClient, Service
+from trustgraph.base import Clients, Context, PromptClient, Relay, Service, Yielded
 from trustgraph.base.steps import step
 from trustgraph.schema import (
     DocumentRagRequest,
@@ -51,15 +53,16 @@ class Found:
 
 
 RagRequest = GraphRagRequest | DocumentRagRequest
-Retrieve = Callable[[Any, list[str], Clients], Awaitable[Found]]
+Q = TypeVar("Q", bound=RagRequest)
+Retrieve = Callable[[Q, list[str], Clients], Awaitable[Found]]
 
 
-def rag_service(name: str, error_type: str, request: type[RagRequest],
-                retrieve: Retrieve) -> Service:
+def rag_service(name: str, error_type: str, request: type[Q],
+                retrieve: Retrieve[Q]) -> Service:
     """Service ``name``: ``retrieve(request, search texts, clients)`` finds the
     evidence; this does the rest. Failures are ``error_type`` errors."""
 
-    async def handle(request: RagRequest, ctx: Context) -> AsyncGenerator[Any, None]:
+    async def handle(request: Q, ctx: Context) -> AsyncIterator[Yielded[RagResponse]]:
         started = time.perf_counter()
         prompts = PromptClient(await ctx.clients.get("prompt"))
         progress = request.streaming and request.progress
@@ -76,12 +79,13 @@ def rag_service(name: str, error_type: str, request: type[RagRequest],
         log.info("id=%s %s: %d search(es), %d source(s) in %.0f ms", ctx.id, name,
                  len(questions.searches), len(found.sources),
                  (time.perf_counter() - started) * 1000)
-        with step(error_type, f"answering ({found.template})"):
-            yield answer_frames(prompts, found, request.streaming, RagResponse,
-                                first={"optimized_query": questions.optimized_query,
-                                       "subqueries": questions.subqueries},
-                                last=lambda answer: _totals(questions, answer, found.usage),
-                                sampling=request.sampling())
+        with step(error_type, f"answering ({found.template})"):  # the relay's errors too
+            yield Relay(answer_frames(
+                prompts, found, request.streaming, RagResponse,
+                first={"optimized_query": questions.optimized_query,
+                       "subqueries": questions.subqueries},
+                last=lambda answer: _totals(questions, answer, found.usage),
+                sampling=request.sampling()))
 
     return Service(name, request, RagResponse, handle, error_type=error_type)
 
@@ -99,7 +103,7 @@ async def answer_frames(prompts: PromptClient, found: Found, streaming: bool,
                         response: type[R], first: dict[str, Any], last: Last,
                         model: str | None = None, metadata_sent: bool = False,
                         sampling: dict[str, Any] | None = None
-                        ) -> AsyncGenerator[Any, None]:
+                        ) -> AsyncIterator[Yielded[R]]:
     """The answer's frames, as ``response`` records: ``first`` goes on the metadata
     record (and on the one record of a non-streaming answer), ``last(the prompt's
     final record)`` on the final record; ``model`` overrides the LLM's own,
@@ -120,8 +124,8 @@ async def answer_frames(prompts: PromptClient, found: Found, streaming: bool,
         return response(message_type="chunk", chunk="", end_of_stream=True,
                         end_of_session=True, sources=found.sources, **last(answer))
 
-    yield prompts.stream(found.template, found.variables, final, model=model,
-                         sampling=sampling)
+    yield Relay(prompts.stream(found.template, found.variables, final, model=model,
+                               sampling=sampling))
 
 
 def metadata_frame(response: type[R], sources: list[Source], first: dict[str, Any]) -> R:

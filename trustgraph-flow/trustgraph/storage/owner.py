@@ -3,7 +3,7 @@ pipeline record's scope, answering within one broker message, and forgetting a
 removed document."""
 import logging
 
-from trustgraph.base import HandledError, Rejected
+from trustgraph.base import HandledError, Rejected, StageContext, StageHandler
 from trustgraph.pubsub.pulsar_shim import MAX_RECORD_BYTES
 from trustgraph.schema import DocumentRef, DocumentRemoved, encode
 
@@ -29,10 +29,10 @@ def fits_one_message(response, count: int, service: str) -> None:
             f"one {service} response can carry: ask with limit {fitting} or less"))
 
 
-def removal_stage(store, kind: str):
+def removal_stage(store, kind: str) -> StageHandler[DocumentRemoved]:
     """The "document-removed" handler of a store owner (triples or vectors: both have
     ``remove_document``); ``kind`` names it in the log."""
-    async def remove_document(record: DocumentRemoved, ctx) -> None:
+    async def remove_document(record: DocumentRemoved, ctx: StageContext) -> None:
         user, collection = scope_of(record.document)
         await store.remove_document(user, collection, record.document.id)
         log.info("document %r removed from %s of %s/%s", record.document.id, kind, user,

@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass
 from types import ModuleType
 from typing import Any
 
+from .demo import available, is_demo, model_name
 from .provider import NOT_CONFIGURED
 
 HOW_TO_CONFIGURE = (
@@ -40,7 +41,6 @@ def chosen_provider(argv: list[str]) -> str:
         return os.environ["TG_LLM"]
     if os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL"):
         return "openai"
-    from .local.provider import available
     return "local" if available() else ""
 
 
@@ -72,14 +72,12 @@ def current(provider: str | None = None, settings: Any = None) -> LlmChoice:
     provider = chosen_provider([]) if provider is None else provider
     if not provider:
         return LlmChoice("", "", False, NOT_CONFIGURED)
+    try:
+        settings = settings or provider_module(provider).Settings()
+    except (SystemExit, ImportError, ValueError):  # text-completion will say why
+        return LlmChoice(provider, "", False, "")
     if provider != "local":
-        try:
-            model = (settings or provider_module(provider).Settings()).tg_llm_model
-        except (SystemExit, ImportError, ValueError):  # text-completion will say why
-            model = ""
-        return LlmChoice(provider, model, False, "")
-    from .local.provider import Settings, is_demo, model_name
-    local = settings or Settings()
-    demo = is_demo(local)
-    return LlmChoice(provider, model_name(local), demo,
-                     f"{model_name(local)} is {DEMO}. {HOW_TO_CONFIGURE}" if demo else "")
+        return LlmChoice(provider, settings.tg_llm_model, False, "")
+    name, demo = model_name(settings.tg_local_model), is_demo(settings.tg_local_model)
+    return LlmChoice(provider, name, demo,
+                     f"{name} is {DEMO}. {HOW_TO_CONFIGURE}" if demo else "")

@@ -3,13 +3,17 @@
 A provider is one module ``trustgraph.model.text_completion.<name>.provider`` that
 defines ``Settings`` (a subclass of ``LlmSettings`` adding its own variables) and
 ``make(settings) -> Provider``. A ``Provider`` is one async generator of text deltas
-ending with the request's ``Usage``; non-streaming callers collect it.
+ending with the request's ``Usage``; non-streaming callers collect it. What a request
+asks besides its text comes with each call, as ``Options``: an option left unset is
+the provider's setting (``chosen``), and nothing about one request is kept on the
+provider, which every request shares.
 
 Errors: raise ``Overloaded`` for rate-limit / overload answers (retried with backoff
 while nothing has been yielded yet, see ``retry.py``), ``LlmError`` for anything else.
 """
 from collections.abc import AsyncGenerator
-from typing import Protocol
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar
 
 from trustgraph.base import HandledError, ProcessorSettings
 from trustgraph.schema import Usage  # noqa: F401  (what a provider yields last)
@@ -24,8 +28,35 @@ class Overloaded(LlmError):
     """The provider said to slow down (HTTP 429/529, throttling, overloaded)."""
 
 
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    """What one request asks of the LLM besides its text (a ``TextCompletionRequest``'s
+    ``model`` and sampling options). None: the provider's setting (``TG_LLM_MODEL``,
+    ``TG_LLM_MAX_TOKENS``, ``TG_LLM_TEMPERATURE``; no stop sequence). A provider whose
+    API cannot take one ignores it (docs/providers says which honour which)."""
+
+    model: str | None = None
+    max_tokens: int | None = None
+    temperature: float | None = None
+    stop: list[str] | None = None
+    # For the next issue, unused until then: the flow's LLM choice (which provider
+    # answers, with ``model``: chosen per flow), and a JSON Schema the answer is
+    # constrained to (each provider asking its server by the server's own mechanism).
+    provider: str | None = None
+    schema: dict[str, Any] | None = None
+
+
+def chosen(asked: T | None, setting: T) -> T:
+    """A request's option where it set one, else the provider's setting."""
+    return setting if asked is None else asked
+
+
 class Provider(Protocol):
-    def stream(self, system: str, prompt: str) -> AsyncGenerator[str | Usage, None]: ...
+    def stream(self, system: str, prompt: str, options: Options
+               ) -> AsyncGenerator[str | Usage, None]: ...
 
 
 # A text-completion request holds a slot for its whole stream while this process
@@ -59,6 +90,7 @@ class NotConfigured:
     """Stands in when no provider is configured, so the stack still starts and every
     request is told how to configure one."""
 
-    async def stream(self, system: str, prompt: str) -> AsyncGenerator[str | Usage, None]:
+    async def stream(self, system: str, prompt: str, options: Options
+                     ) -> AsyncGenerator[str | Usage, None]:
         raise LlmError(NOT_CONFIGURED)
         yield  # makes this an async generator

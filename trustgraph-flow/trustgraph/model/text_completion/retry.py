@@ -8,7 +8,7 @@ import logging
 import random
 from collections.abc import AsyncGenerator
 
-from .provider import LlmError, Overloaded, Provider, Usage
+from .provider import LlmError, Options, Overloaded, Provider, Usage
 
 log = logging.getLogger(__name__)
 
@@ -26,15 +26,16 @@ class Retrying:
         self.base_delay = base_delay
         self.max_delay = max_delay
 
-    async def start(self, system: str, prompt: str
+    async def start(self, system: str, prompt: str, options: Options
                     ) -> tuple[Piece | None, AsyncGenerator[Piece, None]]:
-        """The provider's first piece (None: it ended without one) and its own
-        generator for the rest, which the caller must close (``aclosing``: a caller
-        that stops early then closes the provider's HTTP stream at once). An
-        ``Overloaded`` from that generator is the provider overloaded mid-answer."""
+        """The provider's first piece (None: it ended without one) of its answer to
+        ``prompt`` with ``options``, and its own generator for the rest, which the
+        caller must close (``aclosing``: a caller that stops early then closes the
+        provider's HTTP stream at once). An ``Overloaded`` from that generator is the
+        provider overloaded mid-answer."""
         attempt = 0
         while True:
-            pieces = self.provider.stream(system, prompt)
+            pieces = self.provider.stream(system, prompt, options)
             try:
                 # An exception out of the first read has already ended the generator.
                 return await anext(pieces, None), pieces

@@ -1,51 +1,38 @@
 """The text-completion processor: one service, its provider chosen by ``TG_LLM``
 (or fixed by ``tg-run text-completion-<provider>``)."""
 import asyncio
-import copy
 import logging
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
-from typing import Any, TypeVar
 
-from trustgraph.base import Context, Delta, ProcessorSpec, Runtime, Service, ServiceError
+from trustgraph.base import (
+    Context,
+    Delta,
+    Handler,
+    ProcessorSpec,
+    Runtime,
+    Service,
+    ServiceError,
+)
 from trustgraph.schema import TextCompletionRequest, TextCompletionResponse
 from trustgraph.schema.config import LLM_CONFIG_KEY, LLM_CONFIG_TYPE
 
 from .choice import chosen_provider, current, provider_module
-from .provider import LlmError, LlmSettings, NotConfigured, Overloaded, Provider, Usage
+from .provider import LlmError, LlmSettings, NotConfigured, Options, Overloaded, Usage
 from .retry import Retrying
 
 log = logging.getLogger(__name__)
 
-P = TypeVar("P", Retrying, Provider)
+
+def options_of(request: TextCompletionRequest) -> Options:
+    """What ``request`` asks of the provider besides its text: its ``model`` and its
+    sampling options (unset: the provider's settings)."""
+    return Options(model=request.model or None, max_tokens=request.max_tokens,
+                   temperature=request.temperature, stop=request.stop or None)
 
 
-def with_options(provider: P, options: dict[str, Any]) -> P:
-    """``provider`` answering with ``options`` (``model``, ``max_tokens``,
-    ``temperature``, ``stop``) instead of its configured ones. A provider keeps each
-    setting it honours in an attribute of that name and reads it per request, so a
-    shallow copy (sharing the HTTP client, settings and retry wrapper's policy) with
-    the attribute changed is the same provider answering otherwise; an option it has
-    no attribute for is ignored (docs/providers says which honour which), and a
-    provider not configured is used as it is."""
-    if isinstance(provider, Retrying):
-        inner = with_options(provider.provider, options)
-        if inner is provider.provider:
-            return provider
-        wrapped = copy.copy(provider)
-        wrapped.provider = inner
-        return wrapped
-    changes = {name: value for name, value in options.items()
-               if value is not None and hasattr(provider, name)}
-    if not changes:
-        return provider
-    changed = copy.copy(provider)
-    for name, value in changes.items():
-        setattr(changed, name, value)
-    return changed
-
-
-def completion_handler(provider: Retrying):
+def completion_handler(provider: Retrying
+                       ) -> Handler[TextCompletionRequest, TextCompletionResponse]:
     async def complete(request: TextCompletionRequest, ctx: Context
                        ) -> AsyncGenerator[Delta | TextCompletionResponse, None]:
         """Streaming: each piece of text as a ``Delta`` (a ``TextCompletionResponse``
@@ -54,8 +41,8 @@ def completion_handler(provider: Retrying):
         (``Retrying.start``): nothing stands between it and this loop."""
         parts: list[str] = []
         usage = Usage(None, None, "")
-        chosen = with_options(provider, {"model": request.model, **request.sampling()})
-        piece, rest = await chosen.start(request.system, request.prompt)
+        piece, rest = await provider.start(request.system, request.prompt,
+                                           options_of(request))
         try:
             async with aclosing(rest):
                 while piece is not None:

@@ -56,7 +56,9 @@ class BusGraph:
             request = GraphEdgesRequest(user=user, collection=collection, after=after,
                                         limit=PAGE)
             async with aclosing(requester.frames(request)) as batches:
-                return b"".join([data async for batch in batches for data, _ in batch])
+                # Its records' JSON: a service that streams no text sends no ``Delta``.
+                return b"".join([data async for batch in batches for data, _ in batch
+                                 if isinstance(data, bytes)])
 
         coming: asyncio.Future[bytes] | None = asyncio.ensure_future(page(0))
         try:

@@ -19,18 +19,21 @@ configured one).
 """
 import logging
 import time
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 from trustgraph.base import (
     Context,
+    Handler,
     ProcessorSpec,
     PromptClient,
+    Relay,
     RequestTimeout,
     Runtime,
     Service,
     ServiceError,
+    Yielded,
 )
 from trustgraph.schema import (
     Error,
@@ -62,8 +65,10 @@ def _ms(started: float) -> float:
     return round((time.perf_counter() - started) * 1000, 1)
 
 
-def query_handler(settings: LazyRagSettings, cache: CommunityCache):
-    async def handle(request: LazyRagRequest, ctx: Context) -> AsyncGenerator[Any, None]:
+def query_handler(settings: LazyRagSettings, cache: CommunityCache
+                  ) -> Handler[LazyRagRequest, LazyRagResponse]:
+    async def handle(request: LazyRagRequest, ctx: Context
+                     ) -> AsyncIterator[Yielded[LazyRagResponse]]:
         started = time.perf_counter()
         retrieval = await find(request, Limits.of(request, settings), cache, ctx.clients)
         try:
@@ -81,15 +86,16 @@ def query_handler(settings: LazyRagSettings, cache: CommunityCache):
         found = Found(result.sources, TEMPLATE, prompt_variables(request.query, result))
         prompts = PromptClient(await ctx.clients.get("prompt"))
 
-        def last(answer: PromptResponse | Usage) -> dict:
+        def last(answer: PromptResponse | Usage) -> dict[str, Any]:
             return {**result.fields(), "generation_time_ms": _ms(started),
                     "in_token": answer.in_token, "out_token": answer.out_token,
                     "model": answer.model}
 
-        try:
-            yield answer_frames(prompts, found, request.streaming, LazyRagResponse,
-                                first={}, last=last, model=settings.lazy_rag_summary_model,
-                                metadata_sent=True, sampling=request.sampling())
+        try:  # the relayed answer's errors are raised here
+            yield Relay(answer_frames(prompts, found, request.streaming, LazyRagResponse,
+                                      first={}, last=last,
+                                      model=settings.lazy_rag_summary_model,
+                                      metadata_sent=True, sampling=request.sampling()))
         except (ServiceError, RequestTimeout) as failure:
             yield _without_summary(request, result, failure, started)
     return handle
@@ -112,7 +118,8 @@ def _without_summary(request: LazyRagRequest, result: Result,
         **result.fields())
 
 
-def expand_handler(settings: LazyRagSettings, cache: CommunityCache):
+def expand_handler(settings: LazyRagSettings, cache: CommunityCache
+                   ) -> Handler[LazyRagExpandRequest, LazyRagExpandResponse]:
     async def expand(request: LazyRagExpandRequest, ctx: Context) -> LazyRagExpandResponse:
         started = time.perf_counter()
         result = await retrieve(request, Limits.of(request, settings), cache, ctx.clients)
@@ -120,7 +127,8 @@ def expand_handler(settings: LazyRagSettings, cache: CommunityCache):
     return expand
 
 
-def status_handler(settings: LazyRagSettings, cache: CommunityCache):
+def status_handler(settings: LazyRagSettings, cache: CommunityCache
+                   ) -> Handler[LazyRagStatusRequest, LazyRagStatusResponse]:
     async def status(request: LazyRagStatusRequest, ctx: Context) -> LazyRagStatusResponse:
         return LazyRagStatusResponse(
             enabled=settings.lazy_rag_enabled, max_hops=settings.lazy_rag_max_hops,

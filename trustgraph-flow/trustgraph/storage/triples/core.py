@@ -9,7 +9,7 @@ core carries the entity vectors).
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 
-from trustgraph.base import BadRequest, Context, Service
+from trustgraph.base import BadRequest, Context, Handler, Service
 from trustgraph.schema.cores import (
     CORE_SERVICES,
     CoreOperation,
@@ -52,7 +52,7 @@ OPERATIONS: Mapping[CoreOperation, Callable[[TriplesStore, CoreRequest, Context]
     f"the {NAME} service's operations")
 
 
-def core_triples_handler(store: TriplesStore):
+def core_triples_handler(store: TriplesStore) -> Handler[CoreRequest, CoreResponse]:
     async def handle(request: CoreRequest, ctx: Context) -> CoreResponse:
         if request.part not in (held := CORE_SERVICES[NAME]):
             raise BadRequest(f"{NAME} holds {' and '.join(held)}, not {request.part}")

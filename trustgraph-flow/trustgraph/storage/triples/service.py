@@ -34,12 +34,15 @@ from collections.abc import AsyncIterator
 from trustgraph.base import (
     BadRequest,
     Context,
+    Handler,
     ProcessorSettings,
     ProcessorSpec,
     Rejected,
     Runtime,
     Service,
     Stage,
+    StageContext,
+    StageHandler,
 )
 from trustgraph.pubsub.pulsar_shim import MAX_RECORD_BYTES
 from trustgraph.schema import (
@@ -87,8 +90,8 @@ class TriplesStoreSettings(StoreSettings, ProcessorSettings):
     pass
 
 
-def triples_stage(store: TriplesStore):
-    async def store_triples(record: ChunkTriples, ctx) -> None:
+def triples_stage(store: TriplesStore) -> StageHandler[ChunkTriples]:
+    async def store_triples(record: ChunkTriples, ctx: StageContext) -> None:
         user, collection = scope_of(record.document)
         good: list[Triple] = []
         bad: list[Triple] = []
@@ -106,7 +109,7 @@ def triples_stage(store: TriplesStore):
     return store_triples
 
 
-def query_handler(store: TriplesStore):
+def query_handler(store: TriplesStore) -> Handler[TriplesQueryRequest, TriplesQueryResponse]:
     async def query(request: TriplesQueryRequest, ctx: Context) -> TriplesQueryResponse:
         for position in ("s", "p"):
             term = getattr(request, position)
@@ -122,7 +125,7 @@ def query_handler(store: TriplesStore):
     return query
 
 
-def subgraph_handler(store: TriplesStore):
+def subgraph_handler(store: TriplesStore) -> Handler[SubgraphRequest, SubgraphResponse]:
     async def subgraph(request: SubgraphRequest, ctx: Context) -> SubgraphResponse:
         scope = request.user, request.collection
         chunk_triples = await store.chunk_triples(*scope, request.seed_chunks or ())
@@ -259,14 +262,14 @@ def _best_definition(found: dict[str, str]) -> str:
     return next((found[predicate] for predicate in DEFINITIONS if predicate in found), "")
 
 
-def version_handler(store: TriplesStore):
+def version_handler(store: TriplesStore) -> Handler[GraphVersionRequest, GraphVersionResponse]:
     async def version(request: GraphVersionRequest, ctx: Context) -> GraphVersionResponse:
         return GraphVersionResponse(version=await store.version(request.user,
                                                                 request.collection))
     return version
 
 
-def edges_handler(store: TriplesStore):
+def edges_handler(store: TriplesStore) -> Handler[GraphEdgesRequest, GraphEdgesResponse]:
     async def edges(request: GraphEdgesRequest, ctx: Context
                     ) -> AsyncIterator[GraphEdgesResponse]:
         # Read first: a write landing while the pages are read then shows as a newer
@@ -287,7 +290,8 @@ def edges_handler(store: TriplesStore):
     return edges
 
 
-def knowledge_load_handler(store: TriplesStore):
+def knowledge_load_handler(store: TriplesStore
+                          ) -> Handler[KnowledgeLoadRequest, KnowledgeLoadResponse]:
     async def load(request: KnowledgeLoadRequest, ctx: Context) -> KnowledgeLoadResponse:
         triples = list(dict.fromkeys(request.triples))
         await store.add(request.user, request.collection, triples, document=request.source)

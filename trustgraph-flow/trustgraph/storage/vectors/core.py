@@ -13,7 +13,7 @@ import logging
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
 
-from trustgraph.base import BadRequest, Context, HandledError, Service
+from trustgraph.base import BadRequest, Context, HandledError, Handler, Service
 from trustgraph.schema import Term
 from trustgraph.schema.cores import (
     CORE_SERVICES,
@@ -71,7 +71,7 @@ OPERATIONS: Mapping[CoreOperation, Callable[[VectorStore, CoreRequest, Context],
     f"the {NAME} service's operations")
 
 
-def core_vectors_handler(store: VectorStore):
+def core_vectors_handler(store: VectorStore) -> Handler[CoreRequest, CoreResponse]:
     async def handle(request: CoreRequest, ctx: Context) -> CoreResponse:
         if request.part not in (held := CORE_SERVICES[NAME]):
             raise BadRequest(f"{NAME} holds {' and '.join(held)}, not {request.part}")

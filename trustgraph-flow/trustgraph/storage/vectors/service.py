@@ -27,16 +27,21 @@ Points are keyed by chunk id or entity, so a redelivered record overwrites itsel
 """
 import logging
 import math
+from collections.abc import AsyncIterator
 
 from trustgraph.base import (
     BadRequest,
     Context,
+    Handler,
     ProcessorSettings,
     ProcessorSpec,
     Rejected,
     Runtime,
     Service,
     Stage,
+    StageContext,
+    StageHandler,
+    Yielded,
 )
 from trustgraph.schema import (
     ChunkCountRequest,
@@ -83,8 +88,8 @@ def check_vector(vector: list[float], what: str) -> None:
         raise Rejected(f"{what} has a vector with non-finite values")
 
 
-def chunk_vectors_stage(store: VectorStore):
-    async def store_chunk(record: ChunkVector, ctx) -> None:
+def chunk_vectors_stage(store: VectorStore) -> StageHandler[ChunkVector]:
+    async def store_chunk(record: ChunkVector, ctx: StageContext) -> None:
         document = record.chunk.document
         user, collection = scope_of(document)
         if not record.chunk.id:
@@ -135,8 +140,8 @@ def scored_chunk(match: stored.ChunkMatch) -> ScoredChunk:
                        document_id=match.document, title=match.title, **match.meta)
 
 
-def entity_vectors_stage(store: VectorStore):
-    async def store_entities(record: EntityVectors, ctx) -> None:
+def entity_vectors_stage(store: VectorStore) -> StageHandler[EntityVectors]:
+    async def store_entities(record: EntityVectors, ctx: StageContext) -> None:
         document = record.document
         user, collection = scope_of(document)
         for entity in record.entities:
@@ -169,7 +174,8 @@ async def _searching(search, request: DocumentEmbeddingsRequest | GraphEmbedding
         raise
 
 
-def document_handler(store: VectorStore):
+def document_handler(store: VectorStore
+                    ) -> Handler[DocumentEmbeddingsRequest, DocumentEmbeddingsResponse]:
     async def search(request: DocumentEmbeddingsRequest, ctx: Context
                      ) -> DocumentEmbeddingsResponse:
         found = await _searching(store.search_chunks, request)
@@ -179,7 +185,8 @@ def document_handler(store: VectorStore):
     return search
 
 
-def lexical_handler(store: VectorStore):
+def lexical_handler(store: VectorStore
+                   ) -> Handler[LexicalSearchRequest, DocumentEmbeddingsResponse]:
     async def search(request: LexicalSearchRequest, ctx: Context
                      ) -> DocumentEmbeddingsResponse:
         found = await store.search_lexical(request.user, request.collection, request.query,
@@ -190,7 +197,7 @@ def lexical_handler(store: VectorStore):
     return search
 
 
-def graph_handler(store: VectorStore):
+def graph_handler(store: VectorStore) -> Handler[GraphEmbeddingsRequest, GraphEmbeddingsResponse]:
     async def search(request: GraphEmbeddingsRequest, ctx: Context
                      ) -> GraphEmbeddingsResponse:
         found = await _searching(store.search_entities, request)
@@ -199,8 +206,9 @@ def graph_handler(store: VectorStore):
     return search
 
 
-def reembed_handler(store: VectorStore):
-    async def handle(request: ReembedRequest, ctx: Context):
+def reembed_handler(store: VectorStore) -> Handler[ReembedRequest, ReembedResponse]:
+    async def handle(request: ReembedRequest, ctx: Context
+                     ) -> AsyncIterator[Yielded[ReembedResponse]]:
         embeddings = await ctx.clients.get("embeddings")
 
         async def embed(texts: list[str]) -> tuple[list[list[float]], str]:
@@ -234,7 +242,7 @@ def _progress(progress, end: bool) -> ReembedResponse:
                            end_of_stream=end)
 
 
-def count_handler(store: VectorStore):
+def count_handler(store: VectorStore) -> Handler[ChunkCountRequest, ChunkCountResponse]:
     async def count(request: ChunkCountRequest, ctx: Context) -> ChunkCountResponse:
         return ChunkCountResponse(stored=await store.stored_chunks(
             request.user, request.collection, [(d.id, d.version) for d in request.documents]))

@@ -14,7 +14,7 @@ from typing import Any
 import anthropic
 import httpx2  # the HTTP client the SDK (2.x) is built on, and takes
 
-from ..provider import LlmError, LlmSettings, Overloaded, Usage
+from ..provider import LlmError, LlmSettings, Options, Overloaded, Usage, chosen
 
 DEFAULT_MODEL = "claude-sonnet-5-5"
 OVERLOAD_STATUSES = (429, 503, 529)
@@ -46,21 +46,22 @@ class AnthropicProvider:
     def __init__(self, client: anthropic.AsyncAnthropic | anthropic.AsyncAnthropicVertex,
                  model: str, max_tokens: int) -> None:
         self.client = client
-        self.model = model
+        self.model = model  # the settings a request's ``Options`` may replace
         self.max_tokens = max_tokens
-        self.stop: list[str] | None = None  # a request's own stop sequences (with_options)
 
-    async def stream(self, system: str, prompt: str) -> AsyncGenerator[str | Usage, None]:
+    async def stream(self, system: str, prompt: str, options: Options
+                     ) -> AsyncGenerator[str | Usage, None]:
         # No temperature: API version 2026-10-21 (SDK 2.x) rejects sampling parameters.
+        model = chosen(options.model, self.model)
         request: dict[str, Any] = {
-            "model": self.model, "max_tokens": self.max_tokens, "stream": True,
-            "messages": [{"role": "user", "content": prompt}]}
+            "model": model, "max_tokens": chosen(options.max_tokens, self.max_tokens),
+            "stream": True, "messages": [{"role": "user", "content": prompt}]}
         if system:  # the API rejects an empty system text
             request["system"] = system
-        if self.stop:
-            request["stop_sequences"] = self.stop
+        if options.stop:
+            request["stop_sequences"] = options.stop
         usage: dict = {}
-        model, finished = self.model, False
+        finished = False
         try:
             async with self.client.messages.with_streaming_response.create(
                     **request) as response:

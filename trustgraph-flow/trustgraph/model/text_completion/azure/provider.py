@@ -1,7 +1,12 @@
 """Azure OpenAI: the OpenAI adapter with the SDK's ``AsyncAzureOpenAI`` client, which
-routes requests to ``{endpoint}/openai/deployments/{deployment}/...?api-version=``
-and sends the ``api-key`` header. Only the client differs from the openai provider.
+holds the credentials (the ``api-key`` header) and the ``api-version`` query. Azure
+routes by deployment, named in the URL (``{endpoint}/openai/deployments/{deployment}/
+chat/completions``), so a request's model, a deployment, chooses the URL.
 """
+from contextlib import AbstractAsyncContextManager, nullcontext
+from dataclasses import replace
+from urllib.parse import quote
+
 import openai
 
 from ..openai.provider import Endpoint, OpenAiProvider
@@ -19,17 +24,27 @@ class Settings(LlmSettings):
     openai_api_version: str = DEFAULT_API_VERSION
 
 
-def make(settings: Settings) -> OpenAiProvider:
+def make(settings: Settings) -> "AzureProvider":
     deployment = settings.tg_llm_model or settings.azure_openai_deployment
     if not settings.azure_openai_endpoint or not deployment:
         raise SystemExit("TG_LLM=azure needs AZURE_OPENAI_ENDPOINT and the deployment "
                          "name in TG_LLM_MODEL or AZURE_OPENAI_DEPLOYMENT")
     try:
         client = openai.AsyncAzureOpenAI(
-            azure_endpoint=settings.azure_openai_endpoint, azure_deployment=deployment,
+            azure_endpoint=settings.azure_openai_endpoint,
             api_key=settings.azure_openai_api_key or None,
             api_version=settings.openai_api_version, max_retries=0)
     except openai.OpenAIError as error:  # no credentials
         raise SystemExit(f"TG_LLM=azure: {error}") from None
-    return OpenAiProvider(Endpoint.of(client), deployment, settings.tg_llm_temperature,
-                          settings.tg_llm_max_tokens, connections=settings.tg_llm_connections)
+    # The client's base URL is {endpoint}/openai/: a request's deployment goes after it.
+    return AzureProvider(Endpoint.of(client), deployment, settings.tg_llm_temperature,
+                         settings.tg_llm_max_tokens, connections=settings.tg_llm_connections)
+
+
+class AzureProvider(OpenAiProvider):
+    """The OpenAI adapter, its URL naming the deployment a request is for."""
+
+    def _turn(self, model: str) -> AbstractAsyncContextManager[Endpoint]:
+        deployment = f"{self.endpoint.label}deployments/{quote(model, safe='')}/"
+        return nullcontext(replace(self.endpoint, url=f"{deployment}chat/completions",
+                                   label=deployment))

@@ -14,7 +14,7 @@ from aiobotocore.config import AioConfig
 from aiobotocore.session import get_session
 from botocore.exceptions import ClientError, NoCredentialsError, NoRegionError
 
-from ..provider import LlmError, LlmSettings, Overloaded, Usage
+from ..provider import LlmError, LlmSettings, Options, Overloaded, Usage, chosen
 
 DEFAULT_MODEL = "anthropic.claude-3-5-sonnet-20240620-v1:0"
 # "Slow down" error codes: PascalCase in HTTP answers, camelCase inside a stream.
@@ -63,12 +63,17 @@ class BedrockProvider:
         await self._exit.aclose()
         self._client = None
 
-    async def stream(self, system: str, prompt: str) -> AsyncGenerator[str | Usage, None]:
-        request = {
-            "modelId": self.model,
-            "messages": [{"role": "user", "content": [{"text": prompt}]}],
-            "inferenceConfig": {"maxTokens": self.settings.tg_llm_max_tokens,
-                                "temperature": self.settings.tg_llm_temperature}}
+    async def stream(self, system: str, prompt: str, options: Options
+                     ) -> AsyncGenerator[str | Usage, None]:
+        model = chosen(options.model, self.model)
+        settings = self.settings
+        inference: dict[str, object] = {
+            "maxTokens": chosen(options.max_tokens, settings.tg_llm_max_tokens),
+            "temperature": chosen(options.temperature, settings.tg_llm_temperature)}
+        if options.stop:
+            inference["stopSequences"] = options.stop
+        request = {"modelId": model, "inferenceConfig": inference,
+                   "messages": [{"role": "user", "content": [{"text": prompt}]}]}
         if system:
             request["system"] = [{"text": system}]
         usage: dict[str, int] = {}  # the stream's token counts, from its metadata event
@@ -95,7 +100,7 @@ class BedrockProvider:
                 # A no-op after the last frame; when the caller stops early (aclose,
                 # cancel) it drops the HTTP connection so Bedrock stops generating.
                 events.close()
-        yield Usage(usage.get("inputTokens"), usage.get("outputTokens"), self.model)
+        yield Usage(usage.get("inputTokens"), usage.get("outputTokens"), model)
 
 
 def _error(error: ClientError) -> LlmError:

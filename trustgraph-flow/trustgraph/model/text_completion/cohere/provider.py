@@ -14,7 +14,7 @@ import cohere
 import httpx
 from cohere.core.api_error import ApiError
 
-from ..provider import LlmError, LlmSettings, Overloaded, Usage
+from ..provider import LlmError, LlmSettings, Options, Overloaded, Usage, chosen
 
 DEFAULT_MODEL = "command-a-03-2025"
 OVERLOAD_STATUSES = (429, 503)
@@ -42,20 +42,23 @@ class CohereProvider:
     def __init__(self, client: cohere.AsyncClientV2, model: str, temperature: float,
                  max_tokens: int) -> None:
         self.client = client
-        self.model = model
+        self.model = model  # the settings a request's ``Options`` may replace
         self.temperature = temperature
         self.max_tokens = max_tokens
-        self.stop: list[str] | None = None  # a request's own stop sequences (with_options)
 
-    async def stream(self, system: str, prompt: str) -> AsyncGenerator[str | Usage, None]:
+    async def stream(self, system: str, prompt: str, options: Options
+                     ) -> AsyncGenerator[str | Usage, None]:
         messages: list[cohere.ChatMessageV2] = [cohere.UserChatMessageV2(content=prompt)]
         if system:
             messages.insert(0, cohere.SystemChatMessageV2(content=system))
+        model = chosen(options.model, self.model)
         end = None
         try:
             async with self.client.with_raw_response.chat_stream(
-                    model=self.model, messages=messages, temperature=self.temperature,
-                    max_tokens=self.max_tokens, stop_sequences=self.stop or None) as raw:
+                    model=model, messages=messages,
+                    temperature=chosen(options.temperature, self.temperature),
+                    max_tokens=chosen(options.max_tokens, self.max_tokens),
+                    stop_sequences=options.stop or None) as raw:
                 async for line in raw.response.aiter_lines():
                     if not line.startswith("data:"):
                         continue
@@ -78,7 +81,7 @@ class CohereProvider:
             raise LlmError("Cohere ended the stream before the answer was complete")
         if end.get("error") or end.get("finish_reason") == "ERROR":
             raise LlmError(f"Cohere failed mid-answer: {end.get('error') or 'unknown error'}")
-        yield _usage(end.get("usage") or {}, self.model)
+        yield _usage(end.get("usage") or {}, model)
 
     async def aclose(self) -> None:
         await self.client.__aexit__(None, None, None)  # closes the SDK's HTTP client

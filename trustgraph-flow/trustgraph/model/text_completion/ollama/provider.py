@@ -11,7 +11,15 @@ from collections.abc import AsyncGenerator
 
 import aiohttp
 
-from ..provider import DEFAULT_CONNECTIONS, LlmError, LlmSettings, Overloaded, Usage
+from ..provider import (
+    DEFAULT_CONNECTIONS,
+    LlmError,
+    LlmSettings,
+    Options,
+    Overloaded,
+    Usage,
+    chosen,
+)
 
 DEFAULT_MODEL = "llama3.2"
 OVERLOAD_STATUSES = (429, 503)  # 503: Ollama's request queue is full
@@ -37,22 +45,23 @@ class OllamaProvider:
                  connections: int = DEFAULT_CONNECTIONS) -> None:
         self.url = f"{host}/api/chat"
         self.connections = connections  # the HTTP pool's size (TG_LLM_CONNECTIONS)
-        self.model = model
+        self.model = model  # the settings a request's ``Options`` may replace
         self.temperature = temperature
         self.max_tokens = max_tokens
-        self.stop: list[str] | None = None  # a request's own stop sequences (with_options)
         self.session: aiohttp.ClientSession | None = None  # made on the first request's loop
 
-    async def stream(self, system: str, prompt: str) -> AsyncGenerator[str | Usage, None]:
+    async def stream(self, system: str, prompt: str, options: Options
+                     ) -> AsyncGenerator[str | Usage, None]:
         messages = [{"role": "user", "content": prompt}]
         if system:
             messages.insert(0, {"role": "system", "content": system})
-        options: dict[str, object] = {"temperature": self.temperature,
-                                      "num_predict": self.max_tokens}
-        if self.stop:
-            options["stop"] = self.stop
-        body = {"model": self.model, "messages": messages, "stream": True,
-                "options": options}
+        sampling: dict[str, object] = {
+            "temperature": chosen(options.temperature, self.temperature),
+            "num_predict": chosen(options.max_tokens, self.max_tokens)}
+        if options.stop:
+            sampling["stop"] = options.stop
+        model = chosen(options.model, self.model)
+        body = {"model": model, "messages": messages, "stream": True, "options": sampling}
         if self.session is None or self.session.closed:
             self.session = aiohttp.ClientSession(
                 timeout=TIMEOUT,
@@ -85,7 +94,7 @@ class OllamaProvider:
         if final is None:
             raise LlmError(f"Ollama at {self.url} ended the stream before done")
         yield Usage(final.get("prompt_eval_count"), final.get("eval_count"),
-                    final.get("model") or self.model)
+                    final.get("model") or model)
 
     async def aclose(self) -> None:
         """Close the pooled connections (the process's owner of this provider may;

@@ -17,7 +17,15 @@ import aiohttp
 import openai
 from pydantic_core import from_json
 
-from ..provider import DEFAULT_CONNECTIONS, LlmError, LlmSettings, Overloaded, Usage
+from ..provider import (
+    DEFAULT_CONNECTIONS,
+    LlmError,
+    LlmSettings,
+    Options,
+    Overloaded,
+    Usage,
+    chosen,
+)
 
 DEFAULT_MODEL = "gpt-4o-mini"
 
@@ -63,7 +71,8 @@ class Endpoint:
 
 
 class OpenAiProvider:
-    """Any server with the OpenAI chat API, at ``endpoint``."""
+    """Any server with the OpenAI chat API, at ``endpoint``; ``model``, ``temperature``
+    and ``max_tokens`` are the settings a request's ``Options`` may replace."""
 
     def __init__(self, endpoint: Endpoint, model: str, temperature: float,
                  max_tokens: int, include_usage: bool = True,
@@ -74,23 +83,25 @@ class OpenAiProvider:
         self.model = model
         self.temperature = temperature
         self.max_tokens = max_tokens
-        self.stop: list[str] | None = None  # a request's own stop sequences (with_options)
         # Servers that report usage unasked and reject ``stream_options`` (Mistral)
         # are given none.
         self.stream_options = {"include_usage": True} if include_usage else None
 
-    async def stream(self, system: str, prompt: str) -> AsyncGenerator[str | Usage, None]:
+    async def stream(self, system: str, prompt: str, options: Options
+                     ) -> AsyncGenerator[str | Usage, None]:
         messages = [{"role": "user", "content": prompt}]
         if system:
             messages.insert(0, {"role": "system", "content": system})
-        body = {"model": self.model, "messages": messages, "stream": True,
-                "temperature": self.temperature, "max_tokens": self.max_tokens}
-        if self.stop:
-            body["stop"] = self.stop
+        model = self._model(options)
+        body = {"model": model, "messages": messages, "stream": True,
+                "temperature": chosen(options.temperature, self.temperature),
+                "max_tokens": chosen(options.max_tokens, self.max_tokens)}
+        if options.stop:
+            body["stop"] = options.stop
         if self.stream_options:
             body["stream_options"] = self.stream_options
-        async with self._turn() as endpoint:
-            answer, opened = _Answer(endpoint.label, self.model), False
+        async with self._turn(model) as endpoint:
+            answer, opened = _Answer(endpoint.label, model), False
             try:
                 async with self._http().post(endpoint.url, params=endpoint.query, json=body,
                                              headers=endpoint.headers) as response:
@@ -118,9 +129,14 @@ class OpenAiProvider:
             yield Usage(answer.usage.get("prompt_tokens"),
                         answer.usage.get("completion_tokens"), answer.model)
 
-    def _turn(self) -> AbstractAsyncContextManager[Endpoint]:
-        """The endpoint one request goes to, held for as long as the request lasts
-        (the local provider makes a request wait here for a free sequence)."""
+    def _model(self, options: Options) -> str:
+        """The model a request is answered by: the one it names, else the setting."""
+        return chosen(options.model, self.model)
+
+    def _turn(self, model: str) -> AbstractAsyncContextManager[Endpoint]:
+        """The endpoint a request for ``model`` goes to, held for as long as the
+        request lasts (the local provider makes a request wait here for a free
+        sequence; Azure routes by the model, its deployment, in the URL)."""
         return nullcontext(self.endpoint)
 
     def _http(self) -> aiohttp.ClientSession:
