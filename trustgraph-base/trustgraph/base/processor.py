@@ -82,7 +82,7 @@ class Processor:
                 if isinstance(part, Stage):
                     context = StageContext(flow, clients, partial(runtime.emit, flow))
                     stage = StageRunner(self.bus, part, context, limit,
-                                        self.settings.tg_max_deliveries)
+                                        self.settings.tg_max_deliveries, self.spec.name)
                     self._stages.append(stage)
                     await stage.start()
                     continue

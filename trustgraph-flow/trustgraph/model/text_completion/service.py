@@ -5,6 +5,7 @@ import logging
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
 
+from trustgraph import tracing
 from trustgraph.base import (
     Context,
     Delta,
@@ -20,6 +21,7 @@ from trustgraph.schema.config import LLM_CONFIG_KEY, LLM_CONFIG_TYPE
 from .choice import chosen_provider, current, provider_module
 from .provider import LlmError, LlmSettings, NotConfigured, Options, Overloaded, Usage
 from .retry import Retrying
+from .traced import answered, asked
 
 log = logging.getLogger(__name__)
 
@@ -31,8 +33,10 @@ def options_of(request: TextCompletionRequest) -> Options:
                    temperature=request.temperature, stop=request.stop or None)
 
 
-def completion_handler(provider: Retrying
+def completion_handler(provider: Retrying, name: str = "", model: str = ""
                        ) -> Handler[TextCompletionRequest, TextCompletionResponse]:
+    """``name`` and ``model``: the provider and its default model, as the request's
+    span names them."""
     async def complete(request: TextCompletionRequest, ctx: Context
                        ) -> AsyncGenerator[Delta | TextCompletionResponse, None]:
         """Streaming: each piece of text as a ``Delta`` (a ``TextCompletionResponse``
@@ -41,8 +45,10 @@ def completion_handler(provider: Retrying
         (``Retrying.start``): nothing stands between it and this loop."""
         parts: list[str] = []
         usage = Usage(None, None, "")
-        piece, rest = await provider.start(request.system, request.prompt,
-                                           options_of(request))
+        options = options_of(request)
+        span = tracing.current_span()
+        asked(span, name, model, request, options)
+        piece, rest = await provider.start(request.system, request.prompt, options)
         try:
             async with aclosing(rest):
                 while piece is not None:
@@ -55,8 +61,10 @@ def completion_handler(provider: Retrying
                     piece = await anext(rest, None)
         except Overloaded as error:  # before the first piece, start() retried it
             raise LlmError(f"provider overloaded mid-answer: {error.message}") from None
+        text = "".join(parts)
+        answered(span, usage, None if request.streaming else text)
         yield TextCompletionResponse(
-            response="".join(parts), end_of_stream=True, in_token=usage.in_token,
+            response=text, end_of_stream=True, in_token=usage.in_token,
             out_token=usage.out_token, model=usage.model)
     return complete
 
@@ -75,8 +83,10 @@ def spec_for(provider_name: str) -> ProcessorSpec:
             recording.cancel()
             await provider.aclose()
 
+        choice = current(provider_name, settings if provider_name else None)
+        handler = completion_handler(provider, choice.provider, choice.model)
         return [Service("text-completion", TextCompletionRequest, TextCompletionResponse,
-                        completion_handler(provider), error_type="llm-error", close=close)]
+                        handler, error_type="llm-error", close=close)]
 
     name = f"text-completion-{provider_name}" if provider_name else "text-completion"
     return ProcessorSpec(name, settings_model, services)
