@@ -5,6 +5,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from tests.support.waiting import eventually
 from trustgraph import tracing
 from trustgraph.tracing.reading import TraceReader
 
@@ -22,6 +23,27 @@ class Traces:
 
     def spans(self, trace_id: str) -> list[dict[str, Any]]:
         return self.trace(trace_id)["spans"]
+
+    async def latest_explanation(self, service: str) -> dict[str, Any]:
+        """The newest explanation ``service`` wrote, once written (a service's span
+        ends, and so is written, just after its answer's last record went out)."""
+        def found() -> dict[str, Any] | None:
+            tracing.flush()
+            for listed in self.reader.explanations(5):
+                if listed["service"] == service:
+                    return self.reader.explanation(listed["trace_id"])
+            return None
+        return await eventually(found, f"an explanation from {service}")
+
+    async def settled(self, trace_id: str, names: set[str]) -> dict[str, Any]:
+        """The trace once it holds a SERVER span of each of ``names``."""
+        def found() -> dict[str, Any] | None:
+            tracing.flush()
+            trace = self.reader.trace(trace_id)
+            served = {s["name"] for s in trace["spans"] if s["kind"] == "SERVER"} \
+                if trace else set()
+            return trace if names <= served else None
+        return await eventually(found, f"spans of {sorted(names)} in trace {trace_id}")
 
 
 @contextmanager

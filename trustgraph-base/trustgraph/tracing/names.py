@@ -22,6 +22,9 @@ SOURCES_MS = "tg.time_to_sources_ms"
 SLOT_WAIT_MS = "tg.slot_wait_ms"  # waited for a TG_CONCURRENCY slot
 CANCELLED = "tg.cancelled"
 EXPLAIN = "tg.explain"  # a RAG answer's retrieval explanation (JSON; explain.py)
+PROMPT_TEMPLATE = "tg.prompt.template"
+PROMPT_CHARS = "tg.prompt.chars"  # the rendered prompt's size
+TEXTS = "tg.texts"  # texts embedded in one request
 
 # -- OpenTelemetry ---------------------------------------------------------------------
 ERROR_TYPE = "error.type"
