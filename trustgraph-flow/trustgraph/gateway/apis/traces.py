@@ -3,10 +3,10 @@ data dir, one trace's spans, and the retrieval explanations kept with them
 (docs/observability.md); what ``tg-list-traces``, ``tg-show-trace``,
 ``tg-list-explain-traces``, ``tg-show-explain-trace`` and the workbench read.
 
-An admin reads every user's; any other caller only its own (a trace is a user's
-when the gateway traced that user's request). The store is the one the processes
-of this data dir write (``TG_DATA_DIR``/traces.db); with tracing off, or nothing
-kept yet, the lists are empty and a trace is 404.
+An admin reads every user's (or one user's: ``?user=``); any other caller only its
+own (a trace is a user's when the gateway traced that user's request). The store is
+the one the processes of this data dir write (``TG_DATA_DIR``/traces.db); with
+tracing off, or nothing kept yet, the lists are empty and a trace is 404.
 """
 import asyncio
 from collections.abc import Callable
@@ -37,7 +37,8 @@ class TraceRoutes:
             return await asyncio.to_thread(method, *args, **kwargs)
 
     async def list_traces(self, request: web.Request, caller: Caller) -> web.Response:
-        found = await self._read(self.reader.recent, _limit(request, 20), _whose(caller))
+        found = await self._read(self.reader.recent, _limit(request, 20),
+                                 _whose(caller, request))
         return web.json_response({"traces": found})
 
     async def show_trace(self, request: web.Request, caller: Caller) -> web.Response:
@@ -49,7 +50,8 @@ class TraceRoutes:
 
     async def list_explanations(self, request: web.Request, caller: Caller) -> web.Response:
         found = await self._read(self.reader.explanations, _limit(request, 50),
-                                 _whose(caller), request.query.get("collection") or None)
+                                 _whose(caller, request),
+                                 request.query.get("collection") or None)
         return web.json_response({"explanations": found})
 
     async def show_explanation(self, request: web.Request, caller: Caller) -> web.Response:
@@ -60,9 +62,12 @@ class TraceRoutes:
         return web.json_response(found)
 
 
-def _whose(caller: Caller) -> str | None:
-    """Whose traces the caller may read: None for every user's (admins)."""
-    return None if caller.role == "admin" else caller.user
+def _whose(caller: Caller, request: web.Request | None = None) -> str | None:
+    """Whose traces to read: an admin's choice (``?user=``; none: every user's),
+    anyone else's own."""
+    if caller.role == "admin":
+        return request.query.get("user") or None if request is not None else None
+    return caller.user
 
 
 def _limit(request: web.Request, default: int) -> int:
