@@ -14,7 +14,7 @@ import pytest_asyncio
 from tests.integration.test_graph_rag_bus import ACME, load_graph
 from tests.support.openai_server import Script
 from tests.support.rag_processors import REWRITE, RagLlm, RagProcessors
-from tests.support.traces import traced
+from tests.support.traces import asking, traced
 from trustgraph.schema import DocumentRagRequest, GraphRagRequest
 
 CHUNKS = {("manual", "Roadrunner manual"): [
@@ -45,9 +45,10 @@ async def stack(broker):
 
 
 async def test_document_rag_explains_its_question_candidates_and_what_it_kept(stack):
-    frames = await stack.frames("document-rag", DocumentRagRequest(
-        query="What is made in Leeds?", user="alice", collection="acme", doc_limit=2,
-        optimize_query=True, streaming=True))
+    with asking():
+        frames = await stack.frames("document-rag", DocumentRagRequest(
+            query="What is made in Leeds?", user="alice", collection="acme", doc_limit=2,
+            optimize_query=True, streaming=True))
     cited = [source.id for source in frames[0].sources]
     explained = await stack.traces.latest_explanation("document-rag")
     assert (explained["question"], explained["optimized_query"]) == \
@@ -63,9 +64,10 @@ async def test_document_rag_explains_its_question_candidates_and_what_it_kept(st
 
 
 async def test_graph_rag_explains_its_seeds_and_ranked_edges(stack):
-    frames = await stack.frames("graph-rag", GraphRagRequest(
-        query="Who founded Acme Rockets?", user="alice", collection="acme",
-        max_subgraph_size=2, streaming=True))
+    with asking():
+        frames = await stack.frames("graph-rag", GraphRagRequest(
+            query="Who founded Acme Rockets?", user="alice", collection="acme",
+            max_subgraph_size=2, streaming=True))
     cited = [source.text for source in frames[0].sources]
     explained = await stack.traces.latest_explanation("graph-rag")
     seeds = {seed["label"]: seed["score"] for seed in explained["seeds"]}
@@ -80,18 +82,19 @@ async def test_graph_rag_explains_its_seeds_and_ranked_edges(stack):
 
 
 async def test_one_question_is_one_trace_through_every_service_it_crossed(stack):
-    await stack.frames("graph-rag", GraphRagRequest(
-        query="Which engine does Acme make?", user="alice", collection="acme",
-        streaming=True))
+    with asking() as asked:
+        await stack.frames("graph-rag", GraphRagRequest(
+            query="Which engine does Acme make?", user="alice", collection="acme",
+            streaming=True))
     crossed = {"graph-rag", "prompt", "text-completion", "embeddings", "graph-embeddings",
                "document-embeddings", "lexical-search", "subgraph"}
-    asked = (await stack.traces.latest_explanation("graph-rag"))["trace_id"]
     trace = await stack.traces.settled(asked, crossed)
     served = {span["name"]: span for span in trace["spans"] if span["kind"] == "SERVER"}
     ids = {span["span_id"]: span for span in trace["spans"]}
     for span in trace["spans"]:  # every span's parent is in the trace, but the root's
         assert span["parent_id"] is None or span["parent_id"] in ids
-    assert len([span for span in trace["spans"] if span["parent_id"] is None]) == 1
+    [root] = [span for span in trace["spans"] if span["parent_id"] is None]
+    assert root["name"] == "test question"
     rag = served["graph-rag"]["attributes"]
     assert 0 < rag["tg.time_to_sources_ms"] <= rag["tg.time_to_first_token_ms"]
     assert (rag["tg.user"], rag["tg.collection"]) == ("alice", "acme")

@@ -57,6 +57,18 @@ def traced(directory: Path, sample: float = 1.0) -> Iterator[Traces]:
         tracing.shutdown()
 
 
+@contextmanager
+def asking(name: str = "test question") -> Iterator[str]:
+    """A span current around what the block asks, as a traced client's would be (a
+    call outside any trace is not traced: housekeeping); yields its trace id."""
+    scope = tracing.open_scope(tracing.tracer("tests"), name, tracing.SERVER)
+    assert scope is not None, "traced() first"
+    try:
+        yield tracing.trace_id(scope.span)
+    finally:
+        scope.close()
+
+
 def by_name(spans: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
     found: dict[str, list[dict[str, Any]]] = {}
     for span in spans:

@@ -131,6 +131,23 @@ def test_an_untraced_process_makes_no_spans_and_carries_no_context(tmp_path):
     assert not (tmp_path / "t.db").exists()
 
 
+def test_a_call_outside_any_trace_is_sent_unsampled(store):
+    outside = tracing.start_client("config", "default", "r1")
+    assert outside is not None and not outside.is_recording()
+    sent = tracing.inject({}, outside)
+    assert not int(sent["traceparent"][-2:], 16) & 1
+    served = tracing.open_scope(tracing.tracer("config"), "config", tracing.SERVER,
+                                tracing.extract(sent))
+    assert not served.span.is_recording()  # the service follows: no trace of it
+    served.close()
+    scope = tracing.open_scope(tracing.tracer("gateway"), "q", tracing.SERVER)
+    inside = tracing.start_client("config", "default", "r2")  # within a request: a span
+    assert inside.is_recording() and inside.parent.span_id == \
+        scope.span.get_span_context().span_id
+    tracing.end(inside)
+    scope.close()
+
+
 def test_a_sampled_out_question_keeps_nothing_and_tells_the_services_so(tmp_path):
     path = tmp_path / tracing.STORE_FILE
     tracing.configure("tests", True, 0.0, path, 10_000_000)

@@ -44,6 +44,8 @@ def row(span: ReadableSpan) -> SpanRow:
     assert context is not None  # an ended SDK span always has one
     attributes = dict(span.attributes or {})
     explanation = attributes.pop(names.EXPLAIN, None)
+    # Which process made it, on the span itself: the store keeps no resources.
+    attributes[names.PROCESS] = span.resource.attributes.get(names.PROCESS, "")
     status = span.status
     return SpanRow(
         trace_id=f"{context.trace_id:032x}", span_id=f"{context.span_id:016x}",

@@ -3,12 +3,14 @@
 
 Each processor gets a tracer provider of its own (its name is the spans'
 ``service.name``, so a backend shows ``graph-rag`` and ``prompt`` apart though one
-process group serves both), all sharing one batch span processor: spans are queued
-as they end and written by its thread every ``EXPORT_DELAY_MS``, to the trace store
-in the data dir (``store.py``) and, when ``OTEL_EXPORTER_OTLP_ENDPOINT`` (or
-``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``) is set, to that OTLP collector
-(http/protobuf; the exporter reads OpenTelemetry's own ``OTEL_EXPORTER_OTLP_*``
-variables). Nothing is set globally: code outside this project sees no provider.
+process group serves both), all sharing the process's batch span processors: spans
+are queued as they end and written by each one's thread every ``EXPORT_DELAY_MS``,
+to the trace store in the data dir (``store.py``) and, when
+``OTEL_EXPORTER_OTLP_ENDPOINT`` (or ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``) is set,
+to that OTLP collector (http/protobuf; the exporter reads OpenTelemetry's own
+``OTEL_EXPORTER_OTLP_*`` variables). One processor each, so that a collector that
+is down (its exporter retrying for seconds) never holds up the store. Nothing is
+set globally: code outside this project sees no provider.
 
 Not configured (tests that build processors in-process, ``TG_TRACING=false``),
 ``tracer`` answers None and every span helper does nothing.
@@ -16,12 +18,11 @@ Not configured (tests that build processors in-process, ``TG_TRACING=false``),
 import atexit
 import logging
 import os
-from collections.abc import Sequence
 from pathlib import Path
 
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 from opentelemetry.sdk.trace.sampling import ParentBased, TraceIdRatioBased
 from opentelemetry.trace import Tracer
 
@@ -38,40 +39,14 @@ EXPORT_DELAY_MS = 500
 QUEUE_SIZE = 16_384  # spans waiting to be written; past it new ones are dropped
 
 
-class Exporters(SpanExporter):
-    """Several exporters behind one span processor (one queue, one thread): a
-    collector that is down fails its own export, never the store's."""
-
-    def __init__(self, exporters: Sequence[SpanExporter]) -> None:
-        self.exporters = list(exporters)
-
-    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        result = SpanExportResult.SUCCESS
-        for exporter in self.exporters:
-            try:
-                if exporter.export(spans) is not SpanExportResult.SUCCESS:
-                    result = SpanExportResult.FAILURE
-            except Exception as error:  # its own failure only: the others still export
-                log.warning("%s failed: %s", type(exporter).__name__, error)
-                result = SpanExportResult.FAILURE
-        return result
-
-    def shutdown(self) -> None:
-        for exporter in self.exporters:
-            exporter.shutdown()
-
-    def force_flush(self, timeout_millis: int = 30_000) -> bool:
-        return all(exporter.force_flush(timeout_millis) for exporter in self.exporters)
-
-
 class Tracing:
     """One process's tracing: the shared span processor and a provider per name."""
 
     def __init__(self, process: str, exporters: list[SpanExporter], sample: float) -> None:
         self.process = process
-        self.exporters = exporters
-        self.processor = BatchSpanProcessor(Exporters(exporters), max_queue_size=QUEUE_SIZE,
-                                            schedule_delay_millis=EXPORT_DELAY_MS)
+        self.processors = [BatchSpanProcessor(exporter, max_queue_size=QUEUE_SIZE,
+                                              schedule_delay_millis=EXPORT_DELAY_MS)
+                           for exporter in exporters]
         # The gateway decides for a question; every service after it follows the
         # traceparent's sampled flag, so a trace is kept whole or not at all.
         self.sampler = ParentBased(TraceIdRatioBased(sample))
@@ -85,12 +60,18 @@ class Tracing:
                                           "service.instance.id": f"{self.process}-{os.getpid()}",
                                           "process.pid": os.getpid(),
                                           names.PROCESS: self.process}))
-            provider.add_span_processor(self.processor)
+            for processor in self.processors:
+                provider.add_span_processor(processor)
             self._tracers[name] = provider.get_tracer("trustgraph")
         return self._tracers[name]
 
+    def flush(self) -> None:
+        for processor in self.processors:
+            processor.force_flush()
+
     def shutdown(self) -> None:
-        self.processor.shutdown()  # writes what is queued, then stops its thread
+        for processor in self.processors:  # each writes what is queued, then stops
+            processor.shutdown()
 
 
 _tracing: Tracing | None = None
@@ -142,7 +123,7 @@ def current() -> Tracing | None:
 def flush() -> None:
     """Write the spans ended so far now, rather than within ``EXPORT_DELAY_MS``."""
     if _tracing is not None:
-        _tracing.processor.force_flush()
+        _tracing.flush()
 
 
 def shutdown() -> None:

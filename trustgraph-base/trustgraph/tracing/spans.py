@@ -19,7 +19,16 @@ import time
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.context import Context
-from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
+from opentelemetry.sdk.trace.id_generator import RandomIdGenerator
+from opentelemetry.trace import (
+    Span,
+    SpanContext,
+    SpanKind,
+    Status,
+    StatusCode,
+    TraceFlags,
+    Tracer,
+)
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 from opentelemetry.util.types import Attributes
 
@@ -104,12 +113,31 @@ def open_scope(tracer: Tracer | None, name: str, kind: SpanKind,
 
 
 def start_client(service: str, flow: str, request_id: str) -> Span | None:
-    """The caller's span of a request sent over the bus, under the current span."""
+    """The caller's span of a request sent over the bus, under the current span.
+    Outside any trace (a processor reading config as it starts, the gateway reading
+    its keys) it is a span that records nothing and says so, unsampled, in the
+    context it sends: the service then keeps no trace of its own for it."""
     tracer = current_tracer()
     if tracer is None:
         return None
+    if not trace.get_current_span().get_span_context().is_valid:
+        return trace.NonRecordingSpan(_UNSAMPLED.generate())
     return tracer.start_span(service, kind=CLIENT, attributes={
         names.SERVICE: service, names.FLOW: flow, names.REQUEST_ID: request_id})
+
+
+class _Unsampled:
+    """Span contexts of no trace: valid ids, the sampled flag off."""
+
+    def __init__(self) -> None:
+        self._ids = RandomIdGenerator()
+
+    def generate(self) -> SpanContext:
+        return SpanContext(self._ids.generate_trace_id(), self._ids.generate_span_id(),
+                           is_remote=False, trace_flags=TraceFlags(TraceFlags.DEFAULT))
+
+
+_UNSAMPLED = _Unsampled()
 
 
 def current_span() -> Span | None:
