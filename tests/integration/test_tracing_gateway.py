@@ -92,6 +92,19 @@ async def test_rest_answers_carry_a_traceparent_header_of_their_trace(gateway, t
     assert served["attributes"]["output.value"] == expected_text(3)  # collected anyway
 
 
+async def test_a_streamed_http_answer_carries_the_header_too(gateway, traces):
+    async with aiohttp.ClientSession() as session:
+        async with session.post(gateway + "api/v1/flow/default/service/text-completion",
+                                json={"prompt": "[tokens=4]", "streaming": True}) as response:
+            assert response.content_type == "application/x-ndjson"
+            lines = [line async for line in response.content if line.strip()]
+            header = response.headers["traceparent"]
+    assert len(lines) >= 2  # streamed: the headers went out before the answer was done
+    spans = by_name(traces.spans(header.split("-")[1]))
+    assert spans["POST /api/v1/flow/{flow}/service/{kind}"][0]["span_id"] == \
+        header.split("-")[2]
+
+
 async def test_a_cancelled_request_says_so_on_its_spans(gateway, traces, openai_server):
     async with aiohttp.ClientSession() as session:
         async with session.ws_connect(gateway + "api/v1/socket") as ws:

@@ -113,7 +113,7 @@ def test_log_lines_about_a_request_name_its_trace(store, caplog):
     scope.close()
     logging.getLogger("t").warning("id=%s idle", "r2")
     about, idle = [r.getMessage() for r in caplog.records if r.name == "t"]
-    assert about == f"trace={tracing.trace_id(scope.span)} id=r1 failed"
+    assert about == f"id=r1 failed trace={tracing.trace_id(scope.span)}"
     assert idle == "id=r2 idle"
     logging.getLogger().removeHandler(caplog.handler)
     assert handler is None or handler in logging.getLogger().handlers
