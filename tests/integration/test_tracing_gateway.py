@@ -105,6 +105,21 @@ async def test_a_streamed_http_answer_carries_the_header_too(gateway, traces):
         header.split("-")[2]
 
 
+async def test_the_openai_api_is_traced_as_the_websocket_is(gateway, traces):
+    async with aiohttp.ClientSession() as session:
+        async with session.post(gateway + "v1/chat/completions", json={
+                "model": "llm", "stream": True,
+                "messages": [{"role": "user", "content": "[tokens=3]"}]}) as response:
+            assert response.status == 200
+            await response.read()
+            header = response.headers["traceparent"]
+    spans = await traces.settled(header.split("-")[1], {"text-completion"})
+    [root] = [s for s in spans["spans"] if s["parent_id"] is None]
+    assert (root["name"], root["attributes"]["tg.service"]) == \
+        ("POST /v1/chat/completions", "text-completion")
+    assert root["attributes"]["tg.time_to_first_token_ms"] > 0
+
+
 async def test_a_cancelled_request_says_so_on_its_spans(gateway, traces, openai_server):
     async with aiohttp.ClientSession() as session:
         async with session.ws_connect(gateway + "api/v1/socket") as ws:
