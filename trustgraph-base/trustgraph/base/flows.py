@@ -74,7 +74,7 @@ class Parameters(Mapping[str, JsonValue]):
         return len(self._values)
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Parameters) and other._values == self._values
+        return isinstance(other, Mapping) and dict(other) == self._values
 
     def __hash__(self) -> int:
         return hash(tuple(sorted(self._values)))

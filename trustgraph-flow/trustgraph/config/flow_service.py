@@ -13,7 +13,7 @@ import logging
 import re
 from collections.abc import Awaitable, Callable, Mapping
 
-from pydantic import ValidationError
+from pydantic import JsonValue, ValidationError
 
 from trustgraph.base import BadRequest, Context, HandledError, Handler
 from trustgraph.schema import ConfigKey, ConfigValue, request_topic, response_topic
@@ -157,10 +157,10 @@ def _start_flow(store: ConfigStore, request: FlowRequest) -> Changed:
 
 
 def flow_definition(flow_id: str, blueprint_name: str, blueprint: Blueprint,
-                    description: str, parameters: Mapping[str, object],
+                    description: str, parameters: Mapping[str, JsonValue],
                     types: Mapping[str, ParameterType]) -> FlowDefinition:
     """The flow as config keeps it; its parameters checked and typed."""
-    values = resolved(blueprint_name, blueprint, types, parameters)  # type: ignore[arg-type]
+    values = resolved(blueprint_name, blueprint, types, parameters)
     interfaces = {name: Interface(request=request_topic(name, flow_id),
                                   response=response_topic(name, flow_id, "*"))
                   for name in blueprint.interfaces}

@@ -63,7 +63,7 @@ def converted(name: str, value: JsonValue, kind: ParameterType) -> JsonValue:
 
 def _as_type(name: str, value: JsonValue, kind: ParameterType) -> JsonValue:
     if isinstance(value, list | dict) or value is None:
-        raise BadRequest(f"parameter {name}: a {kind.type} value, not "
+        raise BadRequest(f"parameter {name}: {_a(kind.type)} value, not "
                          f"{type(value).__name__}")
     text = str(value).strip()
     match kind.type:
