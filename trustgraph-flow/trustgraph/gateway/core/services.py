@@ -14,6 +14,7 @@ from functools import cached_property
 
 from trustgraph.schema import (
     CONFIG_FLOW,
+    FLOW_SERVICE_FLOW,
     KEYS_FLOW,
     LIBRARIAN_FLOW,
     AgentRequest,
@@ -28,6 +29,8 @@ from trustgraph.schema import (
     DocumentRagRequest,
     EmbeddingsRequest,
     EmbeddingsResponse,
+    FlowRequest,
+    FlowResponse,
     GraphEmbeddingsRequest,
     GraphEmbeddingsResponse,
     GraphRagRequest,
@@ -78,6 +81,9 @@ class ServiceRow:
     needs: Permission | Mapping[str, Permission]
     global_flow: str | None = None  # a service outside flows: always asked on this flow
                                     # on the bus, whatever flow the client names
+    # operations that start or stop flows: the gateway reads the running flows again
+    # before it answers (``Dispatcher.frames``)
+    changes_flows: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         what = f"the permissions of service {self.name!r}"
@@ -154,6 +160,12 @@ SERVICES: dict[str, ServiceRow] = {row.name: row for row in (
         "get": WRITE, "list": WRITE, "getvalues": WRITE, "config": WRITE,
         "put": ADMIN, "delete": ADMIN,
     }, global_flow=CONFIG_FLOW),
+    # blueprints and flows: everyone may see them, only admins change them
+    ServiceRow("flow", FlowRequest, FlowResponse, {
+        "list-blueprints": READ, "get-blueprint": READ, "list-flows": READ, "get-flow": READ,
+        "put-blueprint": ADMIN, "delete-blueprint": ADMIN, "start-flow": ADMIN,
+        "stop-flow": ADMIN,
+    }, global_flow=FLOW_SERVICE_FLOW, changes_flows=frozenset({"start-flow", "stop-flow"})),
     ServiceRow("keys", KeysRequest, KeysResponse, {
         "add-user": ADMIN, "list-users": ADMIN, "create-key": ADMIN, "list-keys": ADMIN,
         "revoke-key": ADMIN,
