@@ -94,6 +94,21 @@ class Flow:
         return cls(flow, Parameters(flow))
 
 
+R = TypeVar("R", bound=BaseModel)
+
+
+def defaulted(record: R, parameters: FlowParameters) -> R:
+    """``record`` with each field its sender left unset (not in ``model_fields_set``:
+    a record written with only its set fields, as RAG requests are) given the flow's
+    parameter of the same name, where the flow sets one."""
+    update = {name: value for name, value in parameters.model_dump().items()
+              if value is not None and name in type(record).model_fields
+              and name not in record.model_fields_set}
+    if not update:
+        return record
+    return type(record).model_validate({**record.model_dump(exclude_unset=True), **update})
+
+
 def names(listed: str, processor: str) -> bool:
     """Whether a blueprint's processor entry ``listed`` names ``processor``: its own
     name, or the family it is a variant of (``text-completion`` names

@@ -91,7 +91,8 @@ class Processor:
         for part in services:
             if isinstance(part, Service) and part.global_flow is not None:
                 self._global.append(await self._serve(part, Flow.plain(part.global_flow)))
-        self._serving = FlowServing(self.spec.name, self._start_flow, self.local)
+        self._serving = FlowServing(self.spec.name, self._start_flow, self.local,
+                                    runtime.flows_changed)
         if any(self._in_flows(part) for part in services):
             await self._follow_flows()
         self._keeping_alive = asyncio.create_task(self._keep_alive(), name="keep-alive")

@@ -44,10 +44,13 @@ StartFlow = Callable[[Flow], Awaitable[Served]]
 
 
 class FlowServing:
-    def __init__(self, name: str, start: StartFlow, local: LocalServices | None) -> None:
+    def __init__(self, name: str, start: StartFlow, local: LocalServices | None,
+                 changed: Callable[[Mapping[str, Flow]], Awaitable[None]] | None = None
+                 ) -> None:
         self._name = name  # the processor's, for the log
         self._start = start
         self._local = local
+        self._changed = changed  # told the flows served after each change
         self._served: dict[str, Served] = {}
         self._draining: set[ServiceRunner] = set()  # stopped, still answering
         self._stopping: set[asyncio.Task] = set()  # stages finishing their records
@@ -66,6 +69,7 @@ class FlowServing:
             if not from_config and self.from_config:
                 return
             self.from_config = self.from_config or from_config
+            before = self.flows
             for flow_id in [f for f in self._served if f not in flows]:
                 await self._stop(self._served.pop(flow_id))
             for flow_id, flow in flows.items():
@@ -75,6 +79,11 @@ class FlowServing:
                 elif served.flow != flow:
                     served.update(flow)
                     log.info("%s: flow %s has new parameters", self._name, flow_id)
+            if self._changed is not None and self.flows != before:
+                try:
+                    await self._changed(self.flows)
+                except Exception:
+                    log.exception("%s: a listener to its flows failed", self._name)
 
     async def _begin(self, flow: Flow) -> None:
         try:

@@ -20,12 +20,16 @@ EXIT_ERROR = 1
 EXIT_INTERRUPTED = 130  # as a shell reports a command stopped by Ctrl-C (128 + SIGINT)
 
 
-def parser(prog: str, description: str, flow: bool = True) -> argparse.ArgumentParser:
-    """An argument parser with the connection options every command takes."""
+def parser(prog: str, description: str, flow: bool = True, token_short: bool = True
+           ) -> argparse.ArgumentParser:
+    """An argument parser with the connection options every command takes.
+    ``token_short`` false: the token is ``--token`` only (the command's ``-t`` is
+    another option, as in TrustGraph's command of the same name)."""
     result = argparse.ArgumentParser(prog=prog, description=description)
     result.add_argument("-u", "--url", default=os.environ.get("TRUSTGRAPH_URL") or DEFAULT_URL,
                         help="gateway URL (env TRUSTGRAPH_URL; default %(default)s)")
-    result.add_argument("-t", "--token", default=os.environ.get("TRUSTGRAPH_TOKEN") or None,
+    result.add_argument(*(("-t", "--token") if token_short else ("--token",)),
+                        default=os.environ.get("TRUSTGRAPH_TOKEN") or None,
                         help="gateway token (env TRUSTGRAPH_TOKEN)")
     if flow:
         result.add_argument("-f", "--flow-id", default="default",
