@@ -104,6 +104,15 @@ class Processor:
     def _in_flows(part: Part) -> bool:
         return isinstance(part, Stage) or part.global_flow is None
 
+    def _parts_on(self, flow: str) -> list[Part]:
+        """What this processor serves on ``flow``: its parts in flows; on a flow
+        ``TG_FLOWS`` pins, its services outside flows too, as processors served
+        everything on every flow before flows were config (a test asks the
+        librarian on its own flow)."""
+        pinned = bool(self.settings.tg_flows)
+        return [part for part in self._services if self._in_flows(part) or (
+            pinned and isinstance(part, Service) and part.global_flow != flow)]
+
     async def _follow_flows(self) -> None:
         """Serve the flows ``TG_FLOWS`` pins; else those config runs, waiting up to
         ``TG_CONFIG_WAIT`` for it, serving ``DEFAULT_FLOW`` until it answers."""
@@ -132,7 +141,7 @@ class Processor:
         try:
             for service in self.spec.uses:
                 await clients.get(service)
-            for part in filter(self._in_flows, self._services):
+            for part in self._parts_on(flow.id):
                 if isinstance(part, Stage):
                     context = StageContext(flow.id, clients, partial(runtime.emit, flow.id),
                                            flow.parameters)

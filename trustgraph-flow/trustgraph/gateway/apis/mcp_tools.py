@@ -30,7 +30,7 @@ Mode = Literal["document", "graph", "lazy", "agent"]
 
 class AskArguments(Arguments):
     question: str = Field(min_length=1, description="the question, self-contained")
-    mode: Mode | None = Field(None, description=(
+    mode: Mode = Field("document", description=(
         "document: from passages of the documents; graph: from the knowledge graph; "
         "lazy: from the part of the graph the question touches, summarised now; agent: "
         "an agent that reasons and uses both (default: the flow's, else document)"))
@@ -45,7 +45,8 @@ class AskResult(Result):
 
 
 async def ask_tool(call: Call, arguments: AskArguments) -> tuple[str, AskResult]:
-    mode = MODES[arguments.mode or flow_mode(call.client, call.flow)]
+    given = "mode" in arguments.model_fields_set
+    mode = MODES[arguments.mode if given else flow_mode(call.client, call.flow)]
     # Only the text is the answer here: one whose text failed is a failure.
     whole = await call.answered(mode.service, {
         mode.question: arguments.question, "progress": True,
