@@ -145,6 +145,7 @@ class Core:
                 await asyncio.wait(late, timeout=grace)
         if self.keys is not None:
             await self.keys.close()
+        self.client.flows.close()
 
 
 def _jwt(settings: CoreSettings, limits: Limits) -> JwtVerifier | None:

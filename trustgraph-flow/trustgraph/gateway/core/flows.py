@@ -64,6 +64,11 @@ class RunningFlows:
                         "one does", wait, DEFAULT_FLOW)
             self._flows = {DEFAULT_FLOW: {}}
 
+    def close(self) -> None:
+        """Let go of the watcher (it holds this object: a cycle the pulsar client's
+        objects must not wait in for the interpreter's exit)."""
+        self._watcher = None
+
     async def refresh(self) -> None:
         """Read the running flows now (after this gateway started or stopped one, so
         the caller's next request finds it as it left it)."""
