@@ -15,6 +15,7 @@ import time
 import aiohttp
 import pytest
 import pytest_asyncio
+from mcp.client.client import Client
 
 from tests.support.cli import tg_command
 from tests.support.pdf import minimal_pdf
@@ -163,13 +164,10 @@ async def test_a_stopped_flow_is_not_found_on_every_transport(stack, client):
             "model": "llm@brief", "messages": [{"role": "user", "content": "hi"}]})
         assert openai.status == 404
         assert (await openai.json())["error"]["code"] == "unknown-flow"
-        mcp = await http.post(f"{stack.gateway_url}mcp?flow=brief", json={
-            "jsonrpc": "2.0", "id": 1, "method": "tools/call",
-            "params": {"name": "ask", "arguments": {"question": "hi"}}},
-            headers={"Accept": "application/json, text/event-stream",
-                     "MCP-Protocol-Version": "2025-06-18"})
-        called = await mcp.text()
-    assert "unknown-flow" in called and '"isError":true' in called.replace(" ", "")
+    async with Client(f"{stack.gateway_url}mcp?flow=brief", mode="legacy",
+                      read_timeout_seconds=30) as mcp:
+        called = await mcp.call_tool("ask", {"question": "hi"})
+    assert called.is_error and "unknown-flow" in called.content[0].text
 
 
 # Every command that asks a flow's services, with what it needs besides -f.
