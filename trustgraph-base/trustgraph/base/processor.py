@@ -139,8 +139,6 @@ class Processor:
         runtime, served = self.runtime, Served(flow)
         clients = runtime.clients(flow.id)
         try:
-            for service in self.spec.uses:
-                await clients.get(service)
             for part in self._parts_on(flow.id):
                 if isinstance(part, Stage):
                     context = StageContext(flow.id, clients, partial(runtime.emit, flow.id),
@@ -151,6 +149,8 @@ class Processor:
                     await stage.start()
                 else:
                     served.services.append(await self._serve(part, flow))
+            for service in self.spec.uses:  # after its own: the flow is served sooner
+                await clients.get(service)
         except BaseException:
             for runner in served.services:
                 if self.local is not None:

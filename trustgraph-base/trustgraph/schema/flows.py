@@ -87,8 +87,8 @@ class ParameterType(ConfigItem):
     description: str = ""
     default: JsonValue = None
     enum: list[str | EnumValue] | None = None
-    minimum: float | None = None
-    maximum: float | None = None
+    minimum: int | float | None = None
+    maximum: int | float | None = None
     min_length: int | None = Field(None, alias="minLength")
     max_length: int | None = Field(None, alias="maxLength")
     pattern: str | None = None
