@@ -49,8 +49,10 @@ async def show_config(stack: Stack) -> dict:
 async def test_show_config_prints_everything_with_its_version(stack):
     shown = await show_config(stack)
     assert set(shown) == {"version", "config"} and shown["version"] >= 1
-    assert set(DEFAULT_TEMPLATES) <= set(shown["config"]["prompt"])
-    assert shown["config"]["prompt"]["kg-prompt"] == DEFAULT_TEMPLATES["kg-prompt"].config_value()
+    # laid out as TrustGraph's tools read them (docs/prompts.md)
+    assert {f"template.{id}" for id in DEFAULT_TEMPLATES} <= set(shown["config"]["prompt"])
+    assert shown["config"]["prompt"]["template.kg-prompt"] == \
+        DEFAULT_TEMPLATES["kg-prompt"].config_value()
 
 
 async def test_show_prompts_lists_the_shipped_templates(stack):
@@ -73,7 +75,7 @@ async def test_set_show_and_delete_a_prompt(stack, tmp_path):
 
     shown = await show_config(stack)
     assert shown["version"] == before + 1
-    assert shown["config"]["prompt"]["names"] == PromptTemplate(
+    assert shown["config"]["prompt"]["template.names"] == PromptTemplate(
         system="Reply in JSON.", prompt="Names in:\n{{ text }}", response_type="json",
         schema=SCHEMA).config_value()
     _, listing, _ = await tg(stack, "tg-show-prompts")
@@ -82,7 +84,7 @@ async def test_set_show_and_delete_a_prompt(stack, tmp_path):
             '      "type": "array",\n') in listing
 
     assert await tg(stack, "tg-delete-prompt", "--id", "names") == (0, "", "")
-    assert "names" not in (await show_config(stack))["config"]["prompt"]
+    assert "template.names" not in (await show_config(stack))["config"]["prompt"]
     code, stdout, stderr = await tg(stack, "tg-delete-prompt", "--id", "names")
     assert (code, stdout) == (1, "")
     assert stderr.startswith("tg-delete-prompt: not-found: no prompt template 'names' "

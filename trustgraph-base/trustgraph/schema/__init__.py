@@ -87,7 +87,14 @@ from .pipeline import (
     LoadResponse,
     TextLoadRequest,
 )
-from .prompt import PROMPT_CONFIG_TYPE, PromptRequest, PromptResponse, PromptTemplate
+from .prompt import (
+    PROMPT_CONFIG_TYPE,
+    PromptRequest,
+    PromptResponse,
+    PromptTemplate,
+    prompt_config,
+    template_key,
+)
 from .queries import (
     DocumentEmbeddingsRequest,
     DocumentEmbeddingsResponse,
@@ -148,5 +155,6 @@ __all__ = [
     "Role", "Sampling", "ScoredChunk", "ScoredEntity", "Source", "SubgraphRequest",
     "SubgraphResponse", "Term", "TextCompletionRequest", "TextCompletionResponse",
     "TextLoadRequest", "Triple", "TriplesQueryRequest", "TriplesQueryResponse", "Usage",
-    "UserInfo", "decode", "encode", "flow_topic", "request_topic", "response_topic",
+    "UserInfo", "decode", "encode", "flow_topic", "prompt_config", "request_topic",
+    "response_topic", "template_key",
 ]
