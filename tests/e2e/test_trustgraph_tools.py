@@ -192,6 +192,19 @@ async def test_trustgraphs_collection_commands(trustgraph, stack, client):
     assert "doomed" not in [c["collection"] for c in await client.list_collections()]
 
 
+async def test_trustgraphs_library_commands(trustgraph, stack, client, tmp_path):
+    """Into the default collection (TrustGraph's library has none)."""
+    path = tmp_path / "hopper.txt"
+    path.write_text("Grace Hopper wrote a compiler.")
+    assert await tg(trustgraph, stack, "tg-add-library-document", "--id", "hopper",
+                    "--name", "Hopper", "-k", "text/plain", "--tags", "people",
+                    str(path)) == f"{path}: Loaded successfully.\n"
+    [document] = [d for d in await client.list_documents() if d["id"] == "hopper"]
+    assert (document["kind"], document["size"]) == ("text/plain", path.stat().st_size)
+    listed = await tg(trustgraph, stack, "tg-show-library-documents")
+    assert "| id    | hopper" in listed and "text/plain" in listed
+
+
 async def test_trustgraphs_graph_and_rag_commands(trustgraph, stack, loaded):
     graph = await tg(trustgraph, stack, "tg-show-graph", "-C", COLLECTION)
     assert "Lovelace" in graph or "lovelace" in graph

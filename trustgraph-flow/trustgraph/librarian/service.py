@@ -59,7 +59,7 @@ from trustgraph.schema import (
     TextLoadRequest,
 )
 from trustgraph.schema.lazy_rag import LazyRagSwitch
-from trustgraph.schema.librarian import LIST_PAGE, LibrarianOperation
+from trustgraph.schema.librarian import LIST_PAGE, LibrarianOperation, TrustGraphListed
 from trustgraph.schema.operations import per_operation
 
 from .collection_store import CollectionStore
@@ -228,7 +228,9 @@ class Library:
             raise BadRequest("user and collection must not be empty")
         if not request.streaming:
             documents = await asyncio.to_thread(self.store.documents, user, collection)
-            yield LibrarianResponse(documents=documents, end_of_stream=True)
+            yield LibrarianResponse(documents=documents, end_of_stream=True,
+                                    document_metadatas=trustgraph_listing(documents)
+                                    if request.trustgraph_names else None)
             return
         after = ""
         while True:
@@ -342,6 +344,11 @@ OPERATIONS: Mapping[LibrarianOperation, Callable[[Library, LibrarianRequest, Con
         "upload-part": Library.upload_part,
         "complete-upload": Library.complete_upload,
     }, "the librarian's operations")
+
+
+def trustgraph_listing(documents: list[DocumentMetadata]) -> list[TrustGraphListed]:
+    return [TrustGraphListed(id=d.id, time=d.time, kind=d.kind, title=d.title,
+                             comments=d.comments, tags=d.tags) for d in documents]
 
 
 def upload_id(request: LibrarianRequest) -> str:

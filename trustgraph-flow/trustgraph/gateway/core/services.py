@@ -163,7 +163,7 @@ SERVICES: dict[str, ServiceRow] = {row.name: row for row in (
         "get-document-content": READ, "add-document": WRITE, "remove-document": WRITE,
         "add-processing": WRITE, "begin-upload": WRITE, "upload-part": WRITE,
         "complete-upload": WRITE,
-    }, global_flow=LIBRARIAN_FLOW),
+    }, global_flow=LIBRARIAN_FLOW, global_defaults={"trustgraph_names": True}),
     # the user's collections; a delete removes everything in one from every store
     ServiceRow("collection-management", CollectionManagementRequest,
                CollectionManagementResponse, {
