@@ -150,3 +150,27 @@ async def test_invoke_prompt_ctrl_c_stops_quietly(stack):
     stdout, stderr = await asyncio.wait_for(process.communicate(), DEADLINE)
     assert (process.returncode, stderr) == (130, b"")
     assert len(first + stdout) < len(expected_text(1000))
+
+
+async def test_config_item_commands(stack):
+    """Any item, with TrustGraph's flags; text that is JSON is stored as that JSON."""
+    assert (await tg(stack, "tg-put-config-item", "--type", "limits", "--key", "default",
+                     "--value", '{"max": 3}'))[0] == 0
+    assert (await tg(stack, "tg-put-config-item", "--type", "limits", "--key", "model",
+                     "--value", "gpt-4"))[0] == 0
+    assert (await show_config(stack))["config"]["limits"] == {
+        "default": {"max": 3}, "model": "gpt-4"}
+    assert await tg(stack, "tg-list-config-items", "--type", "limits") == (
+        0, "default\nmodel\n", "")
+    assert await tg(stack, "tg-list-config-items", "--type", "limits", "--format",
+                    "json") == (0, '[\n  "default",\n  "model"\n]\n', "")
+    assert await tg(stack, "tg-get-config-item", "--type", "limits", "--key", "model") == (
+        0, "gpt-4\n", "")
+    assert await tg(stack, "tg-get-config-item", "--type", "limits", "--key", "default",
+                    "--format", "json") == (0, '{\n  "max": 3\n}\n', "")
+    code, out, err = await tg(stack, "tg-delete-config-item", "--type", "limits", "--key",
+                              "model")
+    assert code == 0 and out.startswith("config item limits/model deleted")
+    code, out, err = await tg(stack, "tg-get-config-item", "--type", "limits", "--key",
+                              "model")
+    assert (code, out) == (1, "") and err.startswith("tg-get-config-item: not-found: ")

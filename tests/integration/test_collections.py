@@ -9,6 +9,7 @@ import aiohttp
 import pytest
 import pytest_asyncio
 
+from tests.support.cli import tg_command
 from tests.support.ingest_stack import IngestStack, vector_of
 from tests.support.waiting import eventually
 from trustgraph.api import AsyncTrustGraph, TrustGraphError
@@ -189,3 +190,42 @@ async def test_delete_removes_everything_from_every_store_and_nothing_else(stack
     # Usable again: a load makes it anew.
     await fill(stack, client, "cm4", "doomed")
     assert await held(stack, client, "cm4", "doomed") == before
+
+
+async def test_a_socket_request_with_no_flow_as_trustgraphs_socket_client_sends_it(stack,
+                                                                                   client):
+    """No ``flow``, and the ``workspace`` auth-ok named (``default`` on an open
+    gateway): the caller's own collections."""
+    await client.set_collection("mine", name="Mine")
+    async with aiohttp.ClientSession() as http:
+        async with http.ws_connect(stack.url + "api/v1/socket") as ws:
+            await ws.send_json({"type": "auth", "token": ""})
+            assert (await ws.receive_json())["default_workspace"] == "default"
+            await ws.send_json({"id": "c1", "service": "collection-management",
+                                "workspace": "default",
+                                "request": {"operation": "list-collections"}})
+            frame = await ws.receive_json()
+    assert frame["complete"] and {"collection": "mine", "name": "Mine", "description": "",
+                                  "tags": []} in frame["response"]["collections"]
+
+
+async def test_the_collection_commands(stack, client):
+    async def tg(*argv: str) -> tuple[int, str, str]:
+        return await tg_command(argv[0], "-u", stack.url, *argv[1:], timeout=30)
+
+    await client.load_text("Words.", "w", user="cm6", collection="cli", flow=stack.flow)
+    assert await tg("tg-set-collection", "cli", "-U", "cm6", "-n", "From the CLI", "-t",
+                    "a", "-t", "b") == (0, "collection  name          description  tags\n"
+                                           "cli         From the CLI               a, b\n",
+                                        "")
+    code, listed, _ = await tg("tg-list-collections", "-U", "cm6", "-t", "b")
+    assert code == 0 and listed.splitlines()[1].split() == ["cli", "From", "the", "CLI",
+                                                            "a,", "b"]
+    assert await tg("tg-list-collections", "-U", "cm6", "-t", "zz") == (
+        0, "no collections\n", "")
+    code, _, err = await tg("tg-delete-collection", "cli", "-U", "cm6")  # no terminal
+    assert code == 1 and "add -y" in err
+    assert await tg("tg-delete-collection", "cli", "-U", "cm6", "-y") == (
+        0, "collection 'cli' deleted; removed 1 documents, 0 chunks, 0 lexical, "
+           "0 entities, 0 triples\n", "")
+    assert await client.list_collections(user="cm6") == []
