@@ -30,11 +30,12 @@ test: check browser
 	$(BIN)/python -m pytest tests
 
 # The checks that keep the code as it is meant to be, run first by `make test`: ruff
-# (lint, import sorting, bugbear) and mypy over all three distributions, both clean.
+# (lint, import sorting, bugbear) over the whole repository (the three distributions,
+# tests and bench) and mypy over the three distributions, both clean.
 # The import layering is a unit test (tests/unit/test_layering.py).
 DISTRIBUTIONS := trustgraph-base trustgraph-flow trustgraph-cli
 check: $(STAMP)
-	$(BIN)/ruff check $(DISTRIBUTIONS)
+	$(BIN)/ruff check .
 	$(BIN)/mypy $(addsuffix /trustgraph,$(DISTRIBUTIONS))
 
 # The workbench page's browser tests use Debian's Chromium and its driver (never a

@@ -107,7 +107,9 @@ const go = (ws) => {
   let started = performance.now(), metadata;
   ws.onmessage = (event) => {
     const response = JSON.parse(event.data).response || {};
-    if (metadata === undefined && response.message_type === 'metadata') metadata = performance.now() - started;
+    if (metadata === undefined && response.message_type === 'metadata') {
+      metadata = performance.now() - started;
+    }
     if (response.chunk) { ws.onmessage = null; done([metadata, performance.now() - started]); }
   };
   ws.send(JSON.stringify({id: 'bare' + Math.random(), service: 'document-rag', request}));
@@ -288,12 +290,12 @@ def main() -> None:
     print("  " + report("bare socket in the browser: first token", bare))
     print("  " + report("page: tg:ask -> tg:sources", sources))
     print("  " + report("page: tg:ask -> tg:first-token", in_page))
-    beyond_llm = [p - d for p, d in zip(in_page, direct)]
-    beyond_socket = [p - s for p, s in zip(in_page, socket)]
+    beyond_llm = [p - d for p, d in zip(in_page, direct, strict=True)]
+    beyond_socket = [p - s for p, s in zip(in_page, socket, strict=True)]
     print("  " + report("page beyond the LLM's TTFT (target <= 30 ms)", beyond_llm))
     print("  " + report("  of which the page beyond a raw client", beyond_socket))
     print("  " + report("  of which the page beyond a bare browser socket",
-                        [p - b for p, b in zip(in_page, bare)]))
+                        [p - b for p, b in zip(in_page, bare, strict=True)]))
     print("  " + report(f"page beyond the server's {LLM_FIRST * 1000:g} ms delay alone",
                         [p - LLM_FIRST for p in in_page]))
     if modes:

@@ -19,6 +19,8 @@ from trustgraph.base import (
     Timing,
 )
 from trustgraph.base.stage import Emitters
+from trustgraph.embeddings.provider import EmbeddingsSettings
+from trustgraph.embeddings.service import SPEC as EMBEDDINGS_SPEC
 from trustgraph.ingest import embedding_stages as stages
 from trustgraph.pubsub import Bus
 from trustgraph.schema import (
@@ -38,7 +40,7 @@ from trustgraph.schema import (
 )
 from trustgraph.storage.vectors import service as service_vectors
 
-I = Term.iri
+I = Term.iri  # noqa: E741 (the wire's term kind "i")
 DIM = 384
 
 
@@ -232,15 +234,6 @@ async def test_no_embeddings_service_means_the_chunk_waits(broker):
 # --- the real embeddings service and the real vector store ----------------------------
 
 
-def real_embeddings():
-    try:
-        from trustgraph.embeddings.provider import EmbeddingsSettings
-        from trustgraph.embeddings.service import SPEC
-    except ImportError as error:
-        pytest.skip(f"the embeddings service is not importable: {error}")
-    return SPEC, EmbeddingsSettings
-
-
 DOCUMENTS = {
     "bread": ["Sourdough bread rises slowly thanks to wild yeast and lactic bacteria.",
               "Bake the loaf in a hot Dutch oven for a crisp crust."],
@@ -250,8 +243,7 @@ DOCUMENTS = {
 
 
 async def test_end_to_end_with_the_real_model_and_vector_store(broker, data_dir):
-    spec, settings = real_embeddings()
-    pipeline = Pipeline(broker, spec, settings)
+    pipeline = Pipeline(broker, EMBEDDINGS_SPEC, EmbeddingsSettings)
     await pipeline.start(collect=False)
     base = dict(pulsar_url=broker.url, tg_flows=[pipeline.flow], tg_data_dir=str(data_dir))
     store = Processor(ProcessorSpec(service_vectors.NAME, service_vectors.VectorStoreSettings,
@@ -263,7 +255,8 @@ async def test_end_to_end_with_the_real_model_and_vector_store(broker, data_dir)
     try:
         for service in ("embeddings", "document-embeddings", "graph-embeddings"):
             requesters[service] = Requester(pipeline.bus, service, pipeline.flow,
-                                            f"test-{uuid.uuid4().hex[:8]}", timing=Timing(timeout=60))
+                                            f"test-{uuid.uuid4().hex[:8]}",
+                                            timing=Timing(timeout=60))
             await requesters[service].start()
         for user in ("alice", "bob"):
             for name, texts in DOCUMENTS.items():

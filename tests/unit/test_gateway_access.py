@@ -118,7 +118,7 @@ def test_the_role_table_in_the_docs_is_the_codes():
             continue
         names = re.findall(r"`([^`]+)`", cells[0])
         for name in names:
-            documented[name] = frozenset(role for role, cell in zip(ROLES, cells[1:])
+            documented[name] = frozenset(role for role, cell in zip(ROLES, cells[1:], strict=True)
                                          if cell == "✓")
     expected = {}
     for service, entry in TABLE.items():

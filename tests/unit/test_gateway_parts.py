@@ -7,11 +7,11 @@ from trustgraph.gateway.app import GatewaySettings
 from trustgraph.gateway.core.auth import Auth
 from trustgraph.gateway.core.caller import OPEN, TOKEN_ADMIN
 from trustgraph.gateway.core.dispatch import Dispatcher
-from trustgraph.pubsub.pulsar_shim import MAX_RECORD_BYTES
 from trustgraph.gateway.core.errors import GatewayError, classify
 from trustgraph.gateway.core.openapi import services_document
 from trustgraph.gateway.core.services import SERVICES, ServiceRow
 from trustgraph.gateway.core.websocket import _leading_id, _too_large
+from trustgraph.pubsub.pulsar_shim import MAX_RECORD_BYTES
 from trustgraph.schema import Error, Record, Response, TextCompletionRequest
 
 

@@ -8,8 +8,16 @@ from contextlib import aclosing
 import pytest
 
 from trustgraph.base import Delta, Items, ServiceError, coalesce, relay
-from trustgraph.schema import (AgentResponse, Error, LazyRagResponse, PromptResponse,
-                               RagResponse, Response, TextCompletionResponse, encode)
+from trustgraph.schema import (
+    AgentResponse,
+    Error,
+    LazyRagResponse,
+    PromptResponse,
+    RagResponse,
+    Response,
+    TextCompletionResponse,
+    encode,
+)
 
 TEXTS = ["tok", "", 'quote " backslash \\ newline \n tab \t', "\x01\x1f\x7f", "héllo 世界 🙂",
          "\u2028\u2029", "</script>"]
