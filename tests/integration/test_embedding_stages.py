@@ -9,6 +9,7 @@ import pytest
 from tests.support.handled import Handled
 from tests.support.waiting import eventually
 from trustgraph.base import (
+    TIMING,
     HandledError,
     Processor,
     ProcessorSettings,
@@ -65,8 +66,10 @@ class ScriptedEmbeddings:
 class Pipeline:
     """The two embedding processors on a fresh flow, their outputs collected."""
 
-    def __init__(self, broker, embeddings_spec, embeddings_settings=None, **settings):
+    def __init__(self, broker, embeddings_spec, embeddings_settings=None,
+                 timing: Timing = TIMING, **settings):
         self.broker = broker
+        self.timing = timing  # the stages' request protocol (TIMING: the product's)
         self.flow = f"emb-stages-{uuid.uuid4().hex[:8]}"
         self.embeddings_spec = embeddings_spec
         self.embeddings_settings = embeddings_settings
@@ -77,7 +80,7 @@ class Pipeline:
         self.processors: list[Processor] = []
 
     async def _run(self, spec, settings):
-        processor = Processor(spec, settings)
+        processor = Processor(spec, settings, timing=self.timing)
         await processor.start()
         self.processors.append(processor)
 
@@ -213,7 +216,10 @@ async def test_a_failing_embeddings_service_means_redelivery(pipeline, script):
 
 
 async def test_no_embeddings_service_means_the_chunk_waits(broker):
-    pipeline = await Pipeline(broker, None, tg_request_timeout=1).start()
+    # No service takes the request: it is given up after accept_timeout (the product's
+    # 5 s would only make the test wait).
+    pipeline = await Pipeline(broker, None, timing=Timing(accept_timeout=0.5),
+                              tg_request_timeout=1).start()
     try:
         await pipeline.emit("chunks", chunk(doc(), 0, "patient"))
         # Its handler asked for a vector, got no answer and failed: no vector came of
