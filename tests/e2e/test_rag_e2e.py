@@ -330,7 +330,7 @@ async def test_tg_eval_without_a_user_asks_as_the_keys_and_says_why_questions_fa
     status, out, err = await cli(*asked, "--option", "doc_limit=many")
     assert status == 1 and "every question failed" in err
     assert out.splitlines()[-2:] == [
-        "Failed questions:", "mode=document, collection=space, doc_limit=many: 2 × "
+        "Failed questions:", "mode=document, collection=space: 2 × "
         "bad-request: doc_limit: Input should be a valid integer, unable to parse string "
         "as an integer (HTTP 400)"]
 

@@ -204,16 +204,19 @@ def test_modes_the_stack_does_not_run_are_switched_off(browser, ingestion_stack)
     says no processor serves it; the agent is a service the gateway knows, so it is
     offered until a question finds no agent processor, which switches it off."""
     page = WorkbenchPage(browser, ingestion_stack.gateway_url)
-    page.open()
-    lazy = page.find("#ask-form input[name=mode][value=lazy]")
-    page.wait(lambda: not lazy.is_enabled(), "lazy to be switched off", timeout=30)
-    note = page.text("#mode-note")
-    assert "Lazy: no lazy-rag-status processor took the request" in note
-    assert "or run the service: tg-run lazy-rag" in note
-    turn = page.ask("agent", "Who walked on the Moon?")
-    assert turn["state"] == "error" and "no-service" in turn["error"], turn
-    assert not page.find("#ask-form input[name=mode][value=agent]").is_enabled()
-    assert "no agent processor is running" in page.text("#mode-note")
+    try:
+        page.open()
+        lazy = page.find("#ask-form input[name=mode][value=lazy]")
+        page.wait(lambda: not lazy.is_enabled(), "lazy to be switched off", timeout=30)
+        note = page.text("#mode-note")
+        assert "Lazy: no lazy-rag-status processor took the request" in note
+        assert "or run the service: tg-run lazy-rag" in note
+        turn = page.ask("agent", "Who walked on the Moon?")
+        assert turn["state"] == "error" and "no-service" in turn["error"], turn
+        assert not page.find("#ask-form input[name=mode][value=agent]").is_enabled()
+        assert "no agent processor is running" in page.text("#mode-note")
+    finally:
+        browser.get("about:blank")  # the module's other tests open this stack's page
 
 
 def test_lazy_and_agent_modes(page):
