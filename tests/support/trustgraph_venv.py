@@ -4,7 +4,8 @@ package is also named ``trustgraph``, so they can never share ours.
 
 The venv is made with the ``uv`` that ``make install`` puts beside this interpreter,
 once, under ``.venv/`` (ignored by git), and reused by every later session; a marker
-written last says it is whole, so one a session left half made is made again. A fresh
+written last says it is whole, so one a session left half made is made again, and a
+lock lets one process make it while the others wait. A fresh
 clone's first session makes it (~10 s with a warm package cache).
 
 ``TrustGraphTools.python(script)`` runs Python with TrustGraph's client importable;
@@ -12,6 +13,7 @@ clone's first session makes it (~10 s with a warm package cache).
 ``(exit status, stdout, stderr)``. TrustGraph's commands print ``Exception: ...``
 and still exit 0 when they fail: read their output, not only the status.
 """
+import fcntl
 import os
 import shutil
 import subprocess
@@ -49,10 +51,14 @@ class TrustGraphTools:
 
 
 def trustgraph_tools() -> TrustGraphTools:
-    """The venv, made on first use."""
+    """The venv, made on first use (by one process at a time: the suite's workers
+    may all ask at once)."""
     venv = ROOT / ".venv" / f"trustgraph-{VERSION}"
-    if not (venv / ".complete").exists():
-        _make(venv)
+    venv.parent.mkdir(parents=True, exist_ok=True)
+    with open(venv.with_name(venv.name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (venv / ".complete").exists():
+            _make(venv)
     return TrustGraphTools(venv)
 
 
