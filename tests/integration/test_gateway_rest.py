@@ -2,16 +2,18 @@
 statuses; a dropped HTTP client stops the LLM stream."""
 import asyncio
 import json
+from dataclasses import replace
 
 import aiohttp
 import pytest
 
 from tests.support.inprocess import inprocess_stack
 from tests.support.openai_server import expected_text
-from trustgraph.base import Processor
+from trustgraph.base import TIMING, Processor
 from trustgraph.config.service import SPEC as CONFIG_SPEC
 from trustgraph.config.service import ConfigSettings
 from trustgraph.gateway.app import SHUTDOWN_GRACE, Gateway, GatewaySettings
+from trustgraph.gateway.core import dispatch
 from trustgraph.model.text_completion.openai.provider import Settings as OpenAiSettings
 from trustgraph.model.text_completion.provider import LlmSettings
 from trustgraph.model.text_completion.service import spec_for
@@ -174,11 +176,11 @@ async def test_rest_auth(guarded, session, options, status):
 
 
 async def test_stopping_cuts_a_long_http_stream(broker, openai_server, session):
-    llm = Processor(spec_for("openai"), OpenAiSettings(
-        pulsar_url=broker.url, openai_base_url=openai_server.base_url))
+    llm = Processor(spec_for("openai"), OpenAiSettings(  # no config: pinned to default
+        pulsar_url=broker.url, openai_base_url=openai_server.base_url, tg_flows=["default"]))
     await llm.start()
     gateway = Gateway(GatewaySettings(pulsar_url=broker.url, tg_gateway_port=free_port(),
-                                      tg_gateway_keys=False))
+                                      tg_gateway_keys=False, tg_flows=["default"]))
     try:
         url = await gateway.start()
         response = await session.post(endpoint(url), json={
@@ -234,9 +236,14 @@ async def test_llm_endpoint_says_which_llm_answers_as_text_completion_recorded_i
         assert "TG_LLM" in answered["notice"]
 
 
-async def test_llm_endpoint_with_nothing_recorded_has_nothing_to_say(broker, session):
+async def test_llm_endpoint_with_nothing_recorded_has_nothing_to_say(broker, session,
+                                                                     monkeypatch):
+    # No config service takes the gateway's request: given up after accept_timeout
+    # (the product's 5 s would only make the test wait).
+    monkeypatch.setattr(dispatch, "TIMING", replace(TIMING, accept_timeout=0.5))
     gateway = Gateway(GatewaySettings(pulsar_url=broker.url, tg_gateway_port=free_port(),
-                                      tg_request_timeout=5, tg_gateway_keys=False))
+                                      tg_request_timeout=5, tg_gateway_keys=False,
+                                      tg_flows=["default"]))  # no config service here
     url = await gateway.start()
     try:
         async with session.get(url + "api/v1/llm") as response:

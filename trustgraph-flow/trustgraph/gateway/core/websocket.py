@@ -29,6 +29,7 @@ from .services import ServiceRow
 log = logging.getLogger(__name__)
 
 HEARTBEAT = 30.0
+DEFAULT_WORKSPACE = "default"
 AUTH_OK = b'{"type":"auth-ok","default_workspace":"default"}'
 AUTH_FAILED = b'{"type":"auth-failed","error":"auth failure"}'
 AUTH_REQUIRED = ('this gateway needs a token: send {"type":"auth","token":...} first, '
@@ -203,6 +204,10 @@ class Session:
         flow = frame.get("flow", "default")
         row = dispatcher.resolve(frame.get("service"), flow)
         record = dispatcher.prepare(row, frame["request"], _tenant(frame))
+        if "flow" not in frame and "workspace" in frame:
+            # TrustGraph's clients name a workspace and no flow for a service outside
+            # flows, and read it as its REST path answers them
+            record = row.as_global(record)
         REQUESTS.labels(row.name, "websocket").inc()
         task = asyncio.create_task(self._serve(client_id, row, flow, record, caller))
         self.tasks[client_id] = task
@@ -296,7 +301,14 @@ def _parse(data: str | bytes) -> dict:
 
 
 def _tenant(frame: dict) -> object:
-    return frame.get("user", frame.get("workspace"))
+    """The user the envelope names: its ``user``, else its ``workspace``, except the
+    workspace ``default``: what auth-ok names to a caller with no user of its own
+    (an open gateway, the token), and what TrustGraph's clients send when told
+    nothing else, which is the caller's own."""
+    if "user" in frame:
+        return frame["user"]
+    workspace = frame.get("workspace")
+    return None if workspace == DEFAULT_WORKSPACE else workspace
 
 
 def _too_large(data: str | bytes, limit: int) -> bool:

@@ -1,5 +1,6 @@
 """The text-completion processor: one service, its provider chosen by ``TG_LLM``
-(or fixed by ``tg-run text-completion-<provider>``)."""
+(or fixed by ``tg-run text-completion-<provider>``), or by a flow's parameters
+(``flow_providers.py``: a provider per distinct choice the running flows make)."""
 import asyncio
 import logging
 from collections.abc import AsyncGenerator
@@ -19,6 +20,8 @@ from trustgraph.schema import TextCompletionRequest, TextCompletionResponse
 from trustgraph.schema.config import LLM_CONFIG_KEY, LLM_CONFIG_TYPE
 
 from .choice import chosen_provider, current, provider_module
+from .flow_providers import LlmParameters, Providers
+from .flow_providers import options_of as flow_options
 from .provider import LlmError, LlmSettings, NotConfigured, Options, Overloaded, Usage
 from .retry import Retrying
 from .traced import answered, asked
@@ -28,15 +31,19 @@ log = logging.getLogger(__name__)
 
 def options_of(request: TextCompletionRequest) -> Options:
     """What ``request`` asks of the provider besides its text: its ``model`` and its
-    sampling options (unset: the provider's settings)."""
+    sampling options (unset: its flow's, else the provider's settings)."""
     return Options(model=request.model or None, max_tokens=request.max_tokens,
                    temperature=request.temperature, stop=request.stop or None)
 
 
-def completion_handler(provider: Retrying, name: str = "", model: str = ""
+def completion_handler(providers: Providers | Retrying, name: str = "", model: str = ""
                        ) -> Handler[TextCompletionRequest, TextCompletionResponse]:
-    """``name`` and ``model``: the provider and its default model, as the request's
-    span names them."""
+    """The handler; given one provider (``Retrying``), that one answers every flow.
+    ``name`` and ``model``: the processor's own provider and its default model, as a
+    request's span names them where its flow chooses none."""
+    if isinstance(providers, Retrying):
+        providers = Providers("", providers)
+
     async def complete(request: TextCompletionRequest, ctx: Context
                        ) -> AsyncGenerator[Delta | TextCompletionResponse, None]:
         """Streaming: each piece of text as a ``Delta`` (a ``TextCompletionResponse``
@@ -45,9 +52,10 @@ def completion_handler(provider: Retrying, name: str = "", model: str = ""
         (``Retrying.start``): nothing stands between it and this loop."""
         parts: list[str] = []
         usage = Usage(None, None, "")
-        options = options_of(request)
-        span = tracing.current_span()
-        asked(span, name, model, request, options)
+        flow = ctx.parameters.of(LlmParameters)
+        provider = await providers.get(flow)
+        options = flow_options(options_of(request), flow)
+        asked(tracing.current_span(), flow.llm_provider or name, model, request, options)
         piece, rest = await provider.start(request.system, request.prompt, options)
         try:
             async with aclosing(rest):
@@ -75,16 +83,18 @@ def spec_for(provider_name: str) -> ProcessorSpec:
 
     def services(runtime: Runtime) -> list[Service]:
         settings: LlmSettings = runtime.settings
-        provider = Retrying(module.make(settings) if module else NotConfigured(),
-                            settings.tg_llm_retries)
+        own = Retrying(module.make(settings) if module else NotConfigured(),
+                       settings.tg_llm_retries)
+        providers = Providers(provider_name, own, settings)
+        runtime.on_flows(providers.keep)
         recording = asyncio.ensure_future(record_choice(runtime, provider_name))
 
         async def close() -> None:
             recording.cancel()
-            await provider.aclose()
+            await providers.aclose()
 
         choice = current(provider_name, settings if provider_name else None)
-        handler = completion_handler(provider, choice.provider, choice.model)
+        handler = completion_handler(providers, choice.provider, choice.model)
         return [Service("text-completion", TextCompletionRequest, TextCompletionResponse,
                         handler, error_type="llm-error", close=close)]
 

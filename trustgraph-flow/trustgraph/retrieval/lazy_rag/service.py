@@ -1,6 +1,6 @@
 """Processor ``lazy-rag`` (docs/lazy-rag.md): query-time summaries over the graph.
 
-Three services:
+Four services:
 
 * ``lazy-rag`` — retrieval (``retrieve.py``: seeds, expansion, communities,
   confidence, missing information), then the ``lazy-rag-summary`` prompt streamed
@@ -11,7 +11,9 @@ Three services:
   the final record still carries all of that, with ``summary_error`` in place of
   the answer (the deltas already sent stay sent);
 * ``lazy-rag-expand`` — retrieval only, one record, no LLM;
-* ``lazy-rag-status`` — the settings in force and the community cache's state.
+* ``lazy-rag-status`` — the settings in force and the community cache's state;
+* ``collection-communities`` (bus only) — a deleted collection's cached communities
+  forgotten, for ``collection-management``'s delete.
 
 With ``LAZY_RAG_SUMMARY_MODEL`` set, the summary is written by that model (the
 prompt request's ``model``, which the text-completion service uses in place of its
@@ -47,13 +49,14 @@ from trustgraph.schema import (
     Usage,
 )
 
+from ...storage.owner import collection_service
 from .. import explain
 from ..answer import Found, answer_frames, metadata_frame
 from .cache import CommunityCache, CommunityStore
 from .context import TEMPLATE, Result, prompt_variables
 from .graph import BusGraph
 from .retrieve import find, retrieve
-from .settings import LazyRagSettings, Limits
+from .settings import LazyRagParameters, LazyRagSettings, Limits
 from .subgraph import ERROR
 
 log = logging.getLogger(__name__)
@@ -72,7 +75,8 @@ def query_handler(settings: LazyRagSettings, cache: CommunityCache
                      ) -> AsyncIterator[Yielded[LazyRagResponse]]:
         started = time.perf_counter()
         explanation = explain.begin(NAME, request.query)  # None: not traced
-        retrieval = await find(request, Limits.of(request, settings), cache, ctx.clients)
+        limits = Limits.of(request, settings, ctx.parameters.of(LazyRagParameters))
+        retrieval = await find(request, limits, cache, ctx.clients)
         try:
             # The sources are known: they go out before the communities, confidence
             # and prompt, which only the answer needs.
@@ -143,7 +147,8 @@ def expand_handler(settings: LazyRagSettings, cache: CommunityCache
                    ) -> Handler[LazyRagExpandRequest, LazyRagExpandResponse]:
     async def expand(request: LazyRagExpandRequest, ctx: Context) -> LazyRagExpandResponse:
         started = time.perf_counter()
-        result = await retrieve(request, Limits.of(request, settings), cache, ctx.clients)
+        limits = Limits.of(request, settings, ctx.parameters.of(LazyRagParameters))
+        result = await retrieve(request, limits, cache, ctx.clients)
         return LazyRagExpandResponse(generation_time_ms=_ms(started), **result.fields())
     return expand
 
@@ -179,6 +184,7 @@ def services(runtime: Runtime) -> list[Service]:
                 expand_handler(settings, cache), error_type="lazy-rag-expand-error"),
         Service("lazy-rag-status", LazyRagStatusRequest, LazyRagStatusResponse,
                 status_handler(settings, cache), error_type="lazy-rag-status-error"),
+        collection_service("collection-communities", cache.delete),
     ]
 
 
