@@ -55,7 +55,8 @@ def completion_handler(providers: Providers | Retrying, name: str = "", model: s
         flow = ctx.parameters.of(LlmParameters)
         provider = await providers.get(flow)
         options = flow_options(options_of(request), flow)
-        asked(tracing.current_span(), flow.llm_provider or name, model, request, options)
+        span = tracing.current_span()
+        asked(span, flow.llm_provider or name, model, request, options)
         piece, rest = await provider.start(request.system, request.prompt, options)
         try:
             async with aclosing(rest):
