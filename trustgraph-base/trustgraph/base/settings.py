@@ -58,6 +58,9 @@ class Settings(BaseSettings):
     tg_trace_store_mb: float = Field(100.0, ge=0, description=(
         "megabytes of recent traces kept in the data dir (traces.db), oldest dropped; "
         "0 keeps none there"))
+    tg_state_period: float = Field(2.0, gt=0, description=(
+        "seconds between a process's state records (GET /api/v1/status); one not heard "
+        "for three periods is down"))
 
 
 class GatewayEndpoint(Settings):

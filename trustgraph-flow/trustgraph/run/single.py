@@ -79,7 +79,8 @@ def serve(label: str, specs: list[ProcessorSpec], argv: list[str]) -> None:
     settings = [load_settings(spec.settings, argv, label) for spec in specs]
     logging.getLogger().setLevel(settings[0].tg_log_level.upper())
     start_tracing(settings[0], label)  # before the processors: their runners take tracers
-    processors = [Processor(spec, each) for spec, each in zip(specs, settings, strict=True)]
+    processors = [Processor(spec, each, process=label)
+                  for spec, each in zip(specs, settings, strict=True)]
     asyncio.run(serve_together(processors))
 
 

@@ -76,6 +76,7 @@ from trustgraph.schema import (
 )
 
 from ...extract.vocabulary import NOT_STATEMENTS, chunk_iri, document_iri
+from ..checks import triples_probe
 from ..owner import collection_service, fits_one_message, removal_stage, scope_of
 from ..settings import StoreSettings
 from .configured import open_triples_store
@@ -322,7 +323,9 @@ def knowledge_load_handler(store: TriplesStore
 
 
 async def services(runtime: Runtime) -> list[Service | Stage]:
-    return parts(await open_triples_store(runtime.settings))
+    store = await open_triples_store(runtime.settings)
+    runtime.check_store("triples", triples_probe(store))
+    return parts(store)
 
 
 def parts(store: TriplesStore) -> list[Service | Stage]:

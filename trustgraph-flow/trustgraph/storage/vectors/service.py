@@ -65,6 +65,7 @@ from trustgraph.schema import (
     ScoredEntity,
 )
 
+from ..checks import vectors_probe
 from ..owner import collection_service, fits_one_message, removal_stage, scope_of
 from ..settings import StoreSettings
 from . import store as stored
@@ -253,7 +254,9 @@ def count_handler(store: VectorStore) -> Handler[ChunkCountRequest, ChunkCountRe
 
 
 def services(runtime: Runtime) -> list[Service | Stage]:
-    return parts(open_vector_store(runtime.settings))
+    store = open_vector_store(runtime.settings)
+    runtime.check_store("vectors", vectors_probe(store))
+    return parts(store)
 
 
 def parts(store: VectorStore) -> list[Service | Stage]:
