@@ -49,6 +49,7 @@ from .settings import CoreSettings
 from .states import ProcessorStates
 from .status import STATUS, StatusRoute
 from .traced import http_scope, on_prepare, stamp
+from .usage import UsageLedger
 from .websocket import Limits as SocketLimits
 from .websocket import SocketEndpoint
 
@@ -69,9 +70,11 @@ class Route:
 class Core:
     def __init__(self, bus: Bus, settings: CoreSettings) -> None:
         self.settings = settings  # the gateway's: they include every API's own
+        self._bus = bus
         limiter = Limiter()
+        ledger = UsageLedger(settings.tg_metrics_max_series)
         self.client = Dispatcher(bus, settings.tg_flows, settings.tg_request_timeout,
-                                 limiter)
+                                 limiter, ledger)
         defaults = Limits(settings.tg_key_concurrent, settings.tg_key_per_minute,
                           settings.tg_key_tokens_per_day)
         # What the processors say about themselves (GET /api/v1/status), and the
@@ -79,7 +82,8 @@ class Core:
         self.states = ProcessorStates(bus, self.client.owner, settings.tg_state_period,
                                       self._own_state)
         self._publishing: asyncio.Task | None = None
-        self.keys = KeyRing(bus, self.client.owner, limiter, defaults) \
+        self.keys = KeyRing(bus, self.client.owner, limiter, defaults,
+                            settings.tg_usage_report, ledger) \
             if settings.tg_gateway_keys else None
         self.auth = Auth(settings.tg_gateway_token, self.keys, _jwt(settings, defaults))
         self.sockets = SocketEndpoint(self.client, self.auth, SocketLimits(
@@ -101,7 +105,10 @@ class Core:
         wait = self.settings.tg_config_wait
         await self.states.start()
         await asyncio.gather(self.client.start(wait),
-                             *([self.keys.start(wait)] if self.keys is not None else []))
+                             *([self.keys.start(wait)] if self.keys is not None else []),
+                             *([] if self.client.flows.pinned else [
+                                 self.client.ledger.follow_prices(self._bus, self.client.owner,
+                                                                  wait)]))
         self._publishing = asyncio.create_task(self.states.publisher.run(), name="state")
 
     def _own_state(self) -> ProcessorState:
@@ -188,6 +195,7 @@ class Core:
         if self.keys is not None:
             await self.keys.close()
         self.client.flows.close()
+        self.client.ledger.close()
 
 
 def _jwt(settings: CoreSettings, limits: Limits) -> JwtVerifier | None:
