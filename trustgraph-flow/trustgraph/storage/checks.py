@@ -2,37 +2,26 @@
 ``tg-verify-system-status``: a read, then a write taken back, in a scope no user can
 have (a user name must start with a letter or digit: ``schema/keys.py``).
 """
-from trustgraph.base.state import StoreProbe, StoreUnreadable
-from trustgraph.schema import Term, Triple
+from collections.abc import Awaitable, Callable
 
-from .triples.store import TriplesStore
-from .vectors.store import EntityVector, VectorStore
+from trustgraph.base.state import StoreProbe, StoreUnreadable
+from trustgraph.schema import Term
 
 PROBE_USER = "_tg-status"
 PROBE_COLLECTION = "probe"
-_PROBE = Term.iri("urn:tg:status:probe")
+PROBE_TERM = Term.iri("urn:tg:status:probe")
+
+Scoped = Callable[[str, str], Awaitable[object]]  # called with (user, collection)
 
 
-def triples_probe(store: TriplesStore) -> StoreProbe:
+def store_probe(read: Scoped, write: Scoped, take_back: Scoped) -> StoreProbe:
+    """``read`` (its failure: unreadable), then ``write`` and ``take_back``, each in
+    the probe's scope."""
     async def probe() -> None:
         try:
-            await store.count(PROBE_USER, PROBE_COLLECTION)
+            await read(PROBE_USER, PROBE_COLLECTION)
         except Exception as error:
             raise StoreUnreadable(f"{type(error).__name__}: {error}") from error
-        await store.add(PROBE_USER, PROBE_COLLECTION,
-                        [Triple(s=_PROBE, p=_PROBE, o=Term.literal("written"))],
-                        document="probe")
-        await store.delete_collection(PROBE_USER, PROBE_COLLECTION)
-    return probe
-
-
-def vectors_probe(store: VectorStore) -> StoreProbe:
-    async def probe() -> None:
-        try:
-            await store.count(PROBE_USER, PROBE_COLLECTION)
-        except Exception as error:
-            raise StoreUnreadable(f"{type(error).__name__}: {error}") from error
-        await store.upsert_entities(PROBE_USER, PROBE_COLLECTION,
-                                    [EntityVector(_PROBE, [1.0, 0.0, 0.0], "probe")])
-        await store.delete_collection(PROBE_USER, PROBE_COLLECTION)
+        await write(PROBE_USER, PROBE_COLLECTION)
+        await take_back(PROBE_USER, PROBE_COLLECTION)
     return probe

@@ -76,7 +76,7 @@ from trustgraph.schema import (
 )
 
 from ...extract.vocabulary import NOT_STATEMENTS, chunk_iri, document_iri
-from ..checks import triples_probe
+from ..checks import PROBE_TERM, store_probe
 from ..owner import collection_service, fits_one_message, removal_stage, scope_of
 from ..settings import StoreSettings
 from .configured import open_triples_store
@@ -324,7 +324,9 @@ def knowledge_load_handler(store: TriplesStore
 
 async def services(runtime: Runtime) -> list[Service | Stage]:
     store = await open_triples_store(runtime.settings)
-    runtime.check_store("triples", triples_probe(store))
+    runtime.check_store("triples", store_probe(store.count, lambda user, collection: store.add(
+        user, collection, [Triple(s=PROBE_TERM, p=PROBE_TERM, o=Term.literal("written"))],
+        document="probe"), store.delete_collection))
     return parts(store)
 
 

@@ -65,7 +65,7 @@ from trustgraph.schema import (
     ScoredEntity,
 )
 
-from ..checks import vectors_probe
+from ..checks import PROBE_TERM, store_probe
 from ..owner import collection_service, fits_one_message, removal_stage, scope_of
 from ..settings import StoreSettings
 from . import store as stored
@@ -255,7 +255,10 @@ def count_handler(store: VectorStore) -> Handler[ChunkCountRequest, ChunkCountRe
 
 def services(runtime: Runtime) -> list[Service | Stage]:
     store = open_vector_store(runtime.settings)
-    runtime.check_store("vectors", vectors_probe(store))
+    runtime.check_store("vectors", store_probe(
+        store.count, lambda user, collection: store.upsert_entities(
+            user, collection, [stored.EntityVector(PROBE_TERM, [1.0, 0.0, 0.0], "probe")]),
+        store.delete_collection))
     return parts(store)
 
 
