@@ -78,6 +78,9 @@ class ProcessorSettings(Settings):
     tg_max_deliveries: int = 10
     # Index of this replica among processes serving the same service (see Bus).
     tg_replica: int = 0
+    # Serve this process's Prometheus metrics on this port (/metrics); 0: not served
+    # (tg-start's processes share one machine: docker-compose.yaml sets it per container).
+    tg_metrics_port: int = Field(0, ge=0, le=65535)
 
 
 S = TypeVar("S", bound=Settings)
