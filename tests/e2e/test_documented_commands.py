@@ -67,6 +67,10 @@ EXCEPTIONS = {
         "the example's key: the test exports the one tg-create-key printed above",
     ("docs/gateway.md", "tg-revoke-key 9f8e7d6c5b4a3921"):
         "the example's key id: the test revokes one tg-create-key made",
+    ("docs/observability.md", "pip install arize-phoenix"):
+        "installs Arize Phoenix and serves it in the foreground; test_tracing_e2e.py runs one",
+    ("docs/observability.md", "OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:6006 tg-start"):
+        STACK,
     ("docs/openai.md", "TG_GATEWAY_HOST=0.0.0.0 TG_GATEWAY_TOKEN=change-me tg-start"): STACK,
     ("docs/openai.md", "docker run -d -p 3000:8080"): "docker, and Open WebUI's image",
     ("docs/operations.md", "OPENAI_API_KEY=sk-... tg-start"): STACK,
@@ -282,6 +286,14 @@ def test_knowledge_cores(shell, stack, tmp_path_factory):
     assert (shell.cwd / "research.tgz").stat().st_size > 0
 
 
+def test_flows(shell):
+    run_document("docs/flows.md", shell)
+
+
+def test_observability(shell):
+    run_document("docs/observability.md", shell)
+
+
 def test_openai(shell):
     shell.env["TG_GATEWAY_TOKEN"] = "change-me"  # the line above started the stack with it
     run_document("docs/openai.md", shell)
@@ -306,7 +318,8 @@ def test_gateway_last(shell, history):
 # --- what holds without a stack ----------------------------------------------------------
 
 RUN_HERE = {"README.md", "docs/cli.md", "docs/collections.md", "docs/evaluation.md",
-            "docs/knowledge-cores.md", "docs/openai.md", "docs/gateway.md"}
+            "docs/knowledge-cores.md", "docs/openai.md", "docs/gateway.md",
+            "docs/observability.md", "docs/flows.md"}
 
 
 def test_every_document_with_commands_has_its_run_here():
