@@ -1,7 +1,7 @@
 """LLM tokens as an operator reads them, on a stack tg-start runs: a model's prices
 set with tg-set-token-costs and read back with tg-show-token-costs (and by
 TrustGraph's layout, config type token-cost); every answer's tokens on the gateway's
-/metrics per flow, user, key and model, with their cost; tg-show-usage's daily rows
+/metrics per flow, user and model, with their cost; tg-show-usage's daily rows
 once the gateway has reported them to the keys service; tg-show-token-rate's
 samples."""
 import json

@@ -22,6 +22,7 @@ from ..schema.topics import STATE_TOPIC
 log = logging.getLogger(__name__)
 
 STORE_CHECK_PERIOD = 30.0  # seconds between two checks of a store
+LAST_SEND = 1.0  # seconds a stopping process waits to say so
 # A store's check: a read (raising ``StoreUnreadable`` if it fails), then a write it
 # takes back (raising anything if that fails).
 StoreProbe = Callable[[], Awaitable[None]]
@@ -106,17 +107,22 @@ class StatePublisher:
 
     async def send(self, up: bool = True) -> None:
         """One record now; a failure to send is logged at DEBUG (the broker away: the
-        next period tries again; a warning would itself become the last error)."""
+        next period tries again; a warning would itself become the last error). The
+        last one (``up`` false) waits ``LAST_SEND`` at most: a process stopping
+        because the broker went away must not wait out the send timeout."""
         state = self.record()
         state.up = up
         if up:
             state.stores = [await runner.checked() for runner in self.stores]
         try:
-            if self._producer is None:
-                self._producer = await self._bus.producer(STATE_TOPIC)
-            await self._producer.send(state.encoded())
+            await asyncio.wait_for(self._send(state), None if up else LAST_SEND)
         except Exception as error:
             log.debug("state record not sent: %s", error)
+
+    async def _send(self, state: ProcessorState) -> None:
+        if self._producer is None:
+            self._producer = await self._bus.producer(STATE_TOPIC)
+        await self._producer.send(state.encoded())
 
     async def run(self) -> None:
         while True:

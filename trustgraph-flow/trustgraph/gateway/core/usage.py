@@ -3,12 +3,12 @@ user, key and model, in and out, and what they cost at the prices config type
 ``token-cost`` holds (TrustGraph's layout: per model, ``input_price`` and
 ``output_price`` in dollars per token).
 
-Two destinations: the Prometheus counters below, at once; and, kept durably, the
-day's rows handed to the ``KeyRing``'s next report (``drain``) for the keys
-service to add up (``GET /api/v1/usage``).
+Two destinations: the Prometheus counters below (per flow, user and model), at
+once; and, kept durably, the day's rows (per key too) handed to the ``KeyRing``'s
+next report (``drain``) for the keys service to add up (``GET /api/v1/usage``).
 
-Labels stay bounded: a new (flow, user, key, model) set beyond ``max_series`` is
-counted as user and key ``other``; flows and models are few (config names them).
+Labels stay bounded: a new (flow, user, model) set beyond ``max_series`` is counted
+as user ``other``; flows and models are few (config names them).
 """
 import json
 import logging
@@ -33,9 +33,10 @@ TRUSTGRAPH_SET_TYPE = "token-costs"
 OTHER = "other"
 MAX_SERIES = 1000  # label sets of tg_llm_tokens_total before new ones are "other"
 
-TOKENS = Counter("tg_llm_tokens_total", "LLM tokens of the answers, by flow, user, key "
-                 "(its id; none: no key) and model", ["flow", "user", "key", "model",
-                                                     "direction"])
+# No key, not even its id: /metrics may be read by more people than keys (a test holds
+# it); per key, the tokens are in the daily usage, for admins.
+TOKENS = Counter("tg_llm_tokens_total", "LLM tokens of the answers, by flow, user and "
+                 "model", ["flow", "user", "model", "direction"])
 COST = Counter("tg_llm_cost_dollars_total", "What the LLM tokens cost at token-cost's "
                "prices (models without a price count nothing)", ["flow", "user", "model"])
 Prices = Mapping[str, tuple[float, float]]  # model → ($ per input token, per output)
@@ -45,7 +46,7 @@ class UsageLedger:
     def __init__(self, max_series: int) -> None:
         self.max_series = max_series
         self.prices: Prices = {}
-        self._series: set[tuple[str, str, str, str]] = set()
+        self._series: set[tuple[str, str, str]] = set()
         self._rows: dict[tuple[str, str, str, str, str], UsageRow] = {}
         self._watcher: ConfigWatcher | None = None
 
@@ -55,11 +56,11 @@ class UsageLedger:
         if not tokens_in and not tokens_out:
             return
         model, key = usage.model or "", caller.key_id or ""
-        user, shown_key = self._labels(flow, caller.user, key, model)
+        user = self._user_label(flow, caller.user, model)
         if tokens_in:
-            TOKENS.labels(flow, user, shown_key, model, "in").inc(tokens_in)
+            TOKENS.labels(flow, user, model, "in").inc(tokens_in)
         if tokens_out:
-            TOKENS.labels(flow, user, shown_key, model, "out").inc(tokens_out)
+            TOKENS.labels(flow, user, model, "out").inc(tokens_out)
         price_in, price_out = self.prices.get(model, (0.0, 0.0))
         if price_in or price_out:
             COST.labels(flow, user, model).inc(tokens_in * price_in + tokens_out * price_out)
@@ -70,12 +71,12 @@ class UsageLedger:
         row.out_tokens += tokens_out
         row.requests += 1
 
-    def _labels(self, flow: str, user: str, key: str, model: str) -> tuple[str, str]:
-        series = (flow, user, key, model)
+    def _user_label(self, flow: str, user: str, model: str) -> str:
+        series = (flow, user, model)
         if series in self._series or len(self._series) < self.max_series:
             self._series.add(series)
-            return user, key
-        return OTHER, OTHER
+            return user
+        return OTHER
 
     def drain(self) -> list[UsageRow]:
         """The rows counted since the last drain (to report), forgotten here."""
