@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.support.ui import Select
 
 from tests.support.browser import chromium, missing
 from tests.support.openai_server import expected_text
@@ -231,6 +232,27 @@ def test_lazy_and_agent_modes(page):
         .querySelectorAll('.steps details')].map(d => d.innerText.trim())""")
     assert steps == ["Thought"], steps  # collapsed: only its summary shows
     assert "null" not in turn["text"]
+
+
+def test_the_flow_picker_lists_the_running_flows_and_asks_the_one_chosen(page, client,
+                                                                        llm):
+    client.start_flow("wb-picked", "default", "the picked flow", {"llm-model": "picked"})
+    picker = Select(page.find("#settings [name=flow]"))
+
+    def listed() -> list[str]:  # read at once: the picker's options are replaced as listed
+        return page.js("return [...document.querySelector('#settings [name=flow]').options]"
+                       ".map((option) => option.text)")
+    try:
+        page.find("#settings [name=flow]").click()  # opening it lists the flows again
+        page.wait(lambda: "wb-picked — the picked flow" in listed(), "the new flow listed")
+        picker.select_by_value("wb-picked")
+        turn = page.ask("document", "Who walked on the Moon? [tokens=5]")
+        assert turn["state"] == "done" and llm.asked()["model"] == "picked"
+        client.stop_flow("wb-picked")
+        page.find("#settings [name=flow]").click()
+        page.wait(lambda: "wb-picked (not running)" in listed(), "the stopped flow marked")
+    finally:
+        picker.select_by_value("default")
 
 
 def test_stop_ends_the_llm_stream(page, llm):

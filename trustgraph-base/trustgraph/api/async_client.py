@@ -3,8 +3,8 @@
 The transport (``GatewaySocket``) does requests in general; each service below is a
 few lines saying what its request holds (built with ``wire``'s helpers) and where its
 answer's text is (the answers read by ``trustgraph.answers``, the reader every API
-shares). The library and store calls are ``library.py``'s and LazyRAG's
-``lazy_rag.py``'s, inherited.
+shares). The library and store calls are ``library.py``'s, LazyRAG's
+``lazy_rag.py``'s and the flow service's ``flows.py``'s, inherited.
 """
 from collections.abc import (
     AsyncGenerator,
@@ -26,6 +26,7 @@ from ..schema import (
 )
 from .agent import AgentResult, AgentStream
 from .agent import events_from_frames as agent_events
+from .flows import FlowCalls
 from .http import GatewayHttp
 from .lazy_rag import LazyRagCalls
 from .library import LibraryCalls
@@ -44,7 +45,7 @@ QUERY_MODES: dict[str, type[Response]] = {
     "agent": AgentResponse}
 
 
-class AsyncTrustGraph(LibraryCalls, LazyRagCalls):
+class AsyncTrustGraph(LibraryCalls, LazyRagCalls, FlowCalls):
     """A connection to a TrustGraph gateway: one websocket for any number of
     concurrent requests, opened on first use and reopened if it drops.
 

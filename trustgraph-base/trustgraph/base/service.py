@@ -20,13 +20,15 @@ import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import aclosing
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Generic, TypeVar, Union
 
 from ..pubsub import Bus, Message
+from ..pubsub.bus import Consumer
 from ..schema import Error, Record, Response, decode, request_topic
 from .clients import Clients
+from .flows import Parameters
 from .metrics import SLOT_WAIT, WAITING, RequestTimer
 from .relay import Delta
 from .rpc import (
@@ -64,6 +66,8 @@ class Context:
     flow: str
     clients: Clients  # the services it may call on this flow: ``ctx.clients.get("prompt")``
     emit: Emit = no_emit  # durable send to a pipeline stage of this flow
+    # the flow's parameters: ``ctx.parameters.of(Model)`` (base/flows.py)
+    parameters: Parameters = field(default_factory=lambda: Parameters(""))
 
 
 class Relay(Generic[Resp_co]):
@@ -102,17 +106,22 @@ class Service:
     services of different types (what a processor's factory returns) would read a
     generic class as ``Service[Any, Any]`` and check none of them."""
 
-    __slots__ = ("name", "request", "response", "handler", "error_type", "close")
+    __slots__ = ("name", "request", "response", "handler", "error_type", "close",
+                 "global_flow")
 
     def __init__(self, name: str, request: type[Req], response: type[Resp],
                  handler: Handler[Req, Resp], error_type: str = "",
-                 close: Callable[[], Awaitable[None]] | None = None) -> None:
+                 close: Callable[[], Awaitable[None]] | None = None,
+                 global_flow: str | None = None) -> None:
         self.name = name
         self.request: type[Record] = request
         self.response: type[Response] = response
         self.handler: Handler[Any, Any] = handler
         self.error_type = error_type  # the ``error.type`` for unexpected failures
         self.close = close  # releases what the handler holds
+        # A service outside flows (config, keys, the librarian, flow): served on this
+        # flow only, whichever flows run.
+        self.global_flow = global_flow
 
     @property
     def failure_type(self) -> str:
@@ -242,9 +251,11 @@ class ServiceRunner:
 
     def __init__(self, bus: Bus, service: Service, flow: str, runtime: Runtime,
                  inflight: dict[str, asyncio.Task], limit: asyncio.Semaphore,
-                 backlog: int, replies: ReplyProducers, timing: Timing = TIMING) -> None:
+                 backlog: int, replies: ReplyProducers, timing: Timing = TIMING,
+                 parameters: Parameters | None = None) -> None:
         self.service = service
         self.flow = flow
+        self.parameters = parameters or Parameters(flow)  # replaced as the flow changes
         self.timing = timing
         self._bus = bus
         self._clients = runtime.clients(flow)
@@ -255,11 +266,24 @@ class ServiceRunner:
         self._limit = limit  # requests handled at once
         self._backlog = backlog  # requests held (handled or waiting), then refused
         self._replies = replies
+        self._consumer: Consumer | None = None
+        self._taken = 0  # requests taken and not yet ended
 
     async def start(self) -> None:
-        await self._bus.consume(request_topic(self.service.name, self.flow),
-                                self.service.name, self._accept,
-                                name=f"requests {self.service.name}:{self.flow}")
+        self._consumer = await self._bus.consume(
+            request_topic(self.service.name, self.flow), self.service.name, self._accept,
+            name=f"requests {self.service.name}:{self.flow}", replicated=True)
+
+    async def stop(self) -> None:
+        """Take no more requests (the flow stopped); those in hand are answered."""
+        if self._consumer is not None:
+            consumer, self._consumer = self._consumer, None
+            await self._bus.release(consumer)
+
+    @property
+    def answering(self) -> bool:
+        """Whether requests it took are still being answered."""
+        return self._taken > 0
 
     async def _accept(self, message: Message) -> None:
         """Never waits: the request is taken (its requester hears ``accepted``, or the
@@ -291,10 +315,12 @@ class ServiceRunner:
             self._refuse(open_reply) if overloaded else
             self._serve(data, request_id, open_reply))
         self._inflight[request_id] = task
+        self._taken += 1
         task.add_done_callback(lambda _: self._done(request_id))
         return task
 
     def _done(self, request_id: str) -> None:
+        self._taken -= 1
         self._inflight.pop(request_id, None)
         self._answered.add(request_id)
 
@@ -345,7 +371,8 @@ class ServiceRunner:
             await self._slot(request_id)
             holding = True
             request = decode(self.service.request, data)
-            ctx = Context(request_id, self.flow, self._clients, self._emit)
+            ctx = Context(request_id, self.flow, self._clients, self._emit,
+                          self.parameters)
             # aclosing: a cancel closes the handler (and its LLM stream) at once.
             async with aclosing(Items(self.service.handler(request, ctx))) as items:
                 async for item in items:

@@ -37,7 +37,9 @@ class Settings(BaseSettings):
     # tg-start: named, the broker to use; unset, it starts the embedded one (pulsar-lite)
     pulsar_url: str = DEFAULT_PULSAR_URL
     tg_data_dir: str = "./tg-data"
-    tg_flows: CommaList = ["default"]
+    # The flows this process serves, pinned; empty: those config runs (its ``flow``
+    # items), followed while it runs (base/flows.py). The gateway routes the same.
+    tg_flows: CommaList = []
     tg_request_timeout: float = Field(TIMING.timeout, description=(
         "seconds a request may go without a record once a service has accepted it"))
     tg_config_wait: float = Field(CONFIG_WAIT, description=(

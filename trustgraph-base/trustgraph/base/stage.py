@@ -16,7 +16,7 @@ came from, how often it was tried and the last error; then it is acknowledged.
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from pydantic import ValidationError
@@ -26,6 +26,7 @@ from ..pubsub.bus import Consumer, Producer
 from ..pubsub.pulsar_shim import MAX_RECORD_BYTES
 from ..schema import Record, decode, encode, flow_topic
 from .clients import Clients
+from .flows import Parameters
 
 log = logging.getLogger(__name__)
 
@@ -54,12 +55,14 @@ Rec = TypeVar("Rec", bound=Record)
 
 @dataclass
 class StageContext:
-    """What a stage handler knows besides its record: the flow, the services it may
-    call on it, and the durable send to the next stages."""
+    """What a stage handler knows besides its record: the flow and its parameters,
+    the services it may call on it, and the durable send to the next stages."""
 
     flow: str
     clients: Clients  # ``ctx.clients.get("prompt")``
     emit: Callable[[str, Record], Awaitable[None]]  # (stage, record) → durable send
+    # ``ctx.parameters.of(Model)`` (base/flows.py); replaced as the flow changes
+    parameters: Parameters = field(default_factory=lambda: Parameters(""))
 
 
 StageHandler = Callable[[Rec, StageContext], Awaitable[None]]
@@ -143,15 +146,38 @@ class StageRunner:
         self._dead = DeadLetters(bus, stage.name, stage.subscription or stage.name,
                                  context.flow)
         self._consumer: Consumer | None = None  # set by start, before any message
+        self._stopping: asyncio.Event | None = None  # set by stop: released when closed
         self.tasks: set[asyncio.Task] = set()
+
+    @property
+    def context(self) -> StageContext:
+        return self._context
 
     async def start(self) -> None:
         self._consumer = await self._bus.subscribe(
             flow_topic(self.stage.name, self.flow), self.stage.subscription or self.stage.name,
-            receiver_queue_size=STAGE_PREFETCH)
+            receiver_queue_size=STAGE_PREFETCH, replicated=True)
         self._bus.receive(self._consumer, self._accept, f"stage {self.stage.name}:{self.flow}")
 
+    async def stop(self) -> None:
+        """Stop taking records (the flow stopped): the records being handled are
+        finished and acknowledged, then the consumer is closed. What it received and
+        did not start goes back unacknowledged: the subscription keeps it, with the
+        rest of the backlog, for when the flow starts again."""
+        if self._stopping is not None or self._consumer is None:
+            return
+        self._stopping = asyncio.Event()
+        if self.tasks:
+            await asyncio.gather(*self.tasks, return_exceptions=True)
+        await self._bus.release(self._consumer)
+        self._stopping.set()  # the receive loop, held in _accept, finds it closed
+
     async def _accept(self, message: Message) -> None:
+        if self._stopping is not None:
+            # Held until the consumer is closed: the receive loop takes no more
+            # records meanwhile, and this one is redelivered (never acknowledged).
+            await self._stopping.wait()
+            return
         await self._limit.acquire()
         task = asyncio.create_task(self._work(message))
         self.tasks.add(task)

@@ -1,8 +1,9 @@
 """The request handler both RAG services share, and the frames it answers with
 (PROTOCOL §2).
 
-A request is: optimise the question (when asked), retrieve (the service's own part),
-then answer with the service's prompt. Retrieval completes before generation
+A request is: its unset fields given the flow's retrieval defaults
+(``RetrievalParameters``), optimise the question (when asked), retrieve (the
+service's own part), then answer with the service's prompt. Retrieval completes before generation
 starts, so a streaming answer sends its sources first at no cost:
 
 * streaming: one ``metadata`` record (sources, rewritten question, sub-questions),
@@ -21,7 +22,16 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from trustgraph.base import Clients, Context, PromptClient, Relay, Service, Yielded
+from trustgraph.base import (
+    Clients,
+    Context,
+    FlowParameters,
+    PromptClient,
+    Relay,
+    Service,
+    Yielded,
+)
+from trustgraph.base.flows import defaulted
 from trustgraph.base.steps import step
 from trustgraph.schema import (
     DocumentRagRequest,
@@ -31,6 +41,7 @@ from trustgraph.schema import (
     Source,
     Usage,
 )
+from trustgraph.schema.retrieval import Retrieval
 
 from .questions import Questions, plan_questions
 
@@ -52,6 +63,18 @@ class Found:
     usage: Usage = field(default_factory=Usage)  # prompts retrieval ran (reranking)
 
 
+class RetrievalParameters(FlowParameters):
+    """A flow's retrieval defaults: what a request leaves unset takes them."""
+
+    doc_limit: int | None = None
+    entity_limit: int | None = None
+    triple_limit: int | None = None
+    max_path_length: int | None = None
+    max_subgraph_size: int | None = None
+    retrieval: Retrieval | None = None
+    rerank: bool | None = None
+
+
 RagRequest = GraphRagRequest | DocumentRagRequest
 Q = TypeVar("Q", bound=RagRequest)
 Retrieve = Callable[[Q, list[str], Clients], Awaitable[Found]]
@@ -64,6 +87,7 @@ def rag_service(name: str, error_type: str, request: type[Q],
 
     async def handle(request: Q, ctx: Context) -> AsyncIterator[Yielded[RagResponse]]:
         started = time.perf_counter()
+        request = defaulted(request, ctx.parameters.of(RetrievalParameters))
         prompts = PromptClient(await ctx.clients.get("prompt"))
         progress = request.streaming and request.progress
         if progress and (request.optimize_query or request.subqueries):

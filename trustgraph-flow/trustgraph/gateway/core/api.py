@@ -84,10 +84,11 @@ class Core:
         self.route("GET", "/metrics", scrape, public=settings.tg_metrics_open, roles=ADMINS)
 
     async def start(self) -> None:
-        """Read the API keys (waiting up to ``tg_config_wait`` for the config service;
-        until they are read, keys are answered 503)."""
-        if self.keys is not None:
-            await self.keys.start(self.settings.tg_config_wait)
+        """Read the running flows and the API keys (waiting up to ``tg_config_wait``
+        for the config service; until they are read, keys are answered 503)."""
+        wait = self.settings.tg_config_wait
+        await asyncio.gather(self.client.start(wait),
+                             *([self.keys.start(wait)] if self.keys is not None else []))
 
     def route(self, method: str, path: str, handler: Handler, public: bool = False,
               roles: frozenset[Role] = EVERYONE,
@@ -148,6 +149,7 @@ class Core:
                 await asyncio.wait(late, timeout=grace)
         if self.keys is not None:
             await self.keys.close()
+        self.client.flows.close()
 
 
 def _jwt(settings: CoreSettings, limits: Limits) -> JwtVerifier | None:

@@ -1,5 +1,6 @@
 """The text-completion processor: one service, its provider chosen by ``TG_LLM``
-(or fixed by ``tg-run text-completion-<provider>``)."""
+(or fixed by ``tg-run text-completion-<provider>``), or by a flow's parameters
+(``flow_providers.py``: a provider per distinct choice the running flows make)."""
 import asyncio
 import logging
 from collections.abc import AsyncGenerator
@@ -18,6 +19,8 @@ from trustgraph.schema import TextCompletionRequest, TextCompletionResponse
 from trustgraph.schema.config import LLM_CONFIG_KEY, LLM_CONFIG_TYPE
 
 from .choice import chosen_provider, current, provider_module
+from .flow_providers import LlmParameters, Providers
+from .flow_providers import options_of as flow_options
 from .provider import LlmError, LlmSettings, NotConfigured, Options, Overloaded, Usage
 from .retry import Retrying
 
@@ -26,13 +29,17 @@ log = logging.getLogger(__name__)
 
 def options_of(request: TextCompletionRequest) -> Options:
     """What ``request`` asks of the provider besides its text: its ``model`` and its
-    sampling options (unset: the provider's settings)."""
+    sampling options (unset: its flow's, else the provider's settings)."""
     return Options(model=request.model or None, max_tokens=request.max_tokens,
                    temperature=request.temperature, stop=request.stop or None)
 
 
-def completion_handler(provider: Retrying
+def completion_handler(providers: Providers | Retrying
                        ) -> Handler[TextCompletionRequest, TextCompletionResponse]:
+    """The handler; given one provider (``Retrying``), that one answers every flow."""
+    if isinstance(providers, Retrying):
+        providers = Providers("", providers)
+
     async def complete(request: TextCompletionRequest, ctx: Context
                        ) -> AsyncGenerator[Delta | TextCompletionResponse, None]:
         """Streaming: each piece of text as a ``Delta`` (a ``TextCompletionResponse``
@@ -41,8 +48,10 @@ def completion_handler(provider: Retrying
         (``Retrying.start``): nothing stands between it and this loop."""
         parts: list[str] = []
         usage = Usage(None, None, "")
+        flow = ctx.parameters.of(LlmParameters)
+        provider = await providers.get(flow)
         piece, rest = await provider.start(request.system, request.prompt,
-                                           options_of(request))
+                                           flow_options(options_of(request), flow))
         try:
             async with aclosing(rest):
                 while piece is not None:
@@ -67,16 +76,18 @@ def spec_for(provider_name: str) -> ProcessorSpec:
 
     def services(runtime: Runtime) -> list[Service]:
         settings: LlmSettings = runtime.settings
-        provider = Retrying(module.make(settings) if module else NotConfigured(),
-                            settings.tg_llm_retries)
+        own = Retrying(module.make(settings) if module else NotConfigured(),
+                       settings.tg_llm_retries)
+        providers = Providers(provider_name, own, settings)
+        runtime.on_flows(providers.keep)
         recording = asyncio.ensure_future(record_choice(runtime, provider_name))
 
         async def close() -> None:
             recording.cancel()
-            await provider.aclose()
+            await providers.aclose()
 
         return [Service("text-completion", TextCompletionRequest, TextCompletionResponse,
-                        completion_handler(provider), error_type="llm-error", close=close)]
+                        completion_handler(providers), error_type="llm-error", close=close)]
 
     name = f"text-completion-{provider_name}" if provider_name else "text-completion"
     return ProcessorSpec(name, settings_model, services)

@@ -55,7 +55,7 @@ from .cache import CommunityCache, CommunityStore
 from .context import TEMPLATE, Result, prompt_variables
 from .graph import BusGraph
 from .retrieve import find, retrieve
-from .settings import LazyRagSettings, Limits
+from .settings import LazyRagParameters, LazyRagSettings, Limits
 from .subgraph import ERROR
 
 log = logging.getLogger(__name__)
@@ -73,7 +73,8 @@ def query_handler(settings: LazyRagSettings, cache: CommunityCache
     async def handle(request: LazyRagRequest, ctx: Context
                      ) -> AsyncIterator[Yielded[LazyRagResponse]]:
         started = time.perf_counter()
-        retrieval = await find(request, Limits.of(request, settings), cache, ctx.clients)
+        limits = Limits.of(request, settings, ctx.parameters.of(LazyRagParameters))
+        retrieval = await find(request, limits, cache, ctx.clients)
         try:
             # The sources are known: they go out before the communities, confidence
             # and prompt, which only the answer needs.
@@ -125,7 +126,8 @@ def expand_handler(settings: LazyRagSettings, cache: CommunityCache
                    ) -> Handler[LazyRagExpandRequest, LazyRagExpandResponse]:
     async def expand(request: LazyRagExpandRequest, ctx: Context) -> LazyRagExpandResponse:
         started = time.perf_counter()
-        result = await retrieve(request, Limits.of(request, settings), cache, ctx.clients)
+        limits = Limits.of(request, settings, ctx.parameters.of(LazyRagParameters))
+        result = await retrieve(request, limits, cache, ctx.clients)
         return LazyRagExpandResponse(generation_time_ms=_ms(started), **result.fields())
     return expand
 
