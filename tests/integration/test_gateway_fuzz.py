@@ -99,6 +99,10 @@ ROUTES = [
     Route("GET", "/assets/{name}"),
     Route("GET", "/api/v1/collections/{collection}/core"),  # knowledge cores
     Route("PUT", "/api/v1/collections/{collection}/core"),  # test_core_upload
+    Route("GET", "/api/v1/traces"),  # traces kept and explanations
+    Route("GET", "/api/v1/traces/{trace_id}"),
+    Route("GET", "/api/v1/explain"),
+    Route("GET", "/api/v1/explain/{trace_id}"),
 ]
 
 # --- the rig ---------------------------------------------------------------------

@@ -144,7 +144,7 @@ class Processor:
                     context = StageContext(flow.id, clients, partial(runtime.emit, flow.id),
                                            flow.parameters)
                     stage = StageRunner(self.bus, part, context, self._limit,
-                                        self.settings.tg_max_deliveries)
+                                        self.settings.tg_max_deliveries, self.spec.name)
                     served.stages.append(stage)
                     await stage.start()
                 else:

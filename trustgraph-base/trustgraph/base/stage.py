@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
+from .. import tracing
 from ..pubsub import Bus, Message
 from ..pubsub.bus import Consumer, Producer
 from ..pubsub.pulsar_shim import MAX_RECORD_BYTES
@@ -100,7 +101,8 @@ class Emitters:
             self._producers[stage] = asyncio.ensure_future(
                 self._bus.producer(flow_topic(stage, self._flow)))
         producer = await asyncio.shield(self._producers[stage])
-        await producer.send(data)  # returns once the broker has stored it
+        # The trace goes on with the record: the next stage's span is this one's child.
+        await producer.send(data, tracing.inject({}) or None)  # returns once stored
 
 
 def dead_letter_topic(stage: str, subscription: str, flow: str) -> str:
@@ -136,7 +138,8 @@ class DeadLetters:
 class StageRunner:
     def __init__(self, bus: Bus, stage: Stage, context: StageContext,
                  limit: asyncio.Semaphore,
-                 max_deliveries: int = DEFAULT_MAX_DELIVERIES) -> None:
+                 max_deliveries: int = DEFAULT_MAX_DELIVERIES, processor: str = "") -> None:
+        """``processor``: whose stage it is (its spans' service name)."""
         self.stage = stage
         self.flow = context.flow
         self._bus = bus
@@ -148,6 +151,7 @@ class StageRunner:
         self._consumer: Consumer | None = None  # set by start, before any message
         self._stopping: asyncio.Event | None = None  # set by stop: released when closed
         self.tasks: set[asyncio.Task] = set()
+        self._tracer = tracing.tracer(processor or stage.name)  # None: not traced
 
     @property
     def context(self) -> StageContext:
@@ -202,14 +206,21 @@ class StageRunner:
             log.info("%s: message %s delivered again (delivery %d): the process that had "
                      "it failed or stopped before settling it", name, message.message_id(),
                      deliveries)
+        scope = self._scope(message, deliveries)
         try:
             record = decode(self.stage.record, message.data())
+            if scope is not None:
+                tracing.describe(scope.span, record)
             await self.stage.handler(record, self._context)
         except (Rejected, ValidationError) as error:
             log.warning("%s: rejected message %s: %s", name, message.message_id(), error)
+            if scope is not None:
+                scope.failed("rejected", str(error))
         except asyncio.CancelledError:
             return  # shutting down: unacknowledged, so it is redelivered
         except Exception as error:
+            if scope is not None:
+                scope.failed(type(error).__name__, str(error))
             if deliveries >= self._max_deliveries:
                 await self._give_up(message, deliveries, f"{type(error).__name__}: {error}")
                 return
@@ -217,7 +228,21 @@ class StageRunner:
                           "redelivered", name, deliveries, self._max_deliveries)
             await consumer.negative_acknowledge(message)
             return
+        finally:
+            if scope is not None:
+                scope.close()
         await consumer.acknowledge(message)
+
+    def _scope(self, message: Message, deliveries: int) -> tracing.Scope | None:
+        """The record's span, under the span that emitted it (the trace of its
+        document), current while it is handled; None when not traced."""
+        if self._tracer is None:
+            return None
+        return tracing.open_scope(
+            self._tracer, self.stage.name, tracing.CONSUMER,
+            tracing.extract(message.properties()),
+            {tracing.names.STAGE: self.stage.name, tracing.names.FLOW: self.flow,
+             tracing.names.DELIVERY: deliveries})
 
     async def _give_up(self, message: Message, deliveries: int, error: str) -> None:
         """To the dead-letter topic, then acknowledged; redelivered if that fails."""

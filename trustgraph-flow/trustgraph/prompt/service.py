@@ -15,6 +15,7 @@ import json
 import logging
 from typing import Any
 
+from trustgraph import tracing
 from trustgraph.base import (
     BadRequest,
     Context,
@@ -69,6 +70,8 @@ def prompt_handler(templates: Templates) -> Handler[PromptRequest, PromptRespons
         answer. Text-completion's errors are passed on as it said them."""
         template = templates.get(request.id)
         system, prompt = template.render(request_variables(request))
+        tracing.note(tracing.names.PROMPT_TEMPLATE, request.id)
+        tracing.note(tracing.names.PROMPT_CHARS, len(system) + len(prompt))
         llm = await ctx.clients.get("text-completion")
         if template.response_type == "text":
             return Relay(relay(llm.frames(TextCompletionRequest(

@@ -22,6 +22,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from trustgraph import tracing
 from trustgraph.base import (
     Clients,
     Context,
@@ -43,6 +44,7 @@ from trustgraph.schema import (
 )
 from trustgraph.schema.retrieval import Retrieval
 
+from . import explain
 from .questions import Questions, plan_questions
 
 log = logging.getLogger(__name__)
@@ -87,6 +89,7 @@ def rag_service(name: str, error_type: str, request: type[Q],
 
     async def handle(request: Q, ctx: Context) -> AsyncIterator[Yielded[RagResponse]]:
         started = time.perf_counter()
+        explanation = explain.begin(name, request.query)  # None: not traced
         request = defaulted(request, ctx.parameters.of(RetrievalParameters))
         prompts = PromptClient(await ctx.clients.get("prompt"))
         progress = request.streaming and request.progress
@@ -99,17 +102,30 @@ def rag_service(name: str, error_type: str, request: type[Q],
             count = len(questions.searches)
             yield _progress(f"{SEARCHING.get(name, 'searching')} for {count} "
                             f"{'question' if count == 1 else 'questions'}")
+        if explanation is not None:
+            explanation.optimized_query = questions.optimized_query
+            explanation.subqueries, explanation.searches = \
+                questions.subqueries, questions.searches
         found = await retrieve(request, questions.searches, ctx.clients)
+        took = (time.perf_counter() - started) * 1000
+        tracing.note(tracing.names.SOURCES_MS, round(took, 3))
         log.info("id=%s %s: %d search(es), %d source(s) in %.0f ms", ctx.id, name,
-                 len(questions.searches), len(found.sources),
-                 (time.perf_counter() - started) * 1000)
+                 len(questions.searches), len(found.sources), took)
+        if explanation is not None:
+            explanation.prompt(found.template, found.variables)
+
+        def last(answer: PromptResponse | Usage) -> dict[str, Any]:
+            totals = _totals(questions, answer, found.usage)
+            explain.finish(explanation, totals["model"], totals["in_token"],
+                           totals["out_token"])
+            return totals
+
         with step(error_type, f"answering ({found.template})"):  # the relay's errors too
             yield Relay(answer_frames(
                 prompts, found, request.streaming, RagResponse,
                 first={"optimized_query": questions.optimized_query,
                        "subqueries": questions.subqueries},
-                last=lambda answer: _totals(questions, answer, found.usage),
-                sampling=request.sampling()))
+                last=last, sampling=request.sampling()))
 
     return Service(name, request, RagResponse, handle, error_type=error_type)
 

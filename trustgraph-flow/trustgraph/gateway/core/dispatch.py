@@ -34,6 +34,7 @@ from .flows import RunningFlows
 from .limits import Limiter, Meter
 from .metrics import CALLER_REQUESTS, LLM_TOKENS, REFUSED
 from .services import SERVICES, ServiceRow
+from .traced import Watch
 
 # A bus record's JSON is already its wire form (snake_case, unset optionals left out),
 # so the transports splice those bytes into their frames without decoding them.
@@ -135,6 +136,9 @@ class Dispatcher:
         processor's log lines), fresh when not given. Closing this generator early
         cancels the request on the bus."""
         record, meter, usage = self._admit(caller, row, record)
+        # Who asked what, on the request's span (the transport's), and when its
+        # answer's first record, sources and first token passed (then: nothing).
+        watch = Watch.of(row.name, flow, caller, record, row.response_model)
         try:
             requester = await self._requester(row.name, row.bus_flow(flow))
             first, started = True, time.perf_counter()
@@ -149,6 +153,8 @@ class Dispatcher:
                             observe(time.perf_counter() - started, batch[-1][0])
                         if changes_flows and batch[-1][1]:
                             await self.flows.refresh()
+                        if watch is not None:
+                            watch = watch.seen(batch, first)
                         shaped = wired(row, batch, first)
                         if usage is not None:
                             count_tokens(shaped, usage)

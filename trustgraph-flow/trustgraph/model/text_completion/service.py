@@ -6,6 +6,7 @@ import logging
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
 
+from trustgraph import tracing
 from trustgraph.base import (
     Context,
     Delta,
@@ -23,6 +24,7 @@ from .flow_providers import LlmParameters, Providers
 from .flow_providers import options_of as flow_options
 from .provider import LlmError, LlmSettings, NotConfigured, Options, Overloaded, Usage
 from .retry import Retrying
+from .traced import answered, asked
 
 log = logging.getLogger(__name__)
 
@@ -34,9 +36,11 @@ def options_of(request: TextCompletionRequest) -> Options:
                    temperature=request.temperature, stop=request.stop or None)
 
 
-def completion_handler(providers: Providers | Retrying
+def completion_handler(providers: Providers | Retrying, name: str = "", model: str = ""
                        ) -> Handler[TextCompletionRequest, TextCompletionResponse]:
-    """The handler; given one provider (``Retrying``), that one answers every flow."""
+    """The handler; given one provider (``Retrying``), that one answers every flow.
+    ``name`` and ``model``: the processor's own provider and its default model, as a
+    request's span names them where its flow chooses none."""
     if isinstance(providers, Retrying):
         providers = Providers("", providers)
 
@@ -50,8 +54,10 @@ def completion_handler(providers: Providers | Retrying
         usage = Usage(None, None, "")
         flow = ctx.parameters.of(LlmParameters)
         provider = await providers.get(flow)
-        piece, rest = await provider.start(request.system, request.prompt,
-                                           flow_options(options_of(request), flow))
+        options = flow_options(options_of(request), flow)
+        span = tracing.current_span()
+        asked(span, flow.llm_provider or name, model, request, options)
+        piece, rest = await provider.start(request.system, request.prompt, options)
         try:
             async with aclosing(rest):
                 while piece is not None:
@@ -64,8 +70,10 @@ def completion_handler(providers: Providers | Retrying
                     piece = await anext(rest, None)
         except Overloaded as error:  # before the first piece, start() retried it
             raise LlmError(f"provider overloaded mid-answer: {error.message}") from None
+        text = "".join(parts)
+        answered(span, usage, None if request.streaming else text)
         yield TextCompletionResponse(
-            response="".join(parts), end_of_stream=True, in_token=usage.in_token,
+            response=text, end_of_stream=True, in_token=usage.in_token,
             out_token=usage.out_token, model=usage.model)
     return complete
 
@@ -86,8 +94,10 @@ def spec_for(provider_name: str) -> ProcessorSpec:
             recording.cancel()
             await providers.aclose()
 
+        choice = current(provider_name, settings if provider_name else None)
+        handler = completion_handler(providers, choice.provider, choice.model)
         return [Service("text-completion", TextCompletionRequest, TextCompletionResponse,
-                        completion_handler(providers), error_type="llm-error", close=close)]
+                        handler, error_type="llm-error", close=close)]
 
     name = f"text-completion-{provider_name}" if provider_name else "text-completion"
     return ProcessorSpec(name, settings_model, services)

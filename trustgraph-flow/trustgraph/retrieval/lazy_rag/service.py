@@ -50,6 +50,7 @@ from trustgraph.schema import (
 )
 
 from ...storage.owner import collection_service
+from .. import explain
 from ..answer import Found, answer_frames, metadata_frame
 from .cache import CommunityCache, CommunityStore
 from .context import TEMPLATE, Result, prompt_variables
@@ -73,6 +74,7 @@ def query_handler(settings: LazyRagSettings, cache: CommunityCache
     async def handle(request: LazyRagRequest, ctx: Context
                      ) -> AsyncIterator[Yielded[LazyRagResponse]]:
         started = time.perf_counter()
+        explanation = explain.begin(NAME, request.query)  # None: not traced
         limits = Limits.of(request, settings, ctx.parameters.of(LazyRagParameters))
         retrieval = await find(request, limits, cache, ctx.clients)
         try:
@@ -88,9 +90,11 @@ def query_handler(settings: LazyRagSettings, cache: CommunityCache
                  len(result.relationships), len(result.communities),
                  result.coverage.confidence, _ms(started))
         found = Found(result.sources, TEMPLATE, prompt_variables(request.query, result))
+        explained(explanation, result, found)
         prompts = PromptClient(await ctx.clients.get("prompt"))
 
         def last(answer: PromptResponse | Usage) -> dict[str, Any]:
+            explain.finish(explanation, answer.model, answer.in_token, answer.out_token)
             return {**result.fields(), "generation_time_ms": _ms(started),
                     "in_token": answer.in_token, "out_token": answer.out_token,
                     "model": answer.model}
@@ -103,6 +107,23 @@ def query_handler(settings: LazyRagSettings, cache: CommunityCache
         except (ServiceError, RequestTimeout) as failure:
             yield _without_summary(request, result, failure, started)
     return handle
+
+
+def explained(explanation: explain.Explanation | None, result: Result, found: Found
+              ) -> None:
+    """The seeds (entities that matched the question), the relationships given to
+    the summary, communities and coverage, for the answer's explanation."""
+    if explanation is None:
+        return
+    explanation.seeds = [{"entity": e.id, "label": e.label, "score": round(e.score, 6)}
+                         for e in result.entities if e.hops == 0][:explain.MAX_ITEMS]
+    explanation.consider(explain.Candidate("edge", r.chunk_id, r.text, {}, True,
+                                           r.document_id) for r in result.relationships)
+    explanation.extra = {"entities": len(result.entities),
+                         "communities": len(result.communities),
+                         "confidence": result.coverage.confidence,
+                         "missing_info": result.coverage.missing_info}
+    explanation.prompt(found.template, found.variables)
 
 
 def _without_summary(request: LazyRagRequest, result: Result,
