@@ -1,6 +1,6 @@
 from typing import Any
 
-from pydantic import Field
+from pydantic import AliasChoices, Field, JsonValue
 
 from .record import Record, Response
 
@@ -32,6 +32,11 @@ class TextCompletionRequest(Sampling):
     # A model of the configured provider to answer with instead of its own (LazyRAG's
     # LAZY_RAG_SUMMARY_MODEL); unset: the provider's configured model.
     model: str | None = None
+    # A JSON Schema the answer must match: the provider asks its server to constrain
+    # the answer to it, and text-completion checks the answer before it leaves
+    # (docs/providers). Unset: free text. Read as ``schema`` too.
+    json_schema: dict[str, JsonValue] | None = Field(
+        None, validation_alias=AliasChoices("json_schema", "json-schema", "schema"))
 
 
 class TextCompletionResponse(Response):

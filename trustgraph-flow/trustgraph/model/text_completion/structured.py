@@ -1,0 +1,95 @@
+"""Answers under a JSON Schema (a request's ``json_schema``): what a provider is
+asked for, and the check every such answer passes before it leaves text-completion.
+
+A provider is given the schema with an object at its root (``Shape.sent``): OpenAI's
+strict mode, Anthropic's and Bedrock's tool input and Cohere's ``json_object`` take
+nothing else, so a schema whose root is another type (an array of questions, a
+string) is asked for as ``{"value": <it>}`` and the answer unwrapped here.
+
+Each provider asks its server to constrain the answer by the server's own mechanism
+(docs/providers), but an answer is still checked against the schema as asked: a
+constrained answer can be cut short at ``max_tokens``, and a server may honour only
+part of JSON Schema (OpenAI's strict mode takes no string lengths). Whatever a
+server does, a caller never gets unparseable or off-schema JSON as an answer: it
+gets ``OffSchema``, which says what is wrong and where.
+"""
+import functools
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import jsonschema
+from pydantic_core import from_json
+
+from trustgraph.base import BadRequest, HandledError
+
+OFF_SCHEMA = "off-schema"
+WRAPPER = "value"  # the property a schema without an object root is asked for under
+SHOWN = 200  # characters of a bad answer quoted in its error
+
+
+class OffSchema(HandledError):
+    """The model's answer is not JSON that matches the schema it was asked for."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(OFF_SCHEMA, message)
+
+
+@dataclass(frozen=True)
+class Shape:
+    asked: dict[str, Any]  # the schema as the request gave it
+    sent: dict[str, Any]  # what providers are given: an object at its root
+    validator: Any  # a jsonschema validator of ``asked``
+
+    @property
+    def wrapped(self) -> bool:
+        return self.sent is not self.asked
+
+    def answer(self, text: str) -> str:
+        """The answer ``text`` (under ``sent``) as compact JSON of the value asked
+        for, or ``OffSchema`` saying why it is not one."""
+        try:
+            value = from_json(text.strip())
+        except ValueError as error:
+            raise OffSchema(f"the model's answer is not complete JSON ({error}; cut "
+                            f"short at max_tokens?): {_shown(text)}") from None
+        if self.wrapped:
+            if not isinstance(value, dict) or WRAPPER not in value:
+                raise OffSchema(f"the model's answer has no {WRAPPER!r}: {_shown(text)}")
+            value = value[WRAPPER]
+        problem = jsonschema.exceptions.best_match(self.validator.iter_errors(value))
+        if problem is not None:
+            where = "/" + "/".join(str(part) for part in problem.absolute_path)
+            raise OffSchema(f"the model's answer does not match the schema at {where}: "
+                            f"{problem.message}")
+        return json.dumps(value, ensure_ascii=False)
+
+
+def shape_of(schema: dict[str, Any]) -> Shape:
+    """The shape of a request's schema; ``BadRequest`` when it is no JSON Schema.
+    Remembered by its text: the agent sends the same step schema over and over."""
+    return _compiled(json.dumps(schema, sort_keys=True))
+
+
+@functools.lru_cache(maxsize=256)
+def _compiled(text: str) -> Shape:
+    schema = json.loads(text)
+    cls = jsonschema.validators.validator_for(schema)
+    try:
+        cls.check_schema(schema)
+    except jsonschema.exceptions.SchemaError as error:
+        raise BadRequest(f"json_schema is not a valid JSON Schema: {error.message}") from None
+    sent = schema if schema.get("type") == "object" else {
+        "type": "object", "properties": {WRAPPER: schema}, "required": [WRAPPER],
+        "additionalProperties": False}
+    return Shape(schema, sent, cls(schema))
+
+
+def correction(prompt: str, problem: str) -> str:
+    """The prompt asked again after an answer failed its schema: what was wrong."""
+    return (f"{prompt}\n\nYour previous reply could not be used: {problem}. Reply again "
+            "with JSON only, matching the required schema exactly.")
+
+
+def _shown(text: str) -> str:
+    return repr(text if len(text) <= SHOWN else text[:SHOWN] + "...")
