@@ -5,6 +5,8 @@ from pydantic import AliasChoices, Field, JsonValue
 from .record import Record, Response
 
 MAX_STOP_SEQUENCES = 4  # as OpenAI's chat API allows
+# The error type of an answer that is not JSON matching the schema it was asked for.
+OFF_SCHEMA = "off-schema"
 
 
 class Sampling(Record):

@@ -1,5 +1,7 @@
 """Prompt templates: compiled once when config changes, rendered per request, and
-the model's answer to a json/jsonl template parsed and checked against its schema.
+the model's answer to a json/jsonl template parsed and checked against its schema
+(text-completion has the model's server constrain the answer to that schema, and
+checks it too: ``asked_schema``).
 
 Rendering uses a sandboxed Jinja2 environment (templates are data anyone with config
 access can edit) with strict undefined variables: a variable the request does not
@@ -52,6 +54,15 @@ class Compiled:
     def response_type(self) -> str:
         return self.definition.response_type
 
+    @property
+    def asked_schema(self) -> dict[str, Any] | None:
+        """The schema text-completion answers under: the template's, for jsonl an
+        array of such items (asked as one JSON array, not lines)."""
+        schema = self.definition.json_schema
+        if schema is None or self.response_type != "jsonl":
+            return schema
+        return {"type": "array", "items": schema}
+
     def render(self, variables: dict[str, Any]) -> tuple[str, str]:
         """(system, prompt) for these variables."""
         try:
@@ -67,7 +78,19 @@ class Compiled:
 
     def parse(self, answer: str) -> Any:
         """The model's answer to a json/jsonl template as a checked JSON value (a
-        jsonl answer becomes a list of its lines' values)."""
+        jsonl answer becomes a list of its lines' values). Under a schema it is the
+        JSON text-completion checked (jsonl: one array); else the JSON is looked
+        for in what the model wrote (a Markdown fence, a sentence around it)."""
+        if self.asked_schema is not None:
+            try:
+                value = json.loads(answer)
+            except ValueError:
+                pass  # not as text-completion sends it: read it as a model writes
+            else:
+                jsonl = self.response_type == "jsonl"
+                for n, item in enumerate(value if jsonl else [value]):
+                    self._check(item, f"item {n}" if jsonl else "answer")
+                return value
         text = _unfenced(answer)
         if self.response_type == "jsonl":
             items = [_loads(self.id, line, f"line {n}")

@@ -22,8 +22,8 @@ import jsonschema
 from pydantic_core import from_json
 
 from trustgraph.base import BadRequest, HandledError
+from trustgraph.schema.text_completion import OFF_SCHEMA
 
-OFF_SCHEMA = "off-schema"
 WRAPPER = "value"  # the property a schema without an object root is asked for under
 SHOWN = 200  # characters of a bad answer quoted in its error
 
