@@ -46,17 +46,15 @@ class Shape:
         return self.sent is not self.asked
 
     def answer(self, text: str) -> str:
-        """The answer ``text`` (under ``sent``) as compact JSON of the value asked
-        for, or ``OffSchema`` saying why it is not one."""
+        """The answer ``text`` (under ``sent``, or as asked) as compact JSON of the
+        value asked for, or ``OffSchema`` saying why it is not one."""
         try:
             value = from_json(text.strip())
         except ValueError as error:
             raise OffSchema(f"the model's answer is not complete JSON ({error}; cut "
                             f"short at max_tokens?): {_shown(text)}") from None
-        if self.wrapped:
-            if not isinstance(value, dict) or WRAPPER not in value:
-                raise OffSchema(f"the model's answer has no {WRAPPER!r}: {_shown(text)}")
-            value = value[WRAPPER]
+        if self.wrapped and isinstance(value, dict) and WRAPPER in value:
+            value = value[WRAPPER]  # else a server that let the model leave it out
         problem = jsonschema.exceptions.best_match(self.validator.iter_errors(value))
         if problem is not None:
             where = "/" + "/".join(str(part) for part in problem.absolute_path)
