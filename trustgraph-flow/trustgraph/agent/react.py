@@ -11,12 +11,13 @@ is the observation the next iteration sees.
 
 Every dialog ends with an answer when the model can give one: the last iteration
 (``max_iterations``) and the step after a repeated call (the same tool with the same
-arguments, not run again) are asked under an answer-only schema, as is every step
-when no tool is offered. A step the agent cannot follow (an answer that failed the
-schema even so, a tool's own complaint about its arguments) is told to the model as
-that step's observation; after ``MAX_MALFORMED`` such steps the dialog fails with a
-clear error. An answer cut short after it began streaming ends the dialog as it
-stands: it is what the user has seen, as with any text cut at ``max_tokens``.
+arguments: not run again, its earlier result is the observation) are asked under an
+answer-only schema, as is every step when no tool is offered. A step the agent cannot
+follow (a reply that failed the schema even so, a tool's own complaint about its
+arguments) is told to the model as that step's observation; after ``MAX_MALFORMED``
+such steps the dialog fails with a clear error. An answer cut short after it began
+streaming ends the dialog as it stands: it is what the user has seen, as with any
+text cut at ``max_tokens``.
 """
 import logging
 from collections.abc import AsyncIterator
@@ -43,8 +44,6 @@ log = logging.getLogger(__name__)
 TEMPLATE = "agent-react"
 ERROR = "agent-error"
 MAX_MALFORMED = 2  # malformed steps told to the model; the next one ends the dialog
-REPEATED = ("This call was already made, with the same arguments: its result is above. "
-            "Give the final answer now.")
 
 
 @dataclass
@@ -74,10 +73,10 @@ def react(tools: dict[str, ToolDefinition], limits: ReactLimits) -> Pattern:
                     return
                 tool = _chosen(step.tool, tools)
                 yield frames.action(tool.name, step.arguments)
-                repeated = _repeats(steps, tool.name, step.arguments)
-                result = REPEATED if repeated else await _observed(
+                earlier = _earlier(steps, tool.name, step.arguments)
+                result = earlier if earlier is not None else await _observed(
                     tool, step.arguments, dialog, limits)
-                answer_only = answer_only or repeated
+                answer_only = answer_only or earlier is not None
             except Unfollowed as problem:
                 malformed += 1
                 if malformed > MAX_MALFORMED:
@@ -141,8 +140,10 @@ def _chosen(name: str, tools: dict[str, ToolDefinition]) -> ToolDefinition:
     return tools[name]
 
 
-def _repeats(steps: list[AgentStep], tool: str, arguments: dict[str, Any]) -> bool:
-    return any(step.action == tool and step.arguments == arguments for step in steps)
+def _earlier(steps: list[AgentStep], tool: str, arguments: dict[str, Any]) -> str | None:
+    """The observation of an earlier call of ``tool`` with these ``arguments``."""
+    return next((step.observation for step in steps
+                 if step.action == tool and step.arguments == arguments), None)
 
 
 async def _observed(tool: ToolDefinition, arguments: dict[str, Any], dialog: Dialog,
