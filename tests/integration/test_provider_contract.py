@@ -140,10 +140,11 @@ class TestLocalModel:
         # llama.cpp's json_schema becomes a grammar that constrains sampling: even the
         # demo model answers in the shape, with words it would hardly choose unasked,
         # streamed as it writes them and checked at the end.
+        # Written in the schema's order (not sorted: the agent's thought comes first).
         schema = {"type": "object", "additionalProperties": False,
-                  "required": ["colour", "count"],
-                  "properties": {"colour": {"type": "string", "enum": ["vermilion", "teal"]},
-                                 "count": {"type": "integer", "minimum": 1, "maximum": 9}}}
+                  "required": ["count", "colour"],
+                  "properties": {"count": {"type": "integer", "minimum": 1, "maximum": 9},
+                                 "colour": {"type": "string", "enum": ["vermilion", "teal"]}}}
         handler = completion_handler(Retrying(local_llm, 0))
         for streaming in (False, True):
             records = [r async for r in Items(handler(TextCompletionRequest(
@@ -152,6 +153,7 @@ class TestLocalModel:
             text = "".join(getattr(r, "text", None) or r.response for r in records)
             value = json.loads(text)
             assert value["colour"] in ("vermilion", "teal") and 1 <= value["count"] <= 9
+            assert list(value) == ["count", "colour"]
             assert records[-1].end_of_stream and (len(records) > 2) == streaming
 
     async def test_a_request_s_options_apply_to_it_alone_but_its_model_is_the_gguf(

@@ -65,8 +65,10 @@ class Shape:
 
 def shape_of(schema: dict[str, Any]) -> Shape:
     """The shape of a request's schema; ``BadRequest`` when it is no JSON Schema.
-    Remembered by its text: the agent sends the same step schema over and over."""
-    return _compiled(json.dumps(schema, sort_keys=True))
+    Remembered by its text: the agent sends the same step schema over and over. The
+    text keeps the schema's key order, which is the order a server has the model
+    write the properties in (the agent's thought first, to stream it first)."""
+    return _compiled(json.dumps(schema))
 
 
 @functools.lru_cache(maxsize=256)
