@@ -35,7 +35,7 @@ from . import frames
 from .dialog import Dialog, Frames, Pattern
 from .sessions import Turn
 from .step_reader import StepReader
-from .step_schema import step_schema
+from .step_schema import ANSWER_CHARS, step_schema
 from .tool_calls import BadArguments, ToolFailed, run_tool
 from .toolbox import described
 
@@ -50,6 +50,7 @@ MAX_MALFORMED = 2  # malformed steps told to the model; the next one ends the di
 class ReactLimits:
     max_iterations: int
     tool_timeout: float  # seconds, for tools outside the platform (MCP servers)
+    answer_chars: int = ANSWER_CHARS  # the longest final answer the step schema allows
 
 
 class Unfollowed(Exception):
@@ -64,7 +65,8 @@ def react(tools: dict[str, ToolDefinition], limits: ReactLimits) -> Pattern:
         iterations = dialog.request.max_iterations or limits.max_iterations
         for iteration in range(1, iterations + 1):
             reader = StepReader()
-            schema = step_schema(tools, answer_only or iteration == iterations)
+            schema = step_schema(tools, answer_only or iteration == iterations,
+                                 limits.answer_chars)
             try:
                 yield Relay(_think(dialog, steps, reader, tools, schema))
                 step = reader.step

@@ -17,7 +17,7 @@ from trustgraph.schema.tool import ToolArgument, ToolDefinition
 
 THOUGHT_CHARS = 600
 ARGUMENT_CHARS = 500  # a string argument (a question for a RAG tool)
-ANSWER_CHARS = 4000
+ANSWER_CHARS = 2000  # the default of AGENT_ANSWER_CHARS
 # Declared argument types (ToolArgument.type, a JSON Schema type name) as schemas;
 # any other name is a string.
 TYPES: dict[str, dict[str, Any]] = {
@@ -25,12 +25,12 @@ TYPES: dict[str, dict[str, Any]] = {
     "boolean": {"type": "boolean"}, "array": {"type": "array"}, "object": {"type": "object"}}
 
 
-def step_schema(tools: dict[str, ToolDefinition], answer_only: bool = False
-                ) -> dict[str, Any]:
+def step_schema(tools: dict[str, ToolDefinition], answer_only: bool = False,
+                answer_chars: int = ANSWER_CHARS) -> dict[str, Any]:
     """A step's schema: a thought, then a call of one of ``tools`` or the final
-    answer; ``answer_only`` (or no tools): the final answer."""
+    answer (at most ``answer_chars``); ``answer_only`` (or no tools): the answer."""
     choices = [] if answer_only else [_call(tool) for tool in tools.values()]
-    choices.append(_closed({"final_answer": text(ANSWER_CHARS)}))
+    choices.append(_closed({"final_answer": text(answer_chars)}))
     return _closed({"thought": text(THOUGHT_CHARS),
                     "next": choices[0] if len(choices) == 1 else {"anyOf": choices}})
 
