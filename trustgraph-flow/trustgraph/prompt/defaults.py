@@ -167,8 +167,7 @@ question makes that clear.
 - Expand an abbreviation only if you are sure what it stands for.
 - If the question is already a clear query, return it unchanged.
 
-Reply with a JSON object giving the query and nothing else, for example:
-{"query": "Acme Corp founder and first factory"}
+Reply with a JSON object whose "query" is the search query, and nothing else.
 
 Question: {{ query }}
 """,
@@ -191,8 +190,7 @@ using "it" or "they".
 - Do not add sub-questions the question does not need.
 - If the question is already simple, reply with a one-element array containing it.
 
-Reply with a JSON array of strings and nothing else, for example:
-["Who founded Acme Corp?", "When was Acme Corp's first factory opened?"]
+Reply with a JSON array of the sub-questions, as strings, and nothing else.
 
 Question: {{ query }}
 """,
