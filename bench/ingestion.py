@@ -40,9 +40,9 @@ from tests.support.ingest import StageWatch
 from tests.support.stack import Stack
 from trustgraph.api import AsyncTrustGraph
 from trustgraph.decoding import PLAIN
-from trustgraph.ingest.decoder import DecoderSettings, chunk_records, token_counter
 from trustgraph.embeddings.minilm.provider import MiniLm
 from trustgraph.embeddings.provider import EmbeddingsSettings
+from trustgraph.ingest.decoder import DecoderSettings, chunk_records, token_counter
 from trustgraph.schema import DocumentMetadata
 
 CHUNK_PATH = ["librarian", "decoder", "embeddings", "chunk-embeddings", "vector-store",

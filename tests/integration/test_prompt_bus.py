@@ -231,7 +231,8 @@ async def test_jsonl_template_answers_with_a_list_of_its_lines(prompts):
     ("people", {}, "bad-request",
      "template 'people': variable 'answer' is undefined (the request gave: none)"),
     ("echo", {"y": 1}, "bad-request", "variable 'x' is undefined (the request gave: y)"),
-    ("missing", {}, "not-found", "no prompt template 'missing' (known: agent-classify, agent-code, "),
+    ("missing", {}, "not-found",
+     "no prompt template 'missing' (known: agent-classify, agent-code, "),
 ])
 async def test_clear_errors(prompts, id, variables, error_type, message):
     stream = prompts.scripted.stream(PromptRequest(id=id, variables=variables, streaming=True),

@@ -18,7 +18,7 @@ from trustgraph.storage.triples.neo4j import Neo4jTriplesStore
 from trustgraph.storage.triples.sqlite import SqliteTriplesStore
 from trustgraph.storage.triples.store import expand
 
-I, L = Term.iri, Term.literal
+I, L = Term.iri, Term.literal  # noqa: E741 (the wire's term kinds "i", "l")
 LABEL = I(RDFS_LABEL)
 
 

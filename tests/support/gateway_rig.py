@@ -7,8 +7,8 @@ the real text-completion processor (openai provider, talking to the local
 OpenAI-format server), the real config, prompt, librarian, triples-store,
 vector-store, agent and lazy-rag processors, the real embeddings service (its
 handler, with a stand-in embedder and a small ``MAX_TEXTS``), and the scripted
-graph-rag / document-rag services. A service added to the gateway gets its processor here too (one line in
-``_processors``), or valid requests to it end as ``no-service``.
+graph-rag / document-rag services. A service added to the gateway gets its processor
+here too (one line in ``_processors``), or valid requests to it end as ``no-service``.
 ``GatewayRig.gateway`` is the ``Gateway`` object, so a test can see what its
 dispatcher still holds (``in_flight``).
 """
