@@ -60,7 +60,7 @@ async def test_a_bad_answer_is_asked_for_again_then_fails_clearly(case, bad):
         await answer(provider())
     assert failure.value.type == OFF_SCHEMA
     assert ("/colour" in failure.value.message) if bad == OFF else \
-        ("not complete JSON" in failure.value.message)
+        ("not valid JSON" in failure.value.message)
     assert server.stats.requests == 2 and TOLD in server.prompts[1]
 
 

@@ -193,8 +193,8 @@ async def test_not_streaming_is_the_same_dialog_collected(sessions):
     assert frame.out_token == 2 * LLM_OUT + RAG_OUT
 
 
-NO_NEXT = "the model's answer does not match the schema at /: 'next' is a required property"
-CUT = "the model's answer is not complete JSON (EOF while parsing a string)"
+NO_NEXT = "the model's answer does not match its schema at /: 'next' is a required property"
+CUT = "the model's answer is not valid JSON (EOF while parsing a string)"
 
 
 async def test_replies_off_the_step_schema_are_told_to_the_model_then_fail(sessions):
@@ -214,7 +214,7 @@ async def test_replies_off_the_step_schema_are_told_to_the_model_then_fail(sessi
 
     prompts = ScriptedPrompts(bad)
     with pytest.raises(HandledError, match="could not be followed 3 times; last: the "
-                                           "model's answer is not complete JSON"):
+                                           "model's answer is not valid JSON"):
         await frames_of(dialog(prompts, rag_clients(), streaming=True), react_pattern(),
                         sessions)
     assert await sessions.turns("ann", "s1", 10) == [Turn("Who walked on the Moon?",

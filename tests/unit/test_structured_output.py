@@ -35,9 +35,9 @@ def test_an_answer_is_checked_and_what_is_wrong_is_said():
     shape = shape_of(STEP)
     assert shape.answer(' {"thought": "t", "next": {"final_answer": "a"}}\n') == \
         '{"thought": "t", "next": {"final_answer": "a"}}'
-    with pytest.raises(OffSchema, match="at /thought: 'thinking' is too long"):
+    with pytest.raises(OffSchema, match="its schema at /thought: 'thinking' is too long"):
         shape.answer('{"thought": "thinking", "next": {"final_answer": "a"}}')
-    with pytest.raises(OffSchema, match="not complete JSON .*cut short at max_tokens"):
+    with pytest.raises(OffSchema, match="not valid JSON .*cut short at max_tokens"):
         shape.answer('{"thought": "t", "next": {"final_ans')
     with pytest.raises(OffSchema) as failure:
         shape.answer("Sure! Here it is.")

@@ -5,8 +5,11 @@ from pydantic import AliasChoices, Field, JsonValue
 from .record import Record, Response
 
 MAX_STOP_SEQUENCES = 4  # as OpenAI's chat API allows
-# The error type of an answer that is not JSON matching the schema it was asked for.
+# The error type of an answer that is not JSON matching the schema it was asked for,
+# whose message begins with OFF_SCHEMA_SUBJECT (the prompt service puts the template's
+# name after it).
 OFF_SCHEMA = "off-schema"
+OFF_SCHEMA_SUBJECT = "the model's answer"
 
 
 class Sampling(Record):

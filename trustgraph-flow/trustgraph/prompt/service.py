@@ -38,6 +38,7 @@ from trustgraph.schema import (
     TextCompletionRequest,
     TextCompletionResponse,
 )
+from trustgraph.schema.text_completion import OFF_SCHEMA, OFF_SCHEMA_SUBJECT
 
 from .defaults import default_values
 from .templates import Compiled, PromptError, Templates
@@ -97,13 +98,16 @@ def final_text(final: TextCompletionResponse) -> PromptResponse:
 
 async def _structured(llm: ServiceClient, template: Compiled, request: TextCompletionRequest
                       ) -> PromptResponse:
-    """The answer of a json/jsonl template, parsed; text-completion's failure (an
-    answer off the template's schema, the LLM down) said with the template's name."""
+    """The answer of a json/jsonl template, parsed. An answer text-completion found off
+    the template's schema is this service's ``prompt-error`` naming the template;
+    text-completion's other errors are passed on as it said them."""
     try:
         answer = await llm.call(request, TextCompletionResponse)
     except ServiceError as failure:
-        raise PromptError(f"template '{template.id}': {failure.error.message}",
-                          failure.error.type) from None
+        if failure.error.type != OFF_SCHEMA:
+            raise
+        said = failure.error.message.removeprefix(OFF_SCHEMA_SUBJECT).lstrip()
+        raise PromptError(f"{OFF_SCHEMA_SUBJECT} for template '{template.id}' {said}") from None
     value = template.parse(answer.response)
     return PromptResponse(object=json.dumps(value, ensure_ascii=False), end_of_stream=True,
                           in_token=answer.in_token, out_token=answer.out_token,

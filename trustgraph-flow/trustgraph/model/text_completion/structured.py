@@ -22,7 +22,7 @@ import jsonschema
 from pydantic_core import from_json
 
 from trustgraph.base import BadRequest, HandledError
-from trustgraph.schema.text_completion import OFF_SCHEMA
+from trustgraph.schema.text_completion import OFF_SCHEMA, OFF_SCHEMA_SUBJECT
 
 WRAPPER = "value"  # the property a schema without an object root is asked for under
 SHOWN = 200  # characters of a bad answer quoted in its error
@@ -51,14 +51,14 @@ class Shape:
         try:
             value = from_json(text.strip())
         except ValueError as error:
-            raise OffSchema(f"the model's answer is not complete JSON ({error}; cut "
-                            f"short at max_tokens?): {_shown(text)}") from None
+            raise OffSchema(f"{OFF_SCHEMA_SUBJECT} is not valid JSON ({error}; cut short at "
+                            f"max_tokens?): {_shown(text)}") from None
         if self.wrapped and isinstance(value, dict) and WRAPPER in value:
             value = value[WRAPPER]  # else a server that let the model leave it out
         problem = jsonschema.exceptions.best_match(self.validator.iter_errors(value))
         if problem is not None:
             where = "/" + "/".join(str(part) for part in problem.absolute_path)
-            raise OffSchema(f"the model's answer does not match the schema at {where}: "
+            raise OffSchema(f"{OFF_SCHEMA_SUBJECT} does not match its schema at {where}: "
                             f"{problem.message}")
         return json.dumps(value, ensure_ascii=False)
 
