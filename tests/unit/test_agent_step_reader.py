@@ -64,6 +64,12 @@ def test_a_reply_that_is_not_json_streams_nothing():
     assert events == [] and reader.step.answer is None and reader.step.tool == ""
 
 
+def test_a_step_a_server_let_the_model_wrap_in_prose_is_read_at_the_end():
+    reader, events = read("Sure:\n```json\n" + json.dumps(ANSWER) + "\n```", 4)
+    assert events == [("thought", "Now I know."), ("thought_end", ""),
+                      ("answer", "Neil\tArmstrong \u263e.")]
+
+
 TOOLS = {tool.name: tool for tool in DEFAULT_TOOLS.values()} | {"add": ToolDefinition(
     name="add", description="Adds.", kind="mcp-tool", url="http://x",
     arguments=[ToolArgument(name="a", type="integer"), ToolArgument(name="b", type="number"),

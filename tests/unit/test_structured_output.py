@@ -44,6 +44,14 @@ def test_an_answer_is_checked_and_what_is_wrong_is_said():
     assert failure.value.type == "off-schema"
 
 
+def test_json_wrapped_in_prose_is_read_out_and_a_fence_inside_json_kept():
+    shape = shape_of(STEP)
+    wrapped = 'Here:\n```json\n{"thought": "t", "next": {"final_answer": "a"}}\n```\nDone.'
+    assert shape.answer(wrapped) == '{"thought": "t", "next": {"final_answer": "a"}}'
+    code = '{"thought": "t", "next": {"final_answer": "```sh\\nls\\n```"}}'
+    assert shape.answer(code) == code
+
+
 def test_a_schema_that_is_no_json_schema_is_a_bad_request():
     with pytest.raises(BadRequest, match="not a valid JSON Schema"):
         shape_of({"type": "objekt"})

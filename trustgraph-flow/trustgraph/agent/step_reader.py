@@ -15,6 +15,8 @@ from typing import Any
 
 from pydantic_core import from_json
 
+from trustgraph.model.text_completion.structured import json_in
+
 Event = tuple[str, str]  # ("thought" | "answer", text) or ("thought_end", "")
 
 
@@ -73,7 +75,10 @@ class StepReader:
         try:
             value = from_json(self._text, allow_partial="trailing-strings")
         except ValueError:
-            value = {}
+            try:  # a server that let the model wrap it in prose (text-completion took it)
+                value = from_json(json_in(self._text))
+            except ValueError:
+                value = {}
         events = self._read(value, ended=True)
         step = value if isinstance(value, dict) else {}
         chosen = step.get("next")

@@ -18,6 +18,7 @@ import jsonschema
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from trustgraph.base import HandledError
+from trustgraph.model.text_completion.structured import json_in, unfenced
 from trustgraph.schema import PromptTemplate
 
 log = logging.getLogger(__name__)
@@ -34,7 +35,6 @@ _environment = ImmutableSandboxedEnvironment(
 _environment.filters["json"] = lambda value: json.dumps(value, ensure_ascii=False)
 
 _UNDEFINED_NAME = re.compile(r"^'([^']+)' is undefined$")
-_FENCED = re.compile(r"```[a-zA-Z]*\s*\n?(.*?)```", re.DOTALL)
 
 
 class PromptError(HandledError):
@@ -91,14 +91,14 @@ class Compiled:
                 for n, item in enumerate(value if jsonl else [value]):
                     self._check(item, f"item {n}" if jsonl else "answer")
                 return value
-        text = _unfenced(answer)
         if self.response_type == "jsonl":
             items = [_loads(self.id, line, f"line {n}")
-                     for n, line in enumerate(text.splitlines(), 1) if line.strip()]
+                     for n, line in enumerate(unfenced(answer).splitlines(), 1)
+                     if line.strip()]
             for n, item in enumerate(items):
                 self._check(item, f"item {n}")
             return items
-        value = _loads(self.id, _outermost_json(text), "answer")
+        value = _loads(self.id, json_in(answer), "answer")
         self._check(value, "answer")
         return value
 
@@ -154,23 +154,6 @@ class Templates:
             known = ", ".join(sorted(self._templates)) or "none"
             raise PromptError(f"no prompt template '{id}' (known: {known})", NOT_FOUND)
         return template
-
-
-def _unfenced(answer: str) -> str:
-    """The content of the first Markdown code fence, if the answer has one."""
-    match = _FENCED.search(answer)
-    return match.group(1).strip() if match else answer.strip()
-
-
-def _outermost_json(text: str) -> str:
-    """Models sometimes wrap the JSON in a sentence: keep from the first bracket to
-    the matching last one."""
-    starts = [i for i in (text.find("{"), text.find("[")) if i >= 0]
-    if not starts or text[:1] in "{[":
-        return text
-    start = min(starts)
-    end = text.rfind("}" if text[start] == "{" else "]")
-    return text[start:end + 1] if end > start else text
 
 
 def _loads(id: str, text: str, what: str) -> Any:

@@ -15,6 +15,7 @@ gets ``OffSchema``, which says what is wrong and where.
 """
 import functools
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +27,7 @@ from trustgraph.schema.text_completion import OFF_SCHEMA, OFF_SCHEMA_SUBJECT
 
 WRAPPER = "value"  # the property a schema without an object root is asked for under
 SHOWN = 200  # characters of a bad answer quoted in its error
+_FENCED = re.compile(r"```[a-zA-Z]*\s*\n?(.*?)```", re.DOTALL)
 
 
 class OffSchema(HandledError):
@@ -50,9 +52,12 @@ class Shape:
         value asked for, or ``OffSchema`` saying why it is not one."""
         try:
             value = from_json(text.strip())
-        except ValueError as error:
-            raise OffSchema(f"{OFF_SCHEMA_SUBJECT} is not valid JSON ({error}; cut short at "
-                            f"max_tokens?): {_shown(text)}") from None
+        except ValueError:
+            try:  # a server that let the model wrap it in a fence or a sentence
+                value = from_json(json_in(text))
+            except ValueError as error:
+                raise OffSchema(f"{OFF_SCHEMA_SUBJECT} is not valid JSON ({error}; cut "
+                                f"short at max_tokens?): {_shown(text)}") from None
         if self.wrapped and isinstance(value, dict) and WRAPPER in value:
             value = value[WRAPPER]  # else a server that let the model leave it out
         problem = jsonschema.exceptions.best_match(self.validator.iter_errors(value))
@@ -83,6 +88,25 @@ def _compiled(text: str) -> Shape:
         "type": "object", "properties": {WRAPPER: schema}, "required": [WRAPPER],
         "additionalProperties": False}
     return Shape(schema, sent, cls(schema))
+
+
+def unfenced(answer: str) -> str:
+    """The content of an answer's first Markdown code fence, if it has one."""
+    fenced = _FENCED.search(answer)
+    return fenced.group(1).strip() if fenced else answer.strip()
+
+
+def json_in(answer: str) -> str:
+    """The JSON a model wrapped in prose: the content of its first Markdown code fence,
+    and of that, from the first bracket to the matching last one (a sentence around
+    it). For answers that are not JSON as they stand: JSON can hold a fence too."""
+    text = unfenced(answer)
+    starts = [i for i in (text.find("{"), text.find("[")) if i >= 0]
+    if not starts or text[:1] in "{[":
+        return text
+    start = min(starts)
+    end = text.rfind("}" if text[start] == "{" else "]")
+    return text[start:end + 1] if end > start else text
 
 
 def correction(prompt: str, problem: str) -> str:
