@@ -7,6 +7,7 @@ import pytest
 import pytest_asyncio
 
 from tests.support.openai_server import OpenAiServer
+from tests.support.trustgraph_venv import TrustGraphTools, trustgraph_tools
 from trustgraph.pubsub.embedded import EmbeddedBroker, free_port
 
 # A suite started with SIGINT ignored (a background job of a shell without job
@@ -24,6 +25,13 @@ def broker(tmp_path_factory):
     broker.start()
     yield broker
     broker.stop()
+
+
+@pytest.fixture(scope="session")
+def trustgraph() -> TrustGraphTools:
+    """TrustGraph's own published client and CLI, in a venv of their own (made once,
+    then reused: tests/support/trustgraph_venv.py)."""
+    return trustgraph_tools()
 
 
 @pytest.fixture

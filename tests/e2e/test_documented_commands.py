@@ -273,6 +273,13 @@ def test_evaluation(shell, stack, tmp_path_factory):
     assert report[0]["summary"]["recall@1"] == 1.0
 
 
+def test_collections(shell, stack, tmp_path_factory):
+    load(stack, corpus(tmp_path_factory.mktemp("old-notes"), ACME), "old-notes")
+    run_document("docs/collections.md", shell)
+    status, out, err = run_command("tg-list-collections", ["-u", stack.gateway_url])
+    assert status == 0 and "old-notes" not in out, (out, err)
+
+
 def test_knowledge_cores(shell, stack, tmp_path_factory):
     load(stack, corpus(tmp_path_factory.mktemp("research"), ACME), "research")
     run_document("docs/knowledge-cores.md", shell)
@@ -302,8 +309,8 @@ def test_gateway_last(shell, history):
 
 # --- what holds without a stack ----------------------------------------------------------
 
-RUN_HERE = {"README.md", "docs/cli.md", "docs/evaluation.md", "docs/knowledge-cores.md",
-            "docs/openai.md", "docs/gateway.md"}
+RUN_HERE = {"README.md", "docs/cli.md", "docs/collections.md", "docs/evaluation.md",
+            "docs/knowledge-cores.md", "docs/openai.md", "docs/gateway.md"}
 
 
 def test_every_document_with_commands_has_its_run_here():

@@ -3,8 +3,9 @@
 The transport (``GatewaySocket``) does requests in general; each service below is a
 few lines saying what its request holds (built with ``wire``'s helpers) and where its
 answer's text is (the answers read by ``trustgraph.answers``, the reader every API
-shares). The library and store calls are ``library.py``'s and LazyRAG's
-``lazy_rag.py``'s, inherited.
+shares). The library and store calls are ``library.py``'s, LazyRAG's
+``lazy_rag.py``'s, the flow service's ``flows.py``'s and the traces' ``traces.py``'s,
+inherited.
 """
 from collections.abc import (
     AsyncGenerator,
@@ -26,12 +27,14 @@ from ..schema import (
 )
 from .agent import AgentResult, AgentStream
 from .agent import events_from_frames as agent_events
+from .flows import FlowCalls
 from .http import GatewayHttp
 from .lazy_rag import LazyRagCalls
 from .library import LibraryCalls
 from .rag import Answer, RagStream, answer_from, events_from_frames, events_from_lines
 from .socket import CONNECT_TIMEOUT, MAX_INFLIGHT, GatewaySocket
 from .streams import Completion, PromptStream, TextStream
+from .traces import TraceCalls
 from .wire import final_response, given, scope
 
 DEFAULT_URL = "http://localhost:8888/"
@@ -44,7 +47,7 @@ QUERY_MODES: dict[str, type[Response]] = {
     "agent": AgentResponse}
 
 
-class AsyncTrustGraph(LibraryCalls, LazyRagCalls):
+class AsyncTrustGraph(LibraryCalls, LazyRagCalls, FlowCalls, TraceCalls):
     """A connection to a TrustGraph gateway: one websocket for any number of
     concurrent requests, opened on first use and reopened if it drops.
 
@@ -240,16 +243,30 @@ class AsyncTrustGraph(LibraryCalls, LazyRagCalls):
         response = await self._config({"operation": "config"})
         return response.get("config") or {}, response["version"]
 
+    async def config_keys(self, type: str) -> list[str]:
+        """The keys of one type, sorted."""
+        return (await self._config({"operation": "list", "type": type}))["directory"]
+
+    async def config_item(self, type: str, key: str) -> Any:
+        """One item's value; an item that is not there is ``not-found``."""
+        response = await self._config({"operation": "get",
+                                       "keys": [{"type": type, "key": key}]})
+        return response["values"][0].get("value")
+
     async def config_values(self, type: str) -> dict[str, Any]:
         """Every item of one type: ``{key: value}``."""
         response = await self._config({"operation": "getvalues", "type": type})
         return {item["key"]: item.get("value") for item in response.get("values") or []}
 
-    async def put_config(self, values: dict[str, dict[str, Any]]) -> int:
-        """Store ``{type: {key: value}}`` in one change; returns the new version."""
+    async def put_config(self, values: dict[str, dict[str, Any]],
+                         value_format: Literal["json", "text"] = "json") -> int:
+        """Store ``{type: {key: value}}`` in one change; returns the new version.
+        ``value_format="text"``: each value is text, stored as TrustGraph's tools put
+        it (text that is JSON as that JSON value, other text as a string)."""
         items = [{"type": type, "key": key, "value": value}
                  for type, entries in values.items() for key, value in entries.items()]
-        return (await self._config({"operation": "put", "values": items}))["version"]
+        return (await self._config({"operation": "put", "values": items,
+                                    "value_format": value_format}))["version"]
 
     async def delete_config(self, keys: Iterable[tuple[str, str]]) -> int:
         """Delete ``(type, key)`` items in one change (all or, if one is missing,

@@ -1,6 +1,7 @@
 """The processor runtime: request/response services, pipeline stages, service clients."""
 from .clients import Clients
 from .config_client import ConfigClient, ConfigWatcher
+from .flows import Flow, FlowParameters, Parameters
 from .heap import freeze_startup_heap
 from .processor import Processor, ProcessorSpec, serve_together
 from .prompt_client import PromptClient, PromptResult
@@ -14,9 +15,10 @@ from .stage import Rejected, Stage, StageContext, StageHandler
 
 __all__ = [
     "TIMING", "BadRequest", "Clients", "ConfigClient", "ConfigWatcher", "Context", "Delta",
-    "HandledError", "Handler", "Items", "Processor", "ProcessorSettings", "ProcessorSpec",
-    "PromptClient", "PromptResult", "Rejected", "Relay", "RequestTimeout", "Requester",
-    "Runtime", "Service", "ServiceClient", "ServiceError", "Settings", "Stage", "StageContext",
-    "StageHandler", "Timing", "Yielded", "coalesce", "freeze_startup_heap", "load_settings",
-    "relay", "serve_together",
+    "Flow", "FlowParameters", "HandledError", "Handler", "Items", "Parameters", "Processor",
+    "ProcessorSettings", "ProcessorSpec", "PromptClient", "PromptResult", "Rejected",
+    "Relay", "RequestTimeout", "Requester", "Runtime", "Service", "ServiceClient",
+    "ServiceError", "Settings", "Stage", "StageContext", "StageHandler", "Timing",
+    "Yielded", "coalesce", "freeze_startup_heap", "load_settings", "relay",
+    "serve_together",
 ]

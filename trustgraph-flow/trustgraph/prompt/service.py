@@ -1,5 +1,5 @@
-"""The prompt processor: renders a template kept in config (type ``prompt``) and asks
-text-completion.
+"""The prompt processor: renders a template kept in config (type ``prompt``, laid out
+as ``trustgraph.schema.prompt`` says) and asks text-completion.
 
 Text templates relay text-completion's answer (``relay``): its deltas passed on as
 they are (those already waiting as one; none is held back to wait for more), then
@@ -18,6 +18,7 @@ import json
 import logging
 from typing import Any
 
+from trustgraph import tracing
 from trustgraph.base import (
     BadRequest,
     Context,
@@ -37,10 +38,11 @@ from trustgraph.schema import (
     PromptResponse,
     TextCompletionRequest,
     TextCompletionResponse,
+    prompt_config,
 )
 from trustgraph.schema.text_completion import OFF_SCHEMA, OFF_SCHEMA_SUBJECT
 
-from .defaults import default_values
+from .defaults import default_config
 from .templates import Compiled, PromptError, Templates
 
 log = logging.getLogger(__name__)
@@ -73,6 +75,8 @@ def prompt_handler(templates: Templates) -> Handler[PromptRequest, PromptRespons
         answer. Text-completion's errors are passed on as it said them."""
         template = templates.get(request.id)
         system, prompt = template.render(request_variables(request))
+        tracing.note(tracing.names.PROMPT_TEMPLATE, request.id)
+        tracing.note(tracing.names.PROMPT_CHARS, len(system) + len(prompt))
         llm = await ctx.clients.get("text-completion")
         if template.response_type == "text":
             return Relay(relay(llm.frames(TextCompletionRequest(
@@ -115,8 +119,8 @@ async def _structured(llm: ServiceClient, template: Compiled, request: TextCompl
 
 
 async def prompt_services(runtime: Runtime) -> list[Service]:
-    defaults = default_values()
-    templates = Templates(defaults)  # until config answers
+    defaults = default_config()
+    templates = Templates(*prompt_config(defaults))  # until config answers
     client = await runtime.config()
     first_read = True
 
@@ -125,11 +129,11 @@ async def prompt_services(runtime: Runtime) -> list[Service]:
         values = config[PROMPT_CONFIG_TYPE]
         if first_read and not values:
             log.info("config has no prompts: storing the %d shipped templates",
-                     len(defaults))
+                     len(defaults) - 1)
             await client.put_many(PROMPT_CONFIG_TYPE, defaults)
             values = defaults
         first_read = False
-        templates.replace(values)
+        templates.replace(*prompt_config(values))
         log.info("prompt templates at config version %d", version)
 
     if not await runtime.watch_config([PROMPT_CONFIG_TYPE], on_change,

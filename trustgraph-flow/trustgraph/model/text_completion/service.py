@@ -1,5 +1,6 @@
 """The text-completion processor: one service, its provider chosen by ``TG_LLM``
-(or fixed by ``tg-run text-completion-<provider>``).
+(or fixed by ``tg-run text-completion-<provider>``), or by a flow's parameters
+(``flow_providers.py``: a provider per distinct choice the running flows make).
 
 A request with a ``json_schema`` is answered under it (``structured.py``): the
 provider asks its server to constrain the answer, and the answer is checked before
@@ -12,6 +13,7 @@ import logging
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
 
+from trustgraph import tracing
 from trustgraph.base import (
     Context,
     Delta,
@@ -26,30 +28,42 @@ from trustgraph.schema import TextCompletionRequest, TextCompletionResponse
 from trustgraph.schema.config import LLM_CONFIG_KEY, LLM_CONFIG_TYPE
 
 from .choice import chosen_provider, current, provider_module
+from .flow_providers import LlmParameters, Providers
+from .flow_providers import options_of as flow_options
 from .provider import LlmError, LlmSettings, NotConfigured, Options, Overloaded, Usage
 from .retry import Retrying
 from .structured import OffSchema, Shape, correction, shape_of
+from .traced import answered, asked
 
 log = logging.getLogger(__name__)
 
 
 def options_of(request: TextCompletionRequest) -> Options:
     """What ``request`` asks of the provider besides its text: its ``model`` and its
-    sampling options (unset: the provider's settings)."""
+    sampling options (unset: its flow's, else the provider's settings)."""
     shape = shape_of(request.json_schema) if request.json_schema is not None else None
     return Options(model=request.model or None, max_tokens=request.max_tokens,
                    temperature=request.temperature, stop=request.stop or None,
                    schema=shape.sent if shape is not None else None)
 
 
-def completion_handler(provider: Retrying
+def completion_handler(providers: Providers | Retrying, name: str = "", model: str = ""
                        ) -> Handler[TextCompletionRequest, TextCompletionResponse]:
+    """The handler; given one provider (``Retrying``), that one answers every flow.
+    ``name`` and ``model``: the processor's own provider and its default model, as a
+    request's span names them where its flow chooses none."""
+    if isinstance(providers, Retrying):
+        providers = Providers("", providers)
+
     async def complete(request: TextCompletionRequest, ctx: Context
                        ) -> Relay[TextCompletionResponse]:
         """Streaming: each piece of text as a ``Delta`` (a ``TextCompletionResponse``
         once it leaves the process), then the totals; else the whole answer once.
         Under a schema the answer is checked first (``structured``)."""
-        options = options_of(request)
+        flow = ctx.parameters.of(LlmParameters)
+        provider = await providers.get(flow)
+        options = flow_options(options_of(request), flow)
+        asked(tracing.current_span(), flow.llm_provider or name, model, request, options)
         if options.schema is None:
             return Relay(_answer(provider, request, options))
         shape = shape_of(request.json_schema or {})
@@ -87,6 +101,7 @@ async def _answer(provider: Retrying, request: TextCompletionRequest, options: O
         raise LlmError(f"provider overloaded mid-answer: {error.message}") from None
     if checked is not None:
         checked.answer("".join(parts))
+    answered(tracing.current_span(), usage, None if request.streaming else "".join(parts))
     yield TextCompletionResponse(
         response="" if request.streaming else "".join(parts), end_of_stream=True,
         in_token=usage.in_token, out_token=usage.out_token, model=usage.model)
@@ -134,16 +149,20 @@ def spec_for(provider_name: str) -> ProcessorSpec:
 
     def services(runtime: Runtime) -> list[Service]:
         settings: LlmSettings = runtime.settings
-        provider = Retrying(module.make(settings) if module else NotConfigured(),
-                            settings.tg_llm_retries)
+        own = Retrying(module.make(settings) if module else NotConfigured(),
+                       settings.tg_llm_retries)
+        providers = Providers(provider_name, own, settings)
+        runtime.on_flows(providers.keep)
         recording = asyncio.ensure_future(record_choice(runtime, provider_name))
 
         async def close() -> None:
             recording.cancel()
-            await provider.aclose()
+            await providers.aclose()
 
+        choice = current(provider_name, settings if provider_name else None)
+        handler = completion_handler(providers, choice.provider, choice.model)
         return [Service("text-completion", TextCompletionRequest, TextCompletionResponse,
-                        completion_handler(provider), error_type="llm-error", close=close)]
+                        handler, error_type="llm-error", close=close)]
 
     name = f"text-completion-{provider_name}" if provider_name else "text-completion"
     return ProcessorSpec(name, settings_model, services)
