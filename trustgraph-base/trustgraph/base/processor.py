@@ -24,6 +24,7 @@ from ..pubsub import Bus, Message
 from ..schema import CANCEL_TOPIC, Cancel, decode
 from . import rpc
 from .heap import freeze_startup_heap
+from .lanes import Slots
 from .local import LocalServices
 from .rpc import ReplyProducers
 from .runtime import Runtime
@@ -70,7 +71,7 @@ class Processor:
         made = self.spec.services(runtime)
         services = await made if inspect.isawaitable(made) else made
         self._services = services
-        limit = asyncio.Semaphore(self.settings.tg_concurrency)
+        limit = Slots(self.settings.tg_concurrency, self.settings.tg_interactive_slots)
         replies = ReplyProducers(self.bus)
         await self.bus.consume(CANCEL_TOPIC, self.instance, self._on_cancel,
                                name="cancels")
@@ -82,7 +83,8 @@ class Processor:
                 if isinstance(part, Stage):
                     context = StageContext(flow, clients, partial(runtime.emit, flow))
                     stage = StageRunner(self.bus, part, context, limit,
-                                        self.settings.tg_max_deliveries)
+                                        self.settings.tg_max_deliveries,
+                                        self.settings.tg_stage_in_flight)
                     self._stages.append(stage)
                     await stage.start()
                     continue
