@@ -75,6 +75,7 @@ from .pipeline import (
     EntityContext,
     EntityVector,
     EntityVectors,
+    GraphProgress,
     LoadResponse,
     TextLoadRequest,
 )
@@ -125,7 +126,8 @@ __all__ = [
     "DocumentStatus", "EmbeddingsRequest", "EmbeddingsResponse", "EntityContext",
     "EntityVector", "EntityVectors", "Error", "Evidence", "GraphEdge", "GraphEdgesRequest",
     "GraphEdgesResponse", "GraphEmbeddingsRequest", "GraphEmbeddingsResponse",
-    "GraphRagRequest", "GraphRagResponse", "GraphVersionRequest", "GraphVersionResponse",
+    "GraphProgress", "GraphRagRequest", "GraphRagResponse", "GraphVersionRequest",
+    "GraphVersionResponse",
     "KEYS_CHANGED", "KEYS_FLOW", "KeyLimits", "KeyUse", "KeyVerifier", "KeysRequest",
     "KeysResponse", "KnowledgeLoadRequest", "KnowledgeLoadResponse", "LIBRARIAN_FLOW",
     "LazyCommunity", "LazyEntity", "LazyRagExpandRequest", "LazyRagExpandResponse",

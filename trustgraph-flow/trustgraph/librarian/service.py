@@ -38,6 +38,7 @@ from trustgraph.base import (
     ProcessorSpec,
     Runtime,
     Service,
+    Stage,
 )
 from trustgraph.decoding import MARKDOWN, PDF, PLAIN, guess_kind
 from trustgraph.pubsub.pulsar_shim import MAX_RECORD_BYTES
@@ -47,6 +48,7 @@ from trustgraph.schema import (
     DocumentMetadata,
     DocumentRef,
     DocumentRemoved,
+    GraphProgress,
     LibrarianRequest,
     LibrarianResponse,
     LoadResponse,
@@ -59,6 +61,7 @@ from trustgraph.schema.librarian import LIST_PAGE, LibrarianOperation
 from trustgraph.schema.operations import per_operation
 
 from .core import core_documents_service
+from .graph_progress import GraphProgressStore, progress_stage
 from .status import status_handler
 from .store import LibraryStore
 
@@ -109,6 +112,7 @@ class Library:
                  max_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES,
                  max_upload_bytes: int = DEFAULT_MAX_UPLOAD_BYTES) -> None:
         self.store = store
+        self.progress = GraphProgressStore(store.root)  # each document's graph, per chunk
         self.emit = emit
         self.max_bytes = max_bytes
         self.max_upload_bytes = max_upload_bytes
@@ -268,6 +272,7 @@ class Library:
         for flow in flows:
             await self.emit(flow, "document-removed", DocumentRemoved(document=ref(document)))
         removed = await asyncio.to_thread(self.store.remove, user, collection, id)
+        await asyncio.to_thread(self.progress.forget, user, collection, id)
         log.info("id=%s removed %r of %s/%s; document-removed sent on %s", ctx.id, id,
                  user, collection, ",".join(flows))
         return LibrarianResponse(document=removed, end_of_stream=True)
@@ -349,7 +354,7 @@ def ref(document: DocumentMetadata) -> DocumentRef:
                        title=document.title)
 
 
-def library_services(library: Library) -> list[Service]:
+def library_services(library: Library) -> list[Service | Stage]:
     return [
         Service(NAME, LibrarianRequest, LibrarianResponse, library.librarian),
         Service("text-load", TextLoadRequest, LoadResponse, library.text_load,
@@ -357,12 +362,15 @@ def library_services(library: Library) -> list[Service]:
         Service("document-load", DocumentLoadRequest, LoadResponse, library.document_load,
                 error_type="load-error"),
         Service("load-status", LoadStatusRequest, LoadStatusResponse,
-                status_handler(library.store), error_type="load-status-error"),
+                status_handler(library.store, library.progress),
+                error_type="load-status-error"),
+        Stage("graph-progress", GraphProgress, progress_stage(library.progress, library.store),
+              subscription=NAME),
         core_documents_service(library.store),
     ]
 
 
-async def librarian_services(runtime: Runtime) -> list[Service]:
+async def librarian_services(runtime: Runtime) -> list[Service | Stage]:
     settings = runtime.settings
     store = await asyncio.to_thread(LibraryStore, settings.tg_data_dir)
     if removed := await asyncio.to_thread(store.remove_stale_temporaries):

@@ -62,7 +62,7 @@ from trustgraph.schema import (
     ScoredEntity,
 )
 
-from ..owner import fits_one_message, removal_stage, scope_of
+from ..owner import fits_one_message, removal_stage, report_progress, scope_of
 from ..settings import StoreSettings
 from . import store as stored
 from .configured import open_vector_store
@@ -158,6 +158,7 @@ def entity_vectors_stage(store: VectorStore) -> StageHandler[EntityVectors]:
                 raise Rejected(f"entity vectors of document {document.id!r} not stored in "
                                f"{user}/{collection}: {error}") from None
             raise
+        await report_progress(ctx, document, record.chunk_id, "entities")
     return store_entities
 
 
@@ -245,7 +246,9 @@ def _progress(progress, end: bool) -> ReembedResponse:
 def count_handler(store: VectorStore) -> Handler[ChunkCountRequest, ChunkCountResponse]:
     async def count(request: ChunkCountRequest, ctx: Context) -> ChunkCountResponse:
         return ChunkCountResponse(stored=await store.stored_chunks(
-            request.user, request.collection, [(d.id, d.version) for d in request.documents]))
+            request.user, request.collection,
+            [(d.id, d.version) if d.index is None else (d.id, d.version, d.index)
+             for d in request.documents]))
     return count
 
 
