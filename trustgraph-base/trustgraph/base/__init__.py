@@ -1,6 +1,7 @@
 """The processor runtime: request/response services, pipeline stages, service clients."""
 from .clients import Clients
 from .config_client import ConfigClient, ConfigWatcher
+from .exiting import exit_process
 from .heap import freeze_startup_heap
 from .lanes import BULK, INTERACTIVE, LaneLock, current_lane, queued_until, set_lane
 from .processor import Processor, ProcessorSpec, serve_together
@@ -19,6 +20,6 @@ __all__ = [
     "ProcessorSettings", "ProcessorSpec", "PromptClient", "PromptResult", "Rejected", "Relay",
     "RequestTimeout", "Requester", "Runtime", "Service", "ServiceClient", "ServiceError",
     "Settings", "Stage", "StageContext", "StageHandler", "Timing", "Yielded", "coalesce",
-    "current_lane", "delivery", "freeze_startup_heap", "load_settings", "queued_until",
-    "relay", "serve_together", "set_lane",
+    "current_lane", "delivery", "exit_process", "freeze_startup_heap", "load_settings",
+    "queued_until", "relay", "serve_together", "set_lane",
 ]

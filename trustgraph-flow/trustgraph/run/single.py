@@ -16,7 +16,13 @@ import os
 import signal
 import sys
 
-from trustgraph.base import Processor, ProcessorSpec, load_settings, serve_together
+from trustgraph.base import (
+    Processor,
+    ProcessorSpec,
+    exit_process,
+    load_settings,
+    serve_together,
+)
 
 from .registry import (
     GATEWAY,
@@ -78,6 +84,7 @@ def serve(label: str, specs: list[ProcessorSpec], argv: list[str]) -> None:
     processors = [Processor(spec, load_settings(spec.settings, argv, label)) for spec in specs]
     logging.getLogger().setLevel(processors[0].settings.tg_log_level.upper())
     asyncio.run(serve_together(processors))
+    exit_process(0)  # stopped cleanly: no interpreter finalization (base/exiting.py)
 
 
 def _under_supervisor(supervisor_pid: str | None) -> None:
