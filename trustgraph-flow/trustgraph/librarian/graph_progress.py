@@ -7,11 +7,13 @@ The store owners say so once their write is durable (stage ``graph-progress``, a
 version, chunk, part) in a file of its own beside the library, so a report sent
 twice (a redelivery) counts once. A report for a version that is no longer the one
 being processed on that flow (a re-load overtook it, or the document was removed)
-is dropped, and removing a document forgets its rows.
+is dropped, and removing a document forgets its rows. Reports that arrive while a
+write is under way are written together, in one transaction (one write per report
+cost the librarian ~3 ms of CPU per chunk).
 """
 import asyncio
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager
 from pathlib import Path
 
@@ -49,15 +51,18 @@ class GraphProgressStore:
             with transaction(db, write):
                 yield db
 
-    def record(self, user: str, collection: str, flow: str, document: str, version: int,
-               chunk: str, part: str) -> None:
+    def record(self, reports: list[tuple[str, GraphProgress]]) -> None:
+        """``(flow, report)`` pairs, in one transaction."""
         with self._transaction(write=True) as db:
-            db.execute("INSERT OR IGNORE INTO graph_progress VALUES (?, ?, ?, ?, ?, ?, ?)",
-                       (user, collection, flow, document, version, chunk, part))
-            # Rows of earlier versions say nothing any more.
-            db.execute("DELETE FROM graph_progress WHERE user = ? AND collection = ? AND "
-                       "flow = ? AND document = ? AND version < ?",
-                       (user, collection, flow, document, version))
+            for flow, report in reports:
+                d = report.document
+                db.execute("INSERT OR IGNORE INTO graph_progress VALUES (?, ?, ?, ?, ?, ?, ?)",
+                           (d.user, d.collection, flow, d.id, d.version, report.chunk_id,
+                            report.part))
+                # Rows of earlier versions say nothing any more.
+                db.execute("DELETE FROM graph_progress WHERE user = ? AND collection = ? AND "
+                           "flow = ? AND document = ? AND version < ?",
+                           (d.user, d.collection, flow, d.id, d.version))
 
     def counts(self, user: str, collection: str, flow: str,
                versions: dict[str, int]) -> dict[str, dict[str, int]]:
@@ -72,23 +77,65 @@ class GraphProgressStore:
                     found[id][part] = count
         return found
 
-    def forget(self, user: str, collection: str, document: str) -> None:
+    def forget(self, user: str, collection: str, document: str | None = None) -> None:
+        """A removed document's rows; with no ``document``, a deleted collection's."""
         with self._transaction(write=True) as db:
             db.execute("DELETE FROM graph_progress WHERE user = ? AND collection = ? AND "
-                       "document = ?", (user, collection, document))
+                       "(? IS NULL OR document = ?)", (user, collection, document, document))
+
+
+def current(library: LibraryStore, reports: list[tuple[str, GraphProgress]]
+            ) -> list[tuple[str, GraphProgress]]:
+    """The reports about the version being processed on their flow (not removed, not
+    overtaken by a re-load)."""
+    asked: dict[tuple[str, str, str], set[str]] = {}
+    for flow, report in reports:
+        d = report.document
+        asked.setdefault((d.user, d.collection, flow), set()).add(d.id)
+    versions = {(user, collection, flow, id): record.version
+                for (user, collection, flow), ids in asked.items()
+                for id, record in library.load_status(user, collection, sorted(ids),
+                                                      flow).items()}
+    return [(flow, report) for flow, report in reports
+            if versions.get((report.document.user, report.document.collection, flow,
+                             report.document.id)) == report.document.version]
+
+
+class Together:
+    """Calls of ``write`` (blocking: run in a thread) with what arrived while the
+    last was under way; each ``add`` returns once its item is written."""
+
+    def __init__(self, write: Callable[[list], None]) -> None:
+        self._write = write
+        self._waiting: list[tuple[object, asyncio.Future]] = []
+        self._writing: asyncio.Task | None = None
+
+    async def add(self, item: object) -> None:
+        future = asyncio.get_running_loop().create_future()
+        self._waiting.append((item, future))
+        if self._writing is None or self._writing.done():
+            self._writing = asyncio.create_task(self._drain())
+        await future
+
+    async def _drain(self) -> None:
+        while self._waiting:
+            batch, self._waiting = self._waiting, []
+            try:
+                await asyncio.to_thread(self._write, [item for item, _ in batch])
+            except Exception as error:  # every report of the batch is redelivered
+                for _, future in batch:
+                    if not future.done():
+                        future.set_exception(error)
+            else:
+                for _, future in batch:
+                    if not future.done():
+                        future.set_result(None)
 
 
 def progress_stage(progress: GraphProgressStore, library: LibraryStore
                    ) -> StageHandler[GraphProgress]:
-    def record(report: GraphProgress, flow: str) -> None:
-        document = report.document
-        current = library.load_status(document.user, document.collection, [document.id],
-                                      flow).get(document.id)
-        if current is None or current.version != document.version:
-            return  # removed, or a later version is on its way: nothing to count
-        progress.record(document.user, document.collection, flow, document.id,
-                        document.version, report.chunk_id, report.part)
+    writes = Together(lambda reports: progress.record(current(library, reports)))
 
     async def graph_progress(report: GraphProgress, ctx: StageContext) -> None:
-        await asyncio.to_thread(record, report, ctx.flow)
+        await writes.add((ctx.flow, report))
     return graph_progress

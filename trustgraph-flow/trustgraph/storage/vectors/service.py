@@ -30,6 +30,7 @@ import math
 from collections.abc import AsyncIterator
 
 from trustgraph.base import (
+    BULK,
     BadRequest,
     Context,
     Handler,
@@ -42,6 +43,7 @@ from trustgraph.base import (
     StageContext,
     StageHandler,
     Yielded,
+    set_lane,
 )
 from trustgraph.schema import (
     ChunkCountRequest,
@@ -210,6 +212,7 @@ def graph_handler(store: VectorStore) -> Handler[GraphEmbeddingsRequest, GraphEm
 def reembed_handler(store: VectorStore) -> Handler[ReembedRequest, ReembedResponse]:
     async def handle(request: ReembedRequest, ctx: Context
                      ) -> AsyncIterator[Yielded[ReembedResponse]]:
+        set_lane(BULK)  # a whole collection's vectors: behind any question's work
         embeddings = await ctx.clients.get("embeddings")
 
         async def embed(texts: list[str]) -> tuple[list[list[float]], str]:
