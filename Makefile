@@ -26,15 +26,21 @@ $(STAMP): $(PROJECTS) tests/requirements.txt
 run: $(STAMP)
 	$(BIN)/tg-start
 
+# The suite on two workers (pytest-xdist): it waits on stacks, brokers and timers
+# more than it computes, so a second worker roughly halves it on 2 cores. Each
+# worker has its own broker; a module stays on one worker (its stack starts once),
+# longest modules (e2e) first (tests/conftest.py). TEST_WORKERS=0: one process.
+TEST_WORKERS ?= 2
 test: check browser
-	$(BIN)/python -m pytest tests
+	$(BIN)/python -m pytest tests -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 # The checks that keep the code as it is meant to be, run first by `make test`: ruff
-# (lint, import sorting, bugbear) and mypy over all three distributions, both clean.
+# (lint, import sorting, bugbear) over the whole repository (the three distributions,
+# tests and bench) and mypy over the three distributions, both clean.
 # The import layering is a unit test (tests/unit/test_layering.py).
 DISTRIBUTIONS := trustgraph-base trustgraph-flow trustgraph-cli
 check: $(STAMP)
-	$(BIN)/ruff check $(DISTRIBUTIONS)
+	$(BIN)/ruff check .
 	$(BIN)/mypy $(addsuffix /trustgraph,$(DISTRIBUTIONS))
 
 # The workbench page's browser tests use Debian's Chromium and its driver (never a

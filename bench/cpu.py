@@ -9,9 +9,9 @@ are read straight from the server and then through the stack over websockets (on
 socket per stream, as browsers open them; ``--sockets one`` puts them all on one),
 ``--rounds`` rounds of them. Reported: streams/s of each and the stack's share of
 direct, the TTFT the stack adds (p50, p95), whether every stream completed, and the
-CPU time each process of the stack spent per token while the stack's streams ran. ``--service prompt`` streams through the prompt
-processor too (text-completion → broker → prompt → broker → gateway), each
-processor in its own process.
+CPU time each process of the stack spent per token while the stack's streams ran.
+``--service prompt`` streams through the prompt processor too (text-completion →
+broker → prompt → broker → gateway), each processor in its own process.
 """
 import argparse
 import asyncio
@@ -144,7 +144,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=10,
                         help="rounds of `concurrency` streams at each level")
     parser.add_argument("--streams", type=int, default=24,
-                        help="streams per measurement at low concurrency (at least --rounds rounds)")
+                        help="streams per measurement at low concurrency "
+                             "(at least --rounds rounds)")
     parser.add_argument("--tokens", type=int, default=200)
     parser.add_argument("--service", choices=("text-completion", "prompt"),
                         default="text-completion")

@@ -23,7 +23,6 @@ import statistics
 import time
 from dataclasses import asdict, dataclass
 
-
 from bench.stats import percentile
 from trustgraph.chunking import ModelTokens, split_text
 from trustgraph.embeddings.minilm.batcher import Batcher
@@ -165,7 +164,7 @@ def compare_torch(chunks: list[str], batch: int = 32) -> dict | None:
     ours = MiniLm()
     reference.encode(chunks[:batch])
     started = time.perf_counter()
-    theirs = reference.encode(chunks, batch_size=batch, normalize_embeddings=True)
+    reference.encode(chunks, batch_size=batch, normalize_embeddings=True)
     rate = len(chunks) / (time.perf_counter() - started)
     latencies = [timed(reference.encode, [q]) for q in QUERIES * 3]
     texts = chunks + QUERIES

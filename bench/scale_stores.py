@@ -32,9 +32,9 @@ from trustgraph.schema import SubgraphRequest, Term
 from trustgraph.schema.core_archive import CoreReader
 from trustgraph.storage.settings import StoreSettings
 from trustgraph.storage.triples.configured import open_triples_store
-from trustgraph.storage.vectors.configured import open_vector_store
 from trustgraph.storage.triples.core import core_triples_handler
 from trustgraph.storage.triples.service import subgraph_handler
+from trustgraph.storage.vectors.configured import open_vector_store
 from trustgraph.storage.vectors.core import core_vectors_handler
 
 USER, COLLECTION = "bench", "default"

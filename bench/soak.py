@@ -55,7 +55,7 @@ def check(result: Result, expected: int) -> Counter:
     return Counter(
         lost=sum(1 for i in range(expected) if i not in seen),
         duplicated=sum(n - 1 for n in seen.values() if n > 1),
-        reordered=sum(1 for a, b in zip(result.tokens, result.tokens[1:]) if b < a))
+        reordered=sum(1 for a, b in zip(result.tokens, result.tokens[1:], strict=False) if b < a))
 
 
 # --- the scripted LLM, in a process of its own -----------------------------------

@@ -28,11 +28,11 @@ from qdrant_client import AsyncQdrantClient
 
 from bench.stats import median, ms, percentile
 from tests.support.arcadedb import ArcadeDb
-from trustgraph.pubsub.embedded import free_port
 from trustgraph.base import Context
+from trustgraph.pubsub.embedded import free_port
 from trustgraph.schema import RDFS_LABEL, SubgraphRequest, Term, Triple
-from trustgraph.storage.triples.service import subgraph_handler
 from trustgraph.storage.triples.neo4j import Neo4jTriplesStore
+from trustgraph.storage.triples.service import subgraph_handler
 from trustgraph.storage.triples.sqlite import SqliteTriplesStore
 from trustgraph.storage.triples.store import TriplesStore, expand
 from trustgraph.storage.vectors.qdrant_edge import EdgeBackend
@@ -85,12 +85,16 @@ async def bench_triples(name: str, store: TriplesStore, size: int, queries: int)
     rows = [row(name, "2-hop expansion + labels (5 seeds)", f"{size // 1000}k triples",
                 await timed(two_hops, queries), f"load {size / load:,.0f} triples/s")]
     handler, ctx = subgraph_handler(store), Context(id="bench", flow="bench", clients=None)
-    subgraph = lambda: handler(SubgraphRequest(user=USER, collection=COLLECTION,
-                                               seeds=rng.sample(entities, 5)), ctx)
+
+    def subgraph():
+        return handler(SubgraphRequest(user=USER, collection=COLLECTION,
+                                       seeds=rng.sample(entities, 5)), ctx)
     await timed(subgraph, 10)
     rows.append(row(name, "subgraph service handler (5 seeds, 2 hops, labels + provenance)",
                     f"{size // 1000}k triples", await timed(subgraph, queries)))
-    neighbours = lambda: store.neighbours(USER, COLLECTION, rng.sample(entities, 50))
+
+    def neighbours():
+        return store.neighbours(USER, COLLECTION, rng.sample(entities, 50))
     rows.append(row(name, "neighbours of 50 entities (1 round trip)",
                     f"{size // 1000}k triples", await timed(neighbours, queries)))
     return rows
@@ -108,8 +112,9 @@ async def bench_vectors(name: str, backend, size: int, dim: int, queries: int,
     load = time.perf_counter() - started
     print(f"{name}: upserted {size} vectors in {load:.1f} s", file=sys.stderr, flush=True)
     rng = np.random.default_rng(8)
-    search = lambda: store.search_entities(USER, COLLECTION,
-                                           rng.standard_normal(dim).tolist(), 10)
+
+    def search():
+        return store.search_entities(USER, COLLECTION, rng.standard_normal(dim).tolist(), 10)
     await timed(search, 5)
     label = f"{size // 1000}k × {dim}-d"
     phase = "(full scan, not indexed)" if isinstance(backend, EdgeBackend) else ""

@@ -108,7 +108,9 @@ const go = (ws) => {
   let started = performance.now(), metadata;
   ws.onmessage = (event) => {
     const response = JSON.parse(event.data).response || {};
-    if (metadata === undefined && response.message_type === 'metadata') metadata = performance.now() - started;
+    if (metadata === undefined && response.message_type === 'metadata') {
+      metadata = performance.now() - started;
+    }
     if (response.chunk) { ws.onmessage = null; done([metadata, performance.now() - started]); }
   };
   ws.send(JSON.stringify({id: 'bare' + Math.random(), service: 'document-rag', request}));

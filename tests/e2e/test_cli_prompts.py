@@ -49,8 +49,10 @@ async def show_config(stack: Stack) -> dict:
 async def test_show_config_prints_everything_with_its_version(stack):
     shown = await show_config(stack)
     assert set(shown) == {"version", "config"} and shown["version"] >= 1
-    assert set(DEFAULT_TEMPLATES) <= set(shown["config"]["prompt"])
-    assert shown["config"]["prompt"]["kg-prompt"] == DEFAULT_TEMPLATES["kg-prompt"].config_value()
+    # laid out as TrustGraph's tools read them (docs/prompts.md)
+    assert {f"template.{id}" for id in DEFAULT_TEMPLATES} <= set(shown["config"]["prompt"])
+    assert shown["config"]["prompt"]["template.kg-prompt"] == \
+        DEFAULT_TEMPLATES["kg-prompt"].config_value()
 
 
 async def test_show_prompts_lists_the_shipped_templates(stack):
@@ -73,7 +75,7 @@ async def test_set_show_and_delete_a_prompt(stack, tmp_path):
 
     shown = await show_config(stack)
     assert shown["version"] == before + 1
-    assert shown["config"]["prompt"]["names"] == PromptTemplate(
+    assert shown["config"]["prompt"]["template.names"] == PromptTemplate(
         system="Reply in JSON.", prompt="Names in:\n{{ text }}", response_type="json",
         schema=SCHEMA).config_value()
     _, listing, _ = await tg(stack, "tg-show-prompts")
@@ -82,7 +84,7 @@ async def test_set_show_and_delete_a_prompt(stack, tmp_path):
             '      "type": "array",\n') in listing
 
     assert await tg(stack, "tg-delete-prompt", "--id", "names") == (0, "", "")
-    assert "names" not in (await show_config(stack))["config"]["prompt"]
+    assert "template.names" not in (await show_config(stack))["config"]["prompt"]
     code, stdout, stderr = await tg(stack, "tg-delete-prompt", "--id", "names")
     assert (code, stdout) == (1, "")
     assert stderr.startswith("tg-delete-prompt: not-found: no prompt template 'names' "
@@ -148,3 +150,27 @@ async def test_invoke_prompt_ctrl_c_stops_quietly(stack):
     stdout, stderr = await asyncio.wait_for(process.communicate(), DEADLINE)
     assert (process.returncode, stderr) == (130, b"")
     assert len(first + stdout) < len(expected_text(1000))
+
+
+async def test_config_item_commands(stack):
+    """Any item, with TrustGraph's flags; text that is JSON is stored as that JSON."""
+    assert (await tg(stack, "tg-put-config-item", "--type", "limits", "--key", "default",
+                     "--value", '{"max": 3}'))[0] == 0
+    assert (await tg(stack, "tg-put-config-item", "--type", "limits", "--key", "model",
+                     "--value", "gpt-4"))[0] == 0
+    assert (await show_config(stack))["config"]["limits"] == {
+        "default": {"max": 3}, "model": "gpt-4"}
+    assert await tg(stack, "tg-list-config-items", "--type", "limits") == (
+        0, "default\nmodel\n", "")
+    assert await tg(stack, "tg-list-config-items", "--type", "limits", "--format",
+                    "json") == (0, '[\n  "default",\n  "model"\n]\n', "")
+    assert await tg(stack, "tg-get-config-item", "--type", "limits", "--key", "model") == (
+        0, "gpt-4\n", "")
+    assert await tg(stack, "tg-get-config-item", "--type", "limits", "--key", "default",
+                    "--format", "json") == (0, '{\n  "max": 3\n}\n', "")
+    code, out, err = await tg(stack, "tg-delete-config-item", "--type", "limits", "--key",
+                              "model")
+    assert code == 0 and out.startswith("config item limits/model deleted")
+    code, out, err = await tg(stack, "tg-get-config-item", "--type", "limits", "--key",
+                              "model")
+    assert (code, out) == (1, "") and err.startswith("tg-get-config-item: not-found: ")

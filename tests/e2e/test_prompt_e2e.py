@@ -175,7 +175,7 @@ async def test_edited_template_is_used_without_a_restart(stack):
             # The edit reaches the prompt service as a config notification, a moment
             # after tg-set-prompt returns.
             await eventually(lambda: answer_of(client, "greeting"), "the edited template",
-                             accept=lambda answer: answer == expected_text(tokens),
+                             accept=lambda answer, tokens=tokens: answer == expected_text(tokens),
                              timeout=10.0)
     code, stdout, _ = await cli("tg-invoke-prompt", "-u", stack.gateway_url, "greeting",
                                 "name=Bo")

@@ -162,7 +162,7 @@ async def corpus(stack, client):
                 await client.load_text(text, name, title=name.removesuffix(".txt").title(),
                                        **scope(key))
         for key in CORPUS:
-            await eventually(lambda: settled(client, watch, key), f"{key} to be stored",
+            await eventually(lambda key=key: settled(client, watch, key), f"{key} to be stored",
                              timeout=DEADLINE)
         assert all(watch.triples[key] and watch.entities[key] for key in CORPUS)
         yield watch
@@ -315,6 +315,24 @@ async def test_tg_eval_measures_both_modes_and_holds_a_bar(stack, corpus, tmp_pa
     assert "| retrieval=vector | 2 |" in out and (tmp_path / "report.md").exists()
     status, _, err = await cli(*base, "--min-recall-at-1", "1.01")
     assert status == 2 and "below the bar: retrieval=vector: recall@1" in err
+
+
+async def test_tg_eval_without_a_user_asks_as_the_keys_and_says_why_questions_failed(
+        stack, corpus, tmp_path):
+    questions = tmp_path / "questions.jsonl"
+    questions.write_text('{"question": "Who walked on the Moon? [tokens=3]"}\n'
+                         '{"question": "What did Curiosity drill into? [tokens=3]"}\n')
+    asked = ("tg-eval", str(questions), "-u", stack.gateway_url, "-C", "space", "-q")
+    status, out, err = await cli(*asked)  # the open gateway's user: nothing of alice's
+    assert (status, err) == (0, "")
+    assert "collection space of the key's user" in out and "Failed questions" not in out
+    # A body the gateway refuses fails every question: exit 1, the reason counted.
+    status, out, err = await cli(*asked, "--option", "doc_limit=many")
+    assert status == 1 and "every question failed" in err
+    assert out.splitlines()[-2:] == [
+        "Failed questions:", "mode=document, collection=space: 2 × "
+        "bad-request: doc_limit: Input should be a valid integer, unable to parse string "
+        "as an integer (HTTP 400)"]
 
 
 async def test_tg_reembed_recomputes_a_collection_that_stays_answerable(stack, corpus):

@@ -7,9 +7,9 @@ one first), three files are uploaded and their bars watched to 100 %, then
 questions are asked in each mode the stack runs. For each answer: the sources are
 in the page before the first answer token (a MutationObserver installed before
 asking records both), and the rendered answer is the text the LLM streamed; the
-agent (and LazyRAG, once the stack runs it) is asked for real, a mode the stack
-does not run must say it is off. Stop
-makes the LLM server see its client go; model text carrying ``<script>`` and
+agent and LazyRAG are asked for real, and on the session's ingestion stack, which
+runs neither, the page switches both off and says why. Stop makes the LLM server
+see its client go; model text carrying ``<script>`` and
 ``<img onerror>`` runs nothing. Set WORKBENCH_SCREENSHOTS=docs/images to save the
 README's screenshots.
 """
@@ -25,7 +25,7 @@ from tests.support.openai_server import expected_text
 from tests.support.pdf import minimal_pdf
 from tests.support.stack import Stack, openai_server_thread
 from tests.support.workbench import CannedLlm, WorkbenchPage
-from trustgraph.api import TrustGraph, TrustGraphError
+from trustgraph.api import TrustGraph
 
 pytestmark = [pytest.mark.skipif(missing() is not None, reason=str(missing())),
               pytest.mark.timeout(120)]
@@ -85,15 +85,6 @@ def screenshot(page: WorkbenchPage, name: str) -> None:
     if SHOTS:
         Path(SHOTS).mkdir(parents=True, exist_ok=True)
         page.driver.save_screenshot(str(Path(SHOTS) / f"workbench-{name}.png"))
-
-
-def service_known(client: TrustGraph, service: str) -> bool:
-    """What the page probes: a request the service's model must refuse."""
-    try:
-        list(client.request(service, {"streaming": "probe"}))
-    except TrustGraphError as error:
-        return error.type not in ("unknown-service", "no-service")
-    return True
 
 
 # --- connecting --------------------------------------------------------------------------
@@ -207,32 +198,39 @@ def test_document_mode_shows_sources_before_the_first_token(page):
     assert any("apollo" in source for source in turn["sources"])
 
 
-@pytest.mark.parametrize("mode, service", [("lazy", "lazy-rag"), ("agent", "agent")])
-def test_modes_the_stack_does_not_run_are_switched_off(page, client, mode, service):
-    if service_known(client, service):
-        pytest.skip(f"this stack runs {service}: asked in test_lazy_and_agent_modes")
-    page.tab("ask")
-    radio = page.find(f"#ask-form input[name=mode][value={mode}]")
-    page.wait(lambda: not radio.is_enabled(), f"{mode} to be switched off")
-    assert f"this gateway has no {service} service" in page.text("#mode-note")
+def test_modes_the_stack_does_not_run_are_switched_off(browser, ingestion_stack):
+    """On the session's ingestion stack (tests/e2e/conftest.py: an open gateway and the
+    pipeline, neither lazy-rag nor agent): LazyRAG is off from the start, as its status
+    says no processor serves it; the agent is a service the gateway knows, so it is
+    offered until a question finds no agent processor, which switches it off."""
+    page = WorkbenchPage(browser, ingestion_stack.gateway_url)
+    try:
+        page.open()
+        lazy = page.find("#ask-form input[name=mode][value=lazy]")
+        page.wait(lambda: not lazy.is_enabled(), "lazy to be switched off", timeout=30)
+        note = page.text("#mode-note")
+        assert "Lazy: no lazy-rag-status processor took the request" in note
+        assert "or run the service: tg-run lazy-rag" in note
+        turn = page.ask("agent", "Who walked on the Moon?")
+        assert turn["state"] == "error" and "no-service" in turn["error"], turn
+        assert not page.find("#ask-form input[name=mode][value=agent]").is_enabled()
+        assert "no agent processor is running" in page.text("#mode-note")
+    finally:
+        browser.get("about:blank")  # the module's other tests open this stack's page
 
 
-def test_lazy_and_agent_modes(page, client):
-    ran = [s for s in ("lazy-rag", "agent") if service_known(client, s)]
-    if not ran:
-        pytest.skip("this stack runs neither lazy-rag nor agent")
-    if "lazy-rag" in ran:
-        turn = page.ask("lazy", "Who walked on the Moon? [tokens=15]")
-        assert turn["state"] == "done" and turn["answer"], turn
-        assert page.turn().find_elements("css selector", ".lazy meter")
-    if "agent" in ran:
-        turn = page.ask("agent", "Who walked on the Moon? [canned=react]")
-        assert turn["state"] == "done", turn
-        assert turn["answer"] == "Neil Armstrong and Buzz Aldrin walked on the Moon."
-        steps = page.js("""return [...document.querySelector('#history').lastElementChild
-            .querySelectorAll('.steps details')].map(d => d.innerText.trim())""")
-        assert steps == ["Thought"], steps  # collapsed: only its summary shows
-        assert "null" not in turn["text"]
+def test_lazy_and_agent_modes(page):
+    """The default stack runs both: asked for real."""
+    turn = page.ask("lazy", "Who walked on the Moon? [tokens=15]")
+    assert turn["state"] == "done" and turn["answer"], turn
+    assert page.turn().find_elements("css selector", ".lazy meter")
+    turn = page.ask("agent", "Who walked on the Moon? [canned=react]")
+    assert turn["state"] == "done", turn
+    assert turn["answer"] == "Neil Armstrong and Buzz Aldrin walked on the Moon."
+    steps = page.js("""return [...document.querySelector('#history').lastElementChild
+        .querySelectorAll('.steps details')].map(d => d.innerText.trim())""")
+    assert steps == ["Thought"], steps  # collapsed: only its summary shows
+    assert "null" not in turn["text"]
 
 
 def test_stop_ends_the_llm_stream(page, llm):

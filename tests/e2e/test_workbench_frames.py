@@ -70,7 +70,8 @@ class ScriptedGateway:
 
     @staticmethod
     async def lazy_status(request: web.Request) -> web.Response:
-        return web.json_response({"enabled": True})
+        return web.json_response({"data": {"enabled": True},  # the gateway's envelope
+                                  "meta": {"requestId": "1", "timestamp": "now"}})
 
     async def socket(self, request: web.Request) -> web.WebSocketResponse:
         ws = web.WebSocketResponse()

@@ -85,7 +85,8 @@ class Agent:
             await self._started(processor)
         await answering(self.url, "agent", self.flow, probe=AgentRequest(
             question="probe [tokens=1]", pattern="ask"), response=AgentResponse)
-        self.agent = Requester(self.bus, "agent", self.flow, f"test-{uuid.uuid4().hex[:6]}", timing=Timing(timeout=DEADLINE))
+        self.agent = Requester(self.bus, "agent", self.flow, f"test-{uuid.uuid4().hex[:6]}",
+                               timing=Timing(timeout=DEADLINE))
         await self.agent.start()
         return self
 

@@ -155,7 +155,7 @@ async def test_set_show_and_delete_tools(rig, run):
         stored = await client.config_values(TOOL_CONFIG_TYPE)
     assert stored["graph"] == {
         "name": "knowledge", "description": "Ask the knowledge graph.",
-        "kind": "knowledge-query", "group": ["research", "default"],
+        "type": "knowledge-query", "group": ["research", "default"],
         "arguments": [{"name": "question", "type": "string",
                        "description": "The question: whole"}]}
     assert stored["weather"]["arguments"] == [{"name": "city", "type": "string",

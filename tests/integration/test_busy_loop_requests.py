@@ -44,7 +44,9 @@ async def test_a_burst_of_requests_on_a_busy_loop_is_accepted_not_no_service(
         pulsar_url=broker.url, openai_base_url=openai_server.base_url, tg_flows=[flow]))
     await processor.start()
     bus = Bus(broker.url)
-    requester = Requester(bus, "text-completion", flow, f"t-{uuid.uuid4().hex[:6]}", timing=Timing(timeout=60))  # accept_timeout: the product's 5 s
+    # accept_timeout: the product's 5 s
+    requester = Requester(bus, "text-completion", flow, f"t-{uuid.uuid4().hex[:6]}",
+                          timing=Timing(timeout=60))
     await requester.start()
     stop = asyncio.Event()
     load = [asyncio.create_task(busy(stop)) for _ in range(BUSY_TASKS)]

@@ -64,7 +64,7 @@ USER, COLLECTION = "ada", "moved"
 SCOPE = {"user": USER, "collection": COLLECTION}
 WORDS = ("engine analytical difference loom punched card bernoulli numbers note "
          "calculation machine lovelace babbage poetry science operation symbols").split()
-I, L = Term.iri, Term.literal
+I, L = Term.iri, Term.literal  # noqa: E741 (the wire's term kinds "i", "l")
 E = "http://example.org/"
 
 

@@ -9,6 +9,7 @@ import pytest
 from tests.support.handled import Handled
 from tests.support.waiting import eventually
 from trustgraph.base import (
+    TIMING,
     HandledError,
     Processor,
     ProcessorSettings,
@@ -20,6 +21,8 @@ from trustgraph.base import (
     delivery,
 )
 from trustgraph.base.stage import Emitters
+from trustgraph.embeddings.provider import EmbeddingsSettings
+from trustgraph.embeddings.service import SPEC as EMBEDDINGS_SPEC
 from trustgraph.ingest import embedding_stages as stages
 from trustgraph.pubsub import Bus
 from trustgraph.schema import (
@@ -42,7 +45,7 @@ from trustgraph.schema import (
 )
 from trustgraph.storage.vectors import service as service_vectors
 
-I = Term.iri
+I = Term.iri  # noqa: E741 (the wire's term kind "i")
 DIM = 384
 
 
@@ -67,8 +70,10 @@ class ScriptedEmbeddings:
 class Pipeline:
     """The two embedding processors on a fresh flow, their outputs collected."""
 
-    def __init__(self, broker, embeddings_spec, embeddings_settings=None, **settings):
+    def __init__(self, broker, embeddings_spec, embeddings_settings=None,
+                 timing: Timing = TIMING, **settings):
         self.broker = broker
+        self.timing = timing  # the stages' request protocol (TIMING: the product's)
         self.flow = f"emb-stages-{uuid.uuid4().hex[:8]}"
         self.embeddings_spec = embeddings_spec
         self.embeddings_settings = embeddings_settings
@@ -79,7 +84,7 @@ class Pipeline:
         self.processors: list[Processor] = []
 
     async def _run(self, spec, settings):
-        processor = Processor(spec, settings)
+        processor = Processor(spec, settings, timing=self.timing)
         await processor.start()
         self.processors.append(processor)
 
@@ -215,7 +220,10 @@ async def test_a_failing_embeddings_service_means_redelivery(pipeline, script):
 
 
 async def test_no_embeddings_service_means_the_chunk_waits(broker):
-    pipeline = await Pipeline(broker, None, tg_request_timeout=1).start()
+    # No service takes the request: it is given up after accept_timeout (the product's
+    # 5 s would only make the test wait).
+    pipeline = await Pipeline(broker, None, timing=Timing(accept_timeout=0.5),
+                              tg_request_timeout=1).start()
     try:
         await pipeline.emit("chunks", chunk(doc(), 0, "patient"))
         # Its handler asked for a vector, got no answer and failed: no vector came of
@@ -236,15 +244,6 @@ async def test_no_embeddings_service_means_the_chunk_waits(broker):
 # --- the real embeddings service and the real vector store ----------------------------
 
 
-def real_embeddings():
-    try:
-        from trustgraph.embeddings.provider import EmbeddingsSettings
-        from trustgraph.embeddings.service import SPEC
-    except ImportError as error:
-        pytest.skip(f"the embeddings service is not importable: {error}")
-    return SPEC, EmbeddingsSettings
-
-
 DOCUMENTS = {
     "bread": ["Sourdough bread rises slowly thanks to wild yeast and lactic bacteria.",
               "Bake the loaf in a hot Dutch oven for a crisp crust."],
@@ -254,8 +253,7 @@ DOCUMENTS = {
 
 
 async def test_end_to_end_with_the_real_model_and_vector_store(broker, data_dir):
-    spec, settings = real_embeddings()
-    pipeline = Pipeline(broker, spec, settings)
+    pipeline = Pipeline(broker, EMBEDDINGS_SPEC, EmbeddingsSettings)
     await pipeline.start(collect=False)
     base = dict(pulsar_url=broker.url, tg_flows=[pipeline.flow], tg_data_dir=str(data_dir))
     store = Processor(ProcessorSpec(service_vectors.NAME, service_vectors.VectorStoreSettings,
@@ -267,7 +265,8 @@ async def test_end_to_end_with_the_real_model_and_vector_store(broker, data_dir)
     try:
         for service in ("embeddings", "document-embeddings", "graph-embeddings"):
             requesters[service] = Requester(pipeline.bus, service, pipeline.flow,
-                                            f"test-{uuid.uuid4().hex[:8]}", timing=Timing(timeout=60))
+                                            f"test-{uuid.uuid4().hex[:8]}",
+                                            timing=Timing(timeout=60))
             await requesters[service].start()
         for user in ("alice", "bob"):
             for name, texts in DOCUMENTS.items():

@@ -22,7 +22,8 @@ async def embeddings(broker):
         pulsar_url=broker.url, tg_embeddings_max_texts=64, tg_flows=["emb-test"]))
     await processor.start()
     bus = Bus(broker.url)
-    requester = Requester(bus, "embeddings", "emb-test", "emb-test-requester", timing=Timing(timeout=60))
+    requester = Requester(bus, "embeddings", "emb-test", "emb-test-requester",
+                          timing=Timing(timeout=60))
     await requester.start()
     yield requester
     await bus.close()
@@ -36,7 +37,7 @@ async def vectors(requester, **request) -> list[list[float]]:
 
 
 def cosine(a: list[float], b: list[float]) -> float:
-    return sum(x * y for x, y in zip(a, b))
+    return sum(x * y for x, y in zip(a, b, strict=True))
 
 
 async def test_batch_gives_one_unit_vector_per_text_in_order(embeddings):
@@ -82,5 +83,5 @@ async def test_concurrent_requests_each_get_their_own_vectors(embeddings):
     texts = [f"Document number {i} is about topic {i % 7}." for i in range(24)]
     expected = await vectors(embeddings, texts=texts)
     answers = await asyncio.gather(*(vectors(embeddings, texts=[t]) for t in texts))
-    for mine, reference in zip(answers, expected):
+    for mine, reference in zip(answers, expected, strict=True):
         assert cosine(mine[0], reference) > 0.9999

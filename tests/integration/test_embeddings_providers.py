@@ -151,7 +151,8 @@ async def test_service_reports_provider_failure(broker, server):
         tg_embeddings_url=server.url, tg_embeddings_model=MISSING_MODEL))
     await processor.start()
     bus = Bus(broker.url)
-    requester = Requester(bus, "embeddings", "emb-fail", "emb-fail-requester", timing=Timing(timeout=30))
+    requester = Requester(bus, "embeddings", "emb-fail", "emb-fail-requester",
+                          timing=Timing(timeout=30))
     await requester.start()
     try:
         with pytest.raises(ServiceError) as failure:

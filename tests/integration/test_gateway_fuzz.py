@@ -74,6 +74,7 @@ class Route:
 ROUTES = [
     # One line per route; test_every_route_is_fuzzed fails for a served route not here.
     Route("POST", "/api/v1/flow/{flow}/service/{kind}"),  # test_service_route: every row
+    Route("POST", "/api/v1/{kind}"),  # test_service_route too: every row, outside flows
     Route("POST", "/api/v1/query", on_our_flow(QueryRequest)),
     Route("POST", "/query", on_our_flow(QueryRequest)),
     # Answered 404 until the lazy-rag routes land; fuzzed for real from then on.
@@ -176,12 +177,12 @@ ACCEPT = st.sampled_from([None, "application/json", "application/x-ndjson",
 
 
 @FUZZ
-@given(case=SERVICE_BODIES, accept=ACCEPT, flow=st.sampled_from([FLOW, FLOW, "nope"]),
+@given(case=SERVICE_BODIES, accept=ACCEPT, flow=st.sampled_from([FLOW, FLOW, "nope", None]),
        who=WHO)
 async def test_service_route(rig, http, case, accept, flow, who):
     kind, body = case
-    await post(rig, http, f"api/v1/flow/{flow}/service/{kind}", body, accept,
-               credentials(rig, who))
+    path = f"api/v1/{kind}" if flow is None else f"api/v1/flow/{flow}/service/{kind}"
+    await post(rig, http, path, body, accept, credentials(rig, who))
 
 
 @pytest.mark.parametrize("route", [route for route in ROUTES if route.bodies is not None],

@@ -34,7 +34,7 @@ from trustgraph.schema import (
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
-I, L = Term.iri, Term.literal
+I, L = Term.iri, Term.literal  # noqa: E741 (the wire's term kinds "i", "l")
 
 
 async def arrived(topic: Topic, *ids: str) -> dict:

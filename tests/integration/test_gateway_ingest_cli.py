@@ -4,6 +4,7 @@ status, per-file failures, retrying loads that fail for a passing reason, and
 stopping when the load service is not there at all."""
 import asyncio
 import uuid
+from dataclasses import replace
 
 import pytest
 import pytest_asyncio
@@ -11,6 +12,7 @@ import pytest_asyncio
 from tests.support.ingest_stack import IngestStack
 from trustgraph.api import AsyncTrustGraph
 from trustgraph.base import (
+    TIMING,
     Context,
     HandledError,
     Processor,
@@ -19,6 +21,7 @@ from trustgraph.base import (
     Service,
 )
 from trustgraph.cli import load_pdf, load_text, loading
+from trustgraph.gateway.core import dispatch
 from trustgraph.schema import LoadResponse, TextLoadRequest
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -119,10 +122,13 @@ async def test_loads_refused_for_a_passing_reason_are_sent_again(stack, capsys, 
 
 
 async def test_no_load_service_at_all_stops_the_run(stack, capsys, tree, monkeypatch):
-    monkeypatch.setattr(loading, "RETRIES", 0)  # each attempt waits out the 5 s
+    monkeypatch.setattr(loading, "RETRIES", 0)  # each attempt waits out the accept_timeout
+    # The gateway's requester for that flow, made at this first request, gives up
+    # after 0.5 s (the product's 5 s would only make the test wait).
+    monkeypatch.setattr(dispatch, "TIMING", replace(TIMING, accept_timeout=0.5))
     code, out, err = await tg(capsys, load_text.main, stack, str(tree), "-f", ABSENT,
                               "--concurrency", "1")
     assert code == 1 and out.startswith("loaded 0 files (0 B)")
     assert err.startswith(f"tg-load-text: no-service: no text-load processor took the "
-                          f"request on flow {ABSENT} within 5 s")
+                          f"request on flow {ABSENT} within 0.5 s")
     assert err.count("\n") == 1

@@ -283,7 +283,7 @@ async def test_metrics_time_each_answer_and_count_its_community_cache_use(rig, h
                                             "streaming": True}))
     await frames_of(frame(rig, "lazy-rag", {"query": "q", "use_communities": False}))
     after = await scraped()
-    assert [a - b for a, b in zip(after, before)] == [3, 1, 1]
+    assert [a - b for a, b in zip(after, before, strict=True)] == [3, 1, 1]
 
 
 async def test_openapi_describes_the_lazy_endpoints(rig, http):

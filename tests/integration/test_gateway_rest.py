@@ -2,16 +2,18 @@
 statuses; a dropped HTTP client stops the LLM stream."""
 import asyncio
 import json
+from dataclasses import replace
 
 import aiohttp
 import pytest
 
 from tests.support.inprocess import inprocess_stack
 from tests.support.openai_server import expected_text
-from trustgraph.base import Processor
+from trustgraph.base import TIMING, Processor
 from trustgraph.config.service import SPEC as CONFIG_SPEC
 from trustgraph.config.service import ConfigSettings
 from trustgraph.gateway.app import SHUTDOWN_GRACE, Gateway, GatewaySettings
+from trustgraph.gateway.core import dispatch
 from trustgraph.model.text_completion.openai.provider import Settings as OpenAiSettings
 from trustgraph.model.text_completion.provider import LlmSettings
 from trustgraph.model.text_completion.service import spec_for
@@ -234,7 +236,11 @@ async def test_llm_endpoint_says_which_llm_answers_as_text_completion_recorded_i
         assert "TG_LLM" in answered["notice"]
 
 
-async def test_llm_endpoint_with_nothing_recorded_has_nothing_to_say(broker, session):
+async def test_llm_endpoint_with_nothing_recorded_has_nothing_to_say(broker, session,
+                                                                     monkeypatch):
+    # No config service takes the gateway's request: given up after accept_timeout
+    # (the product's 5 s would only make the test wait).
+    monkeypatch.setattr(dispatch, "TIMING", replace(TIMING, accept_timeout=0.5))
     gateway = Gateway(GatewaySettings(pulsar_url=broker.url, tg_gateway_port=free_port(),
                                       tg_request_timeout=5, tg_gateway_keys=False))
     url = await gateway.start()

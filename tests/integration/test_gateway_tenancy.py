@@ -137,6 +137,13 @@ PROBES = [
           core_page("export", "chunks")),
     Probe("core-triples-import", "write", "core-triples",
           core_page("import", "triples")),
+    Probe("list-collections-managed", "read", "collection-management",
+          lambda: {"operation": "list-collections"}),
+    Probe("update-collection", "write", "collection-management",
+          lambda: {"operation": "update-collection", "collection": "probe-set",
+                   "name": "probe"}),
+    Probe("delete-collection", "write", "collection-management",
+          lambda: {"operation": "delete-collection", "collection": "probe-gone"}),
     Probe("config-get", "config", "config", lambda: {"operation": "list", "type": "prompt"},
           scoped=False),
     Probe("config-put", "admin", "config", lambda: {
@@ -162,6 +169,13 @@ PROBES = [
           path="/api/v1/collections/c/core", shows="{user}-mark"),
     Probe("core-import", "write", None, dict, method="PUT",
           path="/api/v1/collections/c/core", upload=knowledge_core),
+    # the services outside flows where TrustGraph's client asks them
+    Probe("delete-collection-global", "write", None, lambda: {
+        "operation": "delete-collection", "collection": "probe-gone", "workspace": "default"},
+        path="/api/v1/collection-management"),
+    Probe("config-put-global", "admin", None, lambda: {
+        "operation": "put", "values": [{"type": "probe", "key": "k", "value": "1"}]},
+        scoped=False, path="/api/v1/config"),
     Probe("metrics", "admin", None, dict, scoped=False, method="GET", path="/metrics"),
     Probe("whoami", "read", None, dict, scoped=False, method="GET", path="/api/v1/whoami",
           shows='"user": "{user}"'),

@@ -1,8 +1,8 @@
 """Hybrid retrieval over a real broker, with the real model and stores
 (tests/support/rag_processors.py's ``RagProcessors``, its services built with their
-retrieval settings, hybrid and mixed): an exact rare term that vector search misses is found, the lexical index
-is scoped by user and collection and forgets a removed document, and sources carry
-what each retriever scored."""
+retrieval settings, hybrid and mixed): an exact rare term that vector search misses
+is found, the lexical index is scoped by user and collection and forgets a removed
+document, and sources carry what each retriever scored."""
 import asyncio
 import shutil
 import tempfile
@@ -67,8 +67,8 @@ async def test_an_exact_rare_term_is_found_by_words_where_vectors_miss_it(stack)
     assert [s.id for s in lexical.sources] == ["codes/c0"]
     assert lexical.sources[0].distance is None  # no vector search: no cosine distance
     assert set(lexical.sources[0].scores) == {"lexical", "fused"}
-    # Hybrid (the service's default here: TG_RETRIEVAL=hybrid) has both retrievers' best in its first two,
-    # each with what each retriever scored it.
+    # Hybrid (the service's default here: TG_RETRIEVAL=hybrid) has both retrievers' best
+    # in its first two, each with what each retriever scored it.
     [hybrid] = await stack.frames("document-rag", ask(doc_limit=2))
     found = {s.id: s for s in hybrid.sources}
     assert set(found) == {"codes/c0", vector.sources[0].id}

@@ -15,7 +15,7 @@ from trustgraph.storage.triples.service import DEFINITIONS, labelled_entities
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
-I, L = Term.iri, Term.literal
+I, L = Term.iri, Term.literal  # noqa: E741 (the wire's term kinds "i", "l")
 SKOS_DEFINITION, RDFS_COMMENT = DEFINITIONS
 KNOWS = "http://ex/knows"
 

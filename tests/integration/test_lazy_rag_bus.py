@@ -23,6 +23,8 @@ from trustgraph.retrieval.lazy_rag.service import SPEC as LAZY_RAG
 from trustgraph.retrieval.lazy_rag.settings import LazyRagSettings
 from trustgraph.schema import (
     Chunk,
+    CollectionDeleteRequest,
+    CollectionDeleteResponse,
     DocumentRef,
     GraphVersionRequest,
     GraphVersionResponse,
@@ -177,6 +179,32 @@ async def test_communities_are_recomputed_after_a_new_document_only_when_asked(s
     state = await cache_state()
     assert state.fresh and state.cached_version == version
     assert "rocket museum" in {e.label for e in after.entities}
+
+
+async def test_a_deleted_collections_communities_are_forgotten(stack, acme):
+    """LazyRAG's part of deleting a collection (``collection-communities``, asked by
+    collection-management's delete): its cached communities go, no other's."""
+    kept = "alice", f"kept-{uuid.uuid4().hex[:6]}"
+    await stack.load(*kept, MUSEUM)
+    for scope in (acme, kept):
+        [answer] = await stack.lazy("lazy-rag-expand", LazyRagExpandRequest(
+            query=QUESTION, user=scope[0], collection=scope[1]), LazyRagExpandResponse)
+        assert answer.communities
+    status = await stack.requester("lazy-rag-status")
+
+    async def cached() -> set[str]:
+        states = (await status.call(LazyRagStatusRequest(user="alice"),
+                                    LazyRagStatusResponse)).community_cache
+        return {state.collection for state in states if state.cached_version is not None}
+
+    assert {acme[1], kept[1]} <= await cached()
+    delete = await stack.requester("collection-communities")
+    request = CollectionDeleteRequest(user=acme[0], collection=acme[1])
+    removed = (await delete.call(request, CollectionDeleteResponse)).removed
+    assert removed["communities"] > 0 and list(removed) == ["communities"]
+    assert acme[1] not in await cached() and kept[1] in await cached()
+    again = await delete.call(request, CollectionDeleteResponse)  # safe to repeat
+    assert again.removed == {"communities": 0}
 
 
 @pytest.mark.parametrize("user, collection", [("bob", None), ("alice", "elsewhere")])

@@ -10,6 +10,8 @@ import pytest
 from tests.support.librarian import LibrarianClient
 from tests.support.topic import Topic
 from trustgraph.base import Processor, ProcessorSpec, RequestTimeout, ServiceError
+from trustgraph.librarian.collection_store import CollectionStore
+from trustgraph.librarian.collections import Collections
 from trustgraph.librarian.service import SPEC as LIBRARIAN_SPEC
 from trustgraph.librarian.service import LibrarianSettings, Library, library_services
 from trustgraph.librarian.store import LibraryStore
@@ -148,7 +150,8 @@ async def test_a_librarian_dying_between_store_and_send_loses_nothing(
                                  tg_flows=[flow])
     store = LibraryStore(tmp_path)
     dying = Processor(ProcessorSpec("librarian", LibrarianSettings, lambda s: library_services(
-        Library(store, dies_before_sending))), settings)
+        Library(store, dies_before_sending), Collections(CollectionStore(store), []))),
+        settings)
     await start(dying)
     client = await LibrarianClient(bus, flow, timeout=2.0).start()
     await client.ready()

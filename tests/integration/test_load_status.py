@@ -188,7 +188,7 @@ async def test_a_reload_with_fewer_chunks_leaves_no_stale_tail(pipeline, client)
                               lambda s: s["state"] == "done", "done")
             want = sorted(f"shrinks.txt/c{i}" for i in range(expected_chunks(text)))
             await eventually(stored_ids, f"the vectors of {want}",
-                             accept=lambda ids: ids == want, timeout=DEADLINE)
+                             accept=lambda ids, want=want: ids == want, timeout=DEADLINE)
     finally:
         await pipeline.stop("chunk-embeddings")
     found = await client.document_embeddings(probe, limit=100, flow=pipeline.flow, **SCOPE)

@@ -75,7 +75,8 @@ class Pair:
         self.groups.append(group)
 
     async def _requester(self, flow: str) -> Requester:
-        requester = Requester(self.bus, "prompt", flow, f"test-{uuid.uuid4().hex[:8]}", timing=Timing(timeout=10))
+        requester = Requester(self.bus, "prompt", flow, f"test-{uuid.uuid4().hex[:8]}",
+                              timing=Timing(timeout=10))
         await requester.start()
         async with asyncio.timeout(10):  # a just-subscribed service may miss the first
             while True:

@@ -35,7 +35,7 @@ from trustgraph.config.service import SPEC as CONFIG_SPEC
 from trustgraph.config.service import ConfigSettings
 from trustgraph.model.text_completion.openai.provider import Settings as OpenAiSettings
 from trustgraph.model.text_completion.service import spec_for
-from trustgraph.prompt.defaults import DEFAULT_TEMPLATES, default_values
+from trustgraph.prompt.defaults import DEFAULT_TEMPLATES, default_config, default_values
 from trustgraph.prompt.service import SPEC as PROMPT_SPEC
 from trustgraph.prompt.service import PromptSettings
 from trustgraph.pubsub import Bus
@@ -160,13 +160,29 @@ async def outcome(call) -> str:
 
 
 async def test_defaults_stored_on_first_start_and_only_then(stack):
+    """Laid out as TrustGraph's tools read them: ``template.<id>``, and ``system``."""
     first = await stack.start_prompt()
-    assert await stack.config.list("prompt") == sorted(DEFAULT_TEMPLATES)
-    assert await stack.config.values("prompt") == default_values()
-    await stack.config.delete("prompt", *(id for id in DEFAULT_TEMPLATES if id != "kg-prompt"))
+    assert await stack.config.list("prompt") == sorted(
+        ["system", *(f"template.{id}" for id in DEFAULT_TEMPLATES)])
+    assert await stack.config.values("prompt") == default_config()
+    await stack.config.delete("prompt", "system", *(
+        f"template.{id}" for id in DEFAULT_TEMPLATES if id != "kg-prompt"))
     await first.stop()
     await stack.start_prompt()
-    assert await stack.config.list("prompt") == ["kg-prompt"]
+    assert await stack.config.list("prompt") == ["template.kg-prompt"]
+
+
+async def test_a_template_at_trustgraphs_key_wins(prompts):
+    """A template at ``template.<id>`` (where TrustGraph's tg-set-prompt puts it) is
+    template ``<id>``, over one at plain ``<id>``."""
+    await prompts.config.put_many("prompt", {
+        "template.shout": {"id": "shout", "prompt": "LOUD {{ x }}", "response-type": "text"},
+        "shout": {"prompt": "quiet {{ x }}"}})
+
+    async def answer() -> str:
+        return await outcome(PromptClient(prompts.scripted).prompt("shout", {"x": "hi"}))
+
+    await eventually(answer, "the template", accept=lambda text: text == "LOUD hi")
 
 
 async def test_text_streams_deltas_then_one_final_with_tokens(prompts):
@@ -231,7 +247,8 @@ async def test_jsonl_template_answers_with_a_list_of_its_lines(prompts):
     ("people", {}, "bad-request",
      "template 'people': variable 'answer' is undefined (the request gave: none)"),
     ("echo", {"y": 1}, "bad-request", "variable 'x' is undefined (the request gave: y)"),
-    ("missing", {}, "not-found", "no prompt template 'missing' (known: agent-classify, agent-code, "),
+    ("missing", {}, "not-found",
+     "no prompt template 'missing' (known: agent-classify, agent-code, "),
 ])
 async def test_clear_errors(prompts, id, variables, error_type, message):
     stream = prompts.scripted.stream(PromptRequest(id=id, variables=variables, streaming=True),

@@ -31,7 +31,7 @@ from trustgraph.schema import (
 from trustgraph.storage.triples import service as service_triples
 from trustgraph.storage.vectors import service as service_vectors
 
-I, L = Term.iri, Term.literal
+I, L = Term.iri, Term.literal  # noqa: E741 (the wire's term kinds "i", "l")
 DIM = 16
 
 
@@ -73,7 +73,8 @@ class Stores:
         self.emit = Emitters(self.bus, self.flow).emit
         self.requesters = {}
         for service in ("triples", "graph-embeddings", "document-embeddings"):
-            requester = Requester(self.bus, service, self.flow, f"test-{uuid.uuid4().hex[:8]}", timing=Timing(timeout=20))
+            requester = Requester(self.bus, service, self.flow, f"test-{uuid.uuid4().hex[:8]}",
+                                  timing=Timing(timeout=20))
             await requester.start()
             self.requesters[service] = requester
         return self

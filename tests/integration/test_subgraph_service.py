@@ -12,9 +12,9 @@ import pytest
 
 from trustgraph.base import Processor, ProcessorSpec, Requester, ServiceError, Stage, Timing
 from trustgraph.base.stage import Emitters
-from trustgraph.pubsub.pulsar_shim import MAX_RECORD_BYTES
 from trustgraph.gateway.app import Gateway, GatewaySettings
 from trustgraph.pubsub.embedded import free_port
+from trustgraph.pubsub.pulsar_shim import MAX_RECORD_BYTES
 from trustgraph.schema import (
     RDFS_LABEL,
     ChunkTriples,
@@ -28,7 +28,7 @@ from trustgraph.schema import (
 from trustgraph.storage.triples import service as service_triples
 from trustgraph.storage.triples.sqlite import SqliteTriplesStore
 
-I, L = Term.iri, Term.literal
+I, L = Term.iri, Term.literal  # noqa: E741 (the wire's term kinds "i", "l")
 ROUND_TRIPS = ("query", "neighbours", "labels", "provenance", "count")
 
 

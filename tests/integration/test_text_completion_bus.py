@@ -18,7 +18,8 @@ async def llm(broker, openai_server):
     processor = Processor(spec_for("openai"), settings)
     await processor.start()
     bus = Bus(broker.url)
-    requester = Requester(bus, "text-completion", "default", "test-requester", timing=Timing(timeout=10))
+    requester = Requester(bus, "text-completion", "default", "test-requester",
+                          timing=Timing(timeout=10))
     await requester.start()
     yield requester
     await bus.close()
@@ -62,7 +63,8 @@ async def test_cancel_closes_provider_stream(llm, openai_server):
 
 async def test_a_service_nobody_serves_fails_fast_with_a_clear_error(broker):
     bus = Bus(broker.url)
-    requester = Requester(bus, "text-completion", "no-such-flow", "test-absent", timing=Timing(timeout=60, accept_timeout=0.5))
+    requester = Requester(bus, "text-completion", "no-such-flow", "test-absent",
+                          timing=Timing(timeout=60, accept_timeout=0.5))
     await requester.start()
     try:
         with pytest.raises(ServiceError) as failure:
@@ -99,7 +101,8 @@ async def test_past_its_backlog_a_processor_refuses_at_once(broker, openai_serve
 async def test_a_request_sent_before_its_service_subscribed_is_sent_again(broker, openai_server):
     flow = "late-" + os.urandom(4).hex()
     bus = Bus(broker.url)
-    requester = Requester(bus, "text-completion", flow, "test-late", timing=Timing(timeout=10, accept_timeout=8))
+    requester = Requester(bus, "text-completion", flow, "test-late",
+                          timing=Timing(timeout=10, accept_timeout=8))
     await requester.start()
     settings = Settings(pulsar_url=broker.url, openai_base_url=openai_server.base_url,
                         tg_flows=[flow])

@@ -25,7 +25,8 @@ async def started(broker, openai_server, **settings) -> tuple[Processor, Bus, Re
         **settings))
     await processor.start()
     bus = Bus(broker.url)
-    requester = Requester(bus, "text-completion", flow, f"t-{uuid.uuid4().hex[:6]}", timing=Timing(timeout=DEADLINE))
+    requester = Requester(bus, "text-completion", flow, f"t-{uuid.uuid4().hex[:6]}",
+                          timing=Timing(timeout=DEADLINE))
     await requester.start()
     return processor, bus, requester
 

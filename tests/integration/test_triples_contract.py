@@ -18,7 +18,7 @@ from trustgraph.storage.triples.neo4j import Neo4jTriplesStore
 from trustgraph.storage.triples.sqlite import SqliteTriplesStore
 from trustgraph.storage.triples.store import expand
 
-I, L = Term.iri, Term.literal
+I, L = Term.iri, Term.literal  # noqa: E741 (the wire's term kinds "i", "l")
 LABEL = I(RDFS_LABEL)
 
 
@@ -193,8 +193,12 @@ async def test_delete_collection_leaves_other_collections(store, scope):
     user, collection = scope
     await store.add(user, collection, GRAPH, document="doc")
     await store.add(user, "kept", GRAPH, document="doc")
-    await store.delete_collection(user, collection)
+    await store.add(f"{user}-other", collection, GRAPH, document="doc")
+    assert await store.delete_collection(user, collection) == len(GRAPH)
+    assert await store.delete_collection(user, collection) == 0  # safe to repeat
+    assert await store.delete_collection(user, "never-written") == 0
     assert await store.count(user, collection) == 0
+    assert await store.count(f"{user}-other", collection) == len(GRAPH)
     assert await store.query(user, collection) == []
     assert await store.count(user, "kept") == len(GRAPH)
     await store.add(user, collection, GRAPH[:2], document="doc")  # usable again

@@ -19,6 +19,11 @@ _MAINS = {ep.name: ep for ep in entry_points(group="console_scripts")
           if ep.name.startswith("tg-")}
 
 
+def installed(command: str) -> bool:
+    """Whether ``command`` is one of the installed tg-* commands."""
+    return command in _MAINS
+
+
 def run_command(command: str, argv: list[str]) -> tuple[int, str, str]:
     """``(exit status, stdout, stderr)`` of ``command argv...``, as from a shell."""
     main = _MAINS[command].load()

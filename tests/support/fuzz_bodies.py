@@ -42,8 +42,8 @@ def typed(annotation: Any) -> st.SearchStrategy:
         return st.lists(typed(args[0]) if args else JSON, max_size=4)
     if origin is dict:
         return st.dictionaries(TEXT, typed(args[1]) if args else JSON, max_size=3)
-    known = {str: st.one_of(CLEAN_TEXT, TEXT, HOSTILE), bool: st.booleans(), int: st.integers(0, 20) | st.integers(),
-             float: st.floats(), type(None): st.none()}
+    known = {str: st.one_of(CLEAN_TEXT, TEXT, HOSTILE), bool: st.booleans(),
+             int: st.integers(0, 20) | st.integers(), float: st.floats(), type(None): st.none()}
     return known.get(annotation, JSON)
 
 
@@ -63,7 +63,10 @@ def objects_for(model: type) -> st.SearchStrategy:
     return st.tuples(keyed, junk | st.just({})).map(lambda parts: {**parts[0], **parts[1]})
 
 
-def deeply_nested(depth: st.SearchStrategy = st.integers(900, 1100)) -> st.SearchStrategy:
+NESTING = st.integers(900, 1100)
+
+
+def deeply_nested(depth: st.SearchStrategy = NESTING) -> st.SearchStrategy:
     return depth.map(lambda n: "[" * n + "]" * n)
 
 

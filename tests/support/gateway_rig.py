@@ -7,8 +7,8 @@ the real text-completion processor (openai provider, talking to the local
 OpenAI-format server), the real config, prompt, librarian, triples-store,
 vector-store, agent and lazy-rag processors, the real embeddings service (its
 handler, with a stand-in embedder and a small ``MAX_TEXTS``), and the scripted
-graph-rag / document-rag services. A service added to the gateway gets its processor here too (one line in
-``_processors``), or valid requests to it end as ``no-service``.
+graph-rag / document-rag services. A service added to the gateway gets its processor
+here too (one line in ``_processors``), or valid requests to it end as ``no-service``.
 ``GatewayRig.gateway`` is the ``Gateway`` object, so a test can see what its
 dispatcher still holds (``in_flight``).
 """
@@ -132,16 +132,20 @@ def _processors(url: str, openai_base_url: str, data_dir: Path, flow: str) -> li
             pulsar_url=url, tg_data_dir=str(data_dir / "library"),
             tg_flows=[LIBRARIAN_FLOW, flow])),
         Processor(EMBEDDINGS_SPEC, ProcessorSettings(pulsar_url=url, tg_flows=flows)),
+        # The store owners (and LazyRAG's cache) also on the flow of the services
+        # outside flows: collection-management's delete asks them there.
         Processor(service_triples.SPEC, service_triples.TriplesStoreSettings(
-            pulsar_url=url, tg_flows=flows, tg_data_dir=str(data_dir / "triples"))),
+            pulsar_url=url, tg_flows=[flow, LIBRARIAN_FLOW],
+            tg_data_dir=str(data_dir / "triples"))),
         Processor(service_vectors.SPEC, service_vectors.VectorStoreSettings(
-            pulsar_url=url, tg_flows=flows, tg_data_dir=str(data_dir / "vectors"))),
+            pulsar_url=url, tg_flows=[flow, LIBRARIAN_FLOW],
+            tg_data_dir=str(data_dir / "vectors"))),
         # Two steps at most: the scripted LLM never answers in the agent's format.
         Processor(AGENT_SPEC, AgentSettings(pulsar_url=url, tg_flows=flows,
                                             tg_data_dir=str(data_dir), tg_config_wait=5,
                                             agent_max_iterations=2)),
-        Processor(LAZY_RAG_SPEC, LazyRagSettings(pulsar_url=url, tg_flows=flows,
-                                                 tg_data_dir=str(data_dir))),
+        Processor(LAZY_RAG_SPEC, LazyRagSettings(
+            pulsar_url=url, tg_flows=[flow, LIBRARIAN_FLOW], tg_data_dir=str(data_dir))),
     ]
 
 

@@ -59,7 +59,8 @@ class IngestStack:
     ``other_flows`` that the gateway routes and nothing here serves); ``emit`` sends to
     the flow's stage topics."""
 
-    def __init__(self, broker, data_dir, extra=(), other_flows=()) -> None:
+    def __init__(self, broker, data_dir, extra=(), other_flows=(),
+                 request_timeout: float = 15) -> None:
         self.broker, self.data_dir, self.extra = broker, data_dir, extra
         self.flow = f"ingest-{uuid.uuid4().hex[:8]}"
         self.started: list[Processor] = []
@@ -67,7 +68,7 @@ class IngestStack:
         self.emit = Emitters(self.bus, self.flow).emit
         self.gateway = Gateway(GatewaySettings(
             pulsar_url=broker.url, tg_gateway_host="127.0.0.1", tg_gateway_port=free_port(),
-            tg_flows=[self.flow, *other_flows], tg_request_timeout=15,
+            tg_flows=[self.flow, *other_flows], tg_request_timeout=request_timeout,
             tg_gateway_keys=False))
         self.url = ""
 
@@ -77,11 +78,15 @@ class IngestStack:
         processors = [
             Processor(LIBRARIAN_SPEC, LibrarianSettings(
                 pulsar_url=url, tg_data_dir=str(self.data_dir / "library"),
-                tg_flows=[LIBRARIAN_FLOW, self.flow])),
+                tg_flows=[LIBRARIAN_FLOW, self.flow], lazy_rag_enabled=False)),
+            # The store owners also on the flow of the services outside flows:
+            # collection-management's delete asks them there (LazyRAG is not here).
             Processor(service_triples.SPEC, service_triples.TriplesStoreSettings(
-                pulsar_url=url, tg_flows=flows, tg_data_dir=str(self.data_dir / "triples"))),
+                pulsar_url=url, tg_flows=[LIBRARIAN_FLOW, self.flow],
+                tg_data_dir=str(self.data_dir / "triples"))),
             Processor(service_vectors.SPEC, service_vectors.VectorStoreSettings(
-                pulsar_url=url, tg_flows=flows, tg_data_dir=str(self.data_dir / "vectors"))),
+                pulsar_url=url, tg_flows=[LIBRARIAN_FLOW, self.flow],
+                tg_data_dir=str(self.data_dir / "vectors"))),
             Processor(EMBEDDINGS_SPEC, ProcessorSettings(pulsar_url=url, tg_flows=flows)),
             *(Processor(spec, settings(pulsar_url=url, tg_flows=flows))
               for spec, settings in self.extra),

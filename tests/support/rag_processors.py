@@ -125,7 +125,8 @@ class RagProcessors:
             await processor.stop()
 
     async def requester(self, service: str) -> Requester:
-        requester = Requester(self.bus, service, self.flow, f"test-{uuid.uuid4().hex[:8]}", timing=Timing(timeout=30))
+        requester = Requester(self.bus, service, self.flow, f"test-{uuid.uuid4().hex[:8]}",
+                              timing=Timing(timeout=30))
         await requester.start()
         return requester
 

@@ -183,8 +183,11 @@ async def start_scripted_rag(broker_url: str, flow: str, rag: ScriptedRag) -> Pr
     return processor
 
 
+PROBE = GraphRagRequest(query="[tokens=1]")
+
+
 async def answering(broker_url: str, service: str, flow: str,
-                    probe: Record = GraphRagRequest(query="[tokens=1]"),
+                    probe: Record = PROBE,
                     response: type[Response] = RagResponse) -> None:
     """Wait until a just-started service answers ``probe`` (on a bus of its own)."""
     bus = Bus(broker_url)

@@ -6,7 +6,7 @@ from trustgraph.schema import Term
 from trustgraph.storage.vectors.store import ChunkVector
 
 DIM = 8
-I, L = Term.iri, Term.literal
+I, L = Term.iri, Term.literal  # noqa: E741 (the wire's term kinds "i", "l")
 
 
 def vec(seed: int | str) -> list[float]:

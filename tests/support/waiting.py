@@ -17,7 +17,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 
-from trustgraph.base import Requester, Timing, ServiceError
+from trustgraph.base import Requester, ServiceError, Timing
 
 DEADLINE = 30.0  # seconds; generous, as two cores are shared by many test runs
 EVERY = 0.05  # seconds between polls

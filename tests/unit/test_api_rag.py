@@ -155,4 +155,4 @@ async def test_a_lazy_done_line_and_collected_body_carry_it_too():
 def test_graph_and_document_answers_have_no_lazy_result():
     assert answer_from({"response": "x", "sources": SOURCES}).lazy is None
     with pytest.raises(AttributeError):
-        answer_from({"response": "x"}).confidence
+        _ = answer_from({"response": "x"}).confidence

@@ -62,7 +62,7 @@ def test_sizes_overlap_and_coverage_on_prose(seed, max_tokens, overlap):
 def test_consecutive_chunks_share_at_most_overlap_tokens():
     text = prose(random.Random(7), 20)
     chunks = split_text(text, MINILM, 100, 20)
-    for before, after in zip(chunks, chunks[1:]):
+    for before, after in zip(chunks, chunks[1:], strict=False):
         shared = max(0, before.end - after.start)
         assert shared > 0  # long prose: every chunk repeats the end of the one before
         assert model_count(text[after.start:before.end]) <= 20
@@ -71,7 +71,7 @@ def test_consecutive_chunks_share_at_most_overlap_tokens():
 def test_no_overlap_means_disjoint_chunks():
     text = prose(random.Random(3), 10)
     chunks = split_text(text, MINILM, 50, 0)
-    for before, after in zip(chunks, chunks[1:]):
+    for before, after in zip(chunks, chunks[1:], strict=False):
         assert before.end <= after.start
     assert_valid(text, chunks, 50)
 

@@ -101,7 +101,7 @@ def test_set_tool_builds_the_stored_value():
                            "--template", "question", "--group", "g",
                            "--argument", "topic", "--argument", "n:number:how many: at most"])
     assert args.item.config_value() == {
-        "name": "ask", "description": "Ask.", "kind": "prompt", "group": ["g"],
+        "name": "ask", "description": "Ask.", "type": "prompt", "group": ["g"],
         "arguments": [{"name": "topic", "type": "string", "description": ""},
                       {"name": "n", "type": "number", "description": "how many: at most"}],
         "template": "question"}

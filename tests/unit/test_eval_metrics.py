@@ -13,8 +13,8 @@ from trustgraph.cli.eval_convert import (
     from_squad,
     read_questions,
 )
-from trustgraph.cli.eval_run import Outcome, score, summary
-from trustgraph.cli.evaluate import misses, pairs, parse, settings, table
+from trustgraph.cli.eval_run import Outcome, refusal, score, summary
+from trustgraph.cli.evaluate import base_body, misses, pairs, parse, settings, table
 
 
 def sources(*documents: str | tuple[str, str]) -> list[dict]:
@@ -73,6 +73,25 @@ def test_an_answer_that_failed_counts_as_an_error_and_scores_nothing():
     result = summary([*scored(), failed])
     assert (result["questions"], result["errors"]) == (4, 1)
     assert result["recall@1"] == pytest.approx(0.5)  # over the three answered
+    assert result["failures"] == {"graph-rag-error: boom": 1}
+
+
+def test_the_table_says_why_questions_failed_counted_by_error():
+    refused = "bad-request: user: Input should be a valid string (HTTP 400)"
+    assert refusal(400, '{"error": {"type": "bad-request", "message": '
+                        '"user: Input should be a valid string"}}') == refused
+    assert refusal(502, "<html>Bad Gateway</html>") == "HTTP 502: <html>Bad Gateway</html>"
+    failed = [score(Question(str(n), "?", ("A",)), Outcome(error=refused)) for n in range(3)]
+    other = score(Question("4", "?", ("A",)), Outcome(error="timeout: no answer"))
+    text = table([{"setting": "mode=document", "summary": summary([*failed, other])}])
+    assert text.splitlines()[-3:] == ["Failed questions:", f"mode=document: 3 × {refused}",
+                                      "mode=document: 1 × timeout: no answer"]
+    assert "Failed questions" not in table([{"setting": "s", "summary": summary(scored())}])
+
+
+def test_no_user_given_asks_as_the_keys_own_user():
+    assert "user" not in base_body(parse(["q.jsonl", "-C", "papers"]))
+    assert base_body(parse(["q.jsonl", "-U", "bench", "-C", "papers"]))["user"] == "bench"
 
 
 def test_answer_measures_follow_squads_normalisation():

@@ -9,8 +9,7 @@ import pytest
 
 from trustgraph.gateway.apis.mcp_tools import TOOLS, offered
 from trustgraph.gateway.apis.openai_answers import Events, citations
-from trustgraph.gateway.apis.openai_chat import (ChatMessage, conversation, model_of,
-                                                 transcript)
+from trustgraph.gateway.apis.openai_chat import ChatMessage, conversation, model_of, transcript
 from trustgraph.gateway.core import GatewayError
 
 

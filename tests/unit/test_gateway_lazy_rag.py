@@ -223,4 +223,4 @@ def test_each_answer_is_timed_and_its_community_cache_use_counted(cache, hits, m
     after = [sample(name) for name in ("lazy_rag_query_duration_seconds_count",
                                        "lazy_rag_community_cache_hits_total",
                                        "lazy_rag_community_cache_misses_total")]
-    assert [a - b for a, b in zip(after, before)] == [1, hits, misses]
+    assert [a - b for a, b in zip(after, before, strict=True)] == [1, hits, misses]

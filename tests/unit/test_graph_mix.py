@@ -31,7 +31,7 @@ from trustgraph.schema import (
 )
 from trustgraph.storage.triples.service import mixed_seeds, with_chunk_triples
 
-I = Term.iri
+I = Term.iri  # noqa: E741 (the wire's term kind "i")
 REL = I("urn:rel")
 
 

@@ -28,7 +28,7 @@ from trustgraph.schema import (
     Triple,
 )
 
-I, L = Term.iri, Term.literal
+I, L = Term.iri, Term.literal  # noqa: E741 (the wire's term kinds "i", "l")
 QUESTION = "Who founded Acme?"
 ACME, ANN, FOUNDED = I("urn:e:acme"), I("urn:e:ann"), I("urn:rel:founded-by")
 

@@ -97,7 +97,8 @@ def test_a_circle_is_found_even_through_a_lazy_import(tmp_path):
 
 def test_a_longer_circle_is_one_circle(tmp_path):
     graph = read(plant(tmp_path, {
-        **CLEAN, "trustgraph-flow/trustgraph/storage/settings.py": "from .triples import service\n"}))
+        **CLEAN,
+        "trustgraph-flow/trustgraph/storage/settings.py": "from .triples import service\n"}))
     assert circles(graph) == [["trustgraph.storage.settings", "trustgraph.storage.triples.service",
                                "trustgraph.storage.triples.store"]]
 

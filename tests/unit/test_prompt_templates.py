@@ -11,7 +11,7 @@ from trustgraph.prompt.service import request_variables
 from trustgraph.prompt.templates import PromptError, Templates, compile_template
 from trustgraph.retrieval.document_rag.service import document_variables
 from trustgraph.retrieval.graph_rag.service import kg_variables
-from trustgraph.schema import PromptRequest
+from trustgraph.schema import PromptRequest, prompt_config
 
 PAIRS = {"type": "array", "items": {
     "type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
@@ -160,3 +160,16 @@ def test_default_json_schemas_accept_their_own_examples():
     assert decompose.parse('["a?", "b?"]') == ["a?", "b?"]
     with pytest.raises(PromptError):
         decompose.parse("[]")
+
+
+def test_the_shared_system_prompt_is_for_templates_without_their_own():
+    """Config's ``system`` (TrustGraph's layout): templates by id (``template.<id>``
+    winning over a plain ``<id>``), and the system prompt of those with none."""
+    values, system = prompt_config({
+        "system": "Be brief.", "template.a": {"prompt": "A {{ x }}"},
+        "a": {"prompt": "old"}, "b": {"prompt": "B", "system": "Own."}})
+    assert (sorted(values), system) == (["a", "b"], "Be brief.")
+    templates = Templates(values, system)
+    assert templates.get("a").render({"x": 1}) == ("Be brief.", "A 1")
+    assert templates.get("b").render({}) == ("Own.", "B")
+    assert prompt_config({"system": {"not": "a string"}})[1] == ""

@@ -75,7 +75,8 @@ async def test_a_child_ignoring_sigterm_is_killed_after_the_grace_period(tmp_pat
 
 async def test_the_childs_own_children_are_stopped_with_it(tmp_path):
     kid = child(tmp_path, "import subprocess, sys, time\n"
-                          "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
+                          "p = subprocess.Popen([sys.executable, '-c',\n"
+                          "                      'import time; time.sleep(60)'])\n"
                           "open(sys.argv[1], 'w').write(str(p.pid)); time.sleep(60)")
     grandchild = tmp_path / "grandchild"
     kid.argv.append(str(grandchild))

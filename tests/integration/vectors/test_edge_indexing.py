@@ -14,7 +14,10 @@ async def test_edge_indexes_aside_and_keeps_the_writes_made_meanwhile(shard_dir,
     tmp_path = shard_dir
     backend = EdgeBackend(tmp_path, index_after=300, quiet=0)
     space = Space("chunks", "u", "c")
-    point = lambda n: Point(f"00000000-0000-0000-0000-{n:012d}", vec(n), {"n": n})
+
+    def point(n: int) -> Point:
+        return Point(f"00000000-0000-0000-0000-{n:012d}", vec(n), {"n": n})
+
     try:
         await backend.upsert(space, [point(n) for n in range(400)])
         assert backend._builds, "a build should have started"

@@ -68,10 +68,17 @@ async def test_removing_a_document_keeps_what_other_documents_support(store, sco
 
 async def test_delete_collection_leaves_other_collections(store, scope):
     user, collection = scope
-    for c in (collection, "kept"):
-        await store.upsert_chunks(user, c, [chunk(n) for n in range(2)])
-        await store.upsert_entities(user, c, [EntityVector(I("urn:e"), vec("e"), "E", "doc")])
-    await store.delete_collection(user, collection)
+    for u, c in ((user, collection), (user, "kept"), (f"{user}-other", collection)):
+        await store.upsert_chunks(u, c, [chunk(n) for n in range(2)])
+        await store.upsert_entities(u, c, [EntityVector(I("urn:e"), vec("e"), "E", "doc")])
+    assert await store.delete_collection(user, collection) == {
+        "chunks": 2, "entities": 1, "lexical": 2}
+    nothing = {"chunks": 0, "entities": 0, "lexical": 0}
+    assert await store.delete_collection(user, collection) == nothing  # safe to repeat
+    assert await store.delete_collection(user, "never-written") == nothing
+    assert await store.search_lexical(user, collection, "text") == []
+    assert await store.count(f"{user}-other", collection) == {"chunks": 2, "entities": 1}
+    assert await store.lexical_count(f"{user}-other", collection) == 2
     assert await store.count(user, collection) == {"chunks": 0, "entities": 0}
     assert await store.search_chunks(user, collection, vec("c0")) == []
     assert await store.count(user, "kept") == {"chunks": 2, "entities": 1}
@@ -89,7 +96,7 @@ async def test_unknown_scopes_are_empty(store, scope):
 
 async def test_vectors_of_another_dimension_are_refused(store, scope):
     await store.upsert_chunks(*scope, [chunk(0)])
-    with pytest.raises(Exception):
+    with pytest.raises(Exception, match="(?i)dimension"):  # each backend's own type
         await store.upsert_chunks(*scope, [chunk(1, vector=[0.5] * (DIM + 1))])
 
 

@@ -240,16 +240,30 @@ class AsyncTrustGraph(LibraryCalls, LazyRagCalls):
         response = await self._config({"operation": "config"})
         return response.get("config") or {}, response["version"]
 
+    async def config_keys(self, type: str) -> list[str]:
+        """The keys of one type, sorted."""
+        return (await self._config({"operation": "list", "type": type}))["directory"]
+
+    async def config_item(self, type: str, key: str) -> Any:
+        """One item's value; an item that is not there is ``not-found``."""
+        response = await self._config({"operation": "get",
+                                       "keys": [{"type": type, "key": key}]})
+        return response["values"][0].get("value")
+
     async def config_values(self, type: str) -> dict[str, Any]:
         """Every item of one type: ``{key: value}``."""
         response = await self._config({"operation": "getvalues", "type": type})
         return {item["key"]: item.get("value") for item in response.get("values") or []}
 
-    async def put_config(self, values: dict[str, dict[str, Any]]) -> int:
-        """Store ``{type: {key: value}}`` in one change; returns the new version."""
+    async def put_config(self, values: dict[str, dict[str, Any]],
+                         value_format: Literal["json", "text"] = "json") -> int:
+        """Store ``{type: {key: value}}`` in one change; returns the new version.
+        ``value_format="text"``: each value is text, stored as TrustGraph's tools put
+        it (text that is JSON as that JSON value, other text as a string)."""
         items = [{"type": type, "key": key, "value": value}
                  for type, entries in values.items() for key, value in entries.items()]
-        return (await self._config({"operation": "put", "values": items}))["version"]
+        return (await self._config({"operation": "put", "values": items,
+                                    "value_format": value_format}))["version"]
 
     async def delete_config(self, keys: Iterable[tuple[str, str]]) -> int:
         """Delete ``(type, key)`` items in one change (all or, if one is missing,

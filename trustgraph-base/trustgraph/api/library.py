@@ -1,7 +1,8 @@
 """What a client asks of the library and the stores: loading documents and texts
-(answered once the librarian holds them durably), the library's documents and
-collections, embeddings, the stores' query services, knowledge loads and how far
-each document's processing has got. ``AsyncTrustGraph`` has these methods; its
+(answered once the librarian holds them durably), the library's documents, the
+user's collections (named, tagged, deleted from every store), embeddings, the
+stores' query services, knowledge loads and how far each document's processing has
+got. ``AsyncTrustGraph`` has these methods; its
 websocket carries them (``request``)."""
 from collections.abc import AsyncGenerator, Callable, Iterable
 from contextlib import aclosing
@@ -9,7 +10,7 @@ from typing import Any
 
 from trustgraph.schema.librarian import UPLOAD_PART_BYTES
 
-from .wire import Term, b64, final_response, plain, scope, term
+from .wire import Term, b64, final_response, given, plain, scope, term
 
 # Documents up to this size go in one load request (the librarian's default
 # TG_MAX_DOCUMENT_BYTES); larger ones are uploaded in parts of UPLOAD_PART_BYTES.
@@ -109,9 +110,38 @@ class LibraryCalls:
         return (await self._librarian("add-processing", document_id=id, flow=flow,
                                       **scope(user, collection)))["processing"]
 
-    async def list_collections(self, user: str | None = None) -> list[dict[str, Any]]:
-        """The user's collections that hold documents: ``{"collection", "documents"}``."""
-        return (await self._librarian("list-collections", **scope(user, None)))["collections"]
+    # collections (outside flows)
+
+    async def list_collections(self, tags: Iterable[str] | None = None,
+                               user: str | None = None) -> list[dict[str, Any]]:
+        """The user's collections, by id: ``{"collection", "name", "description",
+        "tags"}``; with ``tags``, those having any of them."""
+        return (await self._collections(
+            "list-collections", **given(tag_filter=None if tags is None else list(tags),
+                                        user=user)))["collections"]
+
+    async def set_collection(self, collection: str, *, name: str | None = None,
+                             description: str | None = None,
+                             tags: Iterable[str] | None = None,
+                             user: str | None = None) -> dict[str, Any]:
+        """Name, describe or tag a collection (what is not given stays as it was),
+        making it if need be; returns it as stored."""
+        return (await self._collections(
+            "update-collection", collection=collection, **given(
+                name=name, description=description,
+                tags=None if tags is None else list(tags), user=user)))["collections"][0]
+
+    async def delete_collection(self, collection: str, user: str | None = None
+                                ) -> dict[str, int]:
+        """Delete a collection and everything in it from every store; returns what
+        each store removed (``documents``, ``chunks``, ``lexical``, ``entities``,
+        ``triples``, ``communities``). Deleting it again removes nothing."""
+        return (await self._collections("delete-collection", collection=collection,
+                                        **given(user=user)))["removed"]
+
+    async def _collections(self, operation: str, **fields: Any) -> dict[str, Any]:
+        return await final_response(self.request(
+            "collection-management", {"operation": operation, **fields}, flow=None))
 
     async def _librarian(self, operation: str, **fields: Any) -> dict[str, Any]:
         return await final_response(self.request("librarian", {"operation": operation, **fields},

@@ -1,6 +1,15 @@
 """Every record on the bus and the gateway wire (PROTOCOL §4), and topic names."""
 from .agent import AgentRequest, AgentResponse, AgentStep
 from .cancel import Cancel
+from .collections import (
+    COLLECTION_OWNERS,
+    COLLECTIONS_FLOW,
+    CollectionDeleteRequest,
+    CollectionDeleteResponse,
+    CollectionManagementRequest,
+    CollectionManagementResponse,
+    CollectionMetadata,
+)
 from .config import (
     CONFIG_FLOW,
     CONFIG_NOTIFY_TOPIC,
@@ -79,7 +88,14 @@ from .pipeline import (
     LoadResponse,
     TextLoadRequest,
 )
-from .prompt import PROMPT_CONFIG_TYPE, PromptRequest, PromptResponse, PromptTemplate
+from .prompt import (
+    PROMPT_CONFIG_TYPE,
+    PromptRequest,
+    PromptResponse,
+    PromptTemplate,
+    prompt_config,
+    template_key,
+)
 from .queries import (
     DocumentEmbeddingsRequest,
     DocumentEmbeddingsResponse,
@@ -115,10 +131,12 @@ from .topics import CANCEL_TOPIC, flow_topic, request_topic, response_topic
 from .usage import Usage
 
 __all__ = [
-    "AgentRequest", "AgentResponse", "AgentStep", "ApiKey", "CANCEL_TOPIC", "CONFIG_FLOW",
-    "CONFIG_NOTIFY_TOPIC", "CORE_SERVICES", "Cancel", "Chunk", "ChunkCountRequest",
-    "ChunkCountResponse", "ChunkEntities", "ChunkSet", "ChunkTriples", "ChunkVector",
-    "CollectionInfo", "CommunityCacheState", "ConfigKey", "ConfigNotify", "ConfigRequest",
+    "AgentRequest", "AgentResponse", "AgentStep", "ApiKey", "CANCEL_TOPIC", "COLLECTIONS_FLOW",
+    "COLLECTION_OWNERS", "CONFIG_FLOW", "CONFIG_NOTIFY_TOPIC", "CORE_SERVICES", "Cancel",
+    "Chunk", "ChunkCountRequest", "ChunkCountResponse", "ChunkEntities", "ChunkSet",
+    "ChunkTriples", "ChunkVector", "CollectionDeleteRequest", "CollectionDeleteResponse",
+    "CollectionInfo", "CollectionManagementRequest", "CollectionManagementResponse",
+    "CollectionMetadata", "CommunityCacheState", "ConfigKey", "ConfigNotify", "ConfigRequest",
     "ConfigResponse", "ConfigValue", "CoreChunk", "CoreDocument", "CoreEntity",
     "CoreRequest", "CoreResponse", "CoreTriple", "DecodeWork", "DocumentEmbeddingsRequest",
     "DocumentEmbeddingsResponse", "DocumentLoadRequest", "DocumentMetadata",
@@ -139,5 +157,6 @@ __all__ = [
     "Role", "Sampling", "ScoredChunk", "ScoredEntity", "Source", "SubgraphRequest",
     "SubgraphResponse", "Term", "TextCompletionRequest", "TextCompletionResponse",
     "TextLoadRequest", "Triple", "TriplesQueryRequest", "TriplesQueryResponse", "Usage",
-    "UserInfo", "decode", "encode", "flow_topic", "request_topic", "response_topic",
+    "UserInfo", "decode", "encode", "flow_topic", "prompt_config", "request_topic",
+    "response_topic", "template_key",
 ]

@@ -16,6 +16,14 @@ put        values            (the new version)
 delete     keys              (the new version; unknown key: not-found)
 config     (none)            config ({type: {key: value}}, everything)
 =========  ================  ==============================================
+
+``value_format`` says how values travel. ``json`` (the default): as JSON values.
+``text``: as TrustGraph's client and CLI write and read them, each value a string of
+JSON text: a ``put`` value that is a string holding JSON is stored as that JSON (any
+other string as the string itself); every value read is answered as its JSON text;
+and ``get`` answers the items that exist, leaving out those that do not (no
+not-found). The gateway's ``POST /api/v1/config`` (TrustGraph's surface) asks with
+``text`` unless told otherwise (docs/config.md).
 """
 from typing import Literal
 
@@ -31,6 +39,7 @@ CONFIG_FLOW = "default"
 CONFIG_NOTIFY_TOPIC = f"non-persistent://{TENANT_NAMESPACE}/control/config-notify"
 
 ConfigOperation = Literal["get", "list", "getvalues", "put", "delete", "config"]
+ValueFormat = Literal["json", "text"]
 
 
 class ConfigKey(Record):
@@ -49,6 +58,7 @@ class ConfigRequest(Record):
     keys: list[ConfigKey] = []
     type: str = ""
     values: list[ConfigValue] = []
+    value_format: ValueFormat = "json"
 
 
 class ConfigResponse(Response):

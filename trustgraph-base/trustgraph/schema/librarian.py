@@ -34,10 +34,15 @@ it like ``add-document``; ``add-processing`` then sends it down a flow.
 
 An unknown document or upload is the error ``not-found``; bad input is
 ``bad-request``; a document over the size limit is ``too-large``.
-"""
-from typing import Literal
 
-from pydantic import AliasChoices, Field
+TrustGraph's client is read and answered in its own names too: ``add-document``'s
+``document-metadata`` object is read, and a request with ``trustgraph_names`` (what
+the gateway's ``POST /api/v1/librarian``, TrustGraph's path, sends) has its listing
+also as ``document-metadatas``, as TrustGraph's client reads it.
+"""
+from typing import Any, Literal, Self
+
+from pydantic import AliasChoices, ConfigDict, Field, model_validator
 
 from .pipeline import DEFAULT_COLLECTION, DEFAULT_USER
 from .record import Record, Response
@@ -84,6 +89,17 @@ class ProcessingMetadata(Record):
     time: int = 0
 
 
+class TrustGraphDocument(Record):
+    """A document's metadata as TrustGraph's client sends it with ``add-document``
+    (``document-metadata``): what this library keeps of it (not its RDF ``metadata``)."""
+
+    id: str = ""
+    title: str = ""
+    kind: str = ""
+    comments: str = ""
+    tags: list[str] = []
+
+
 class LibrarianRequest(Record):
     operation: LibrarianOperation
     document_id: str = Field("", validation_alias=AliasChoices(
@@ -100,12 +116,43 @@ class LibrarianRequest(Record):
     upload_id: str = ""  # upload-part, complete-upload
     part: int = 0  # upload-part: the part's index, from 0
     size: int = 0  # begin-upload: the document's total size in bytes
+    # TrustGraph's client names the document here (add-document): read into the fields
+    # above that the request leaves empty.
+    document_metadata: TrustGraphDocument | None = None
+    trustgraph_names: bool = False  # answer a listing in TrustGraph's names too
+
+    @model_validator(mode="after")
+    def _trustgraphs_names(self) -> Self:
+        named = self.document_metadata
+        if named is None:
+            return self
+        given = {"document_id": named.id, "title": named.title, "kind": named.kind,
+                 "comments": named.comments, "tags": named.tags}
+        return self.model_copy(update={field: value for field, value in given.items()
+                                       if value and not getattr(self, field)})
+
+
+class TrustGraphListed(Record):
+    """A document as TrustGraph's client reads a listing (``document-metadatas``)."""
+
+    id: str
+    time: int = 0
+    kind: str = ""
+    title: str = ""
+    comments: str = ""
+    metadata: list[dict[str, Any]] = []  # its RDF metadata: none is kept here
+    tags: list[str] = []
 
 
 class LibrarianResponse(Response):
+    model_config = ConfigDict(serialize_by_alias=True)  # TrustGraph's hyphenated name
     document: DocumentMetadata | None = None
     documents: list[DocumentMetadata] | None = None
     collections: list[CollectionInfo] | None = None  # list-collections
     processing: ProcessingMetadata | None = None
     content: str | None = None  # base64 (get-document-content)
     upload_id: str | None = None  # begin-upload
+    # list-documents asked with ``trustgraph_names``: the listing as TrustGraph reads it
+    document_metadatas: list[TrustGraphListed] | None = Field(
+        None, serialization_alias="document-metadatas")
+

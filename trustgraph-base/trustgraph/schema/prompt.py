@@ -1,7 +1,12 @@
 """Prompt service records (PROTOCOL §2, §4) and the shape of a prompt template.
 
-A template is stored in config as type ``prompt``, key = template id, value =
-``PromptTemplate`` as JSON (``response-type`` and ``response_type`` both accepted).
+Templates are config type ``prompt``, laid out as TrustGraph's tools read and write
+them (its tg-set-prompt and tg-show-prompts work here as they do there): a template
+at key ``template.<id>``, value ``PromptTemplate`` as JSON (``response-type`` and
+``response_type`` both accepted), and at key ``system`` the system prompt of every
+template that has none of its own (a string). A template at plain ``<id>`` (how
+configs made before kept them) is read too; ``template.<id>`` wins when both are
+there.
 """
 from typing import Literal
 
@@ -11,6 +16,29 @@ from .record import Record, Response
 from .text_completion import Sampling
 
 PROMPT_CONFIG_TYPE = "prompt"
+TEMPLATE_KEY_PREFIX = "template."
+SYSTEM_PROMPT_KEY = "system"
+
+
+def template_key(id: str) -> str:
+    """The config key of template ``id``."""
+    return TEMPLATE_KEY_PREFIX + id
+
+
+def template_keys(id: str) -> tuple[str, str]:
+    """Every key template ``id`` may be kept at, the one that wins first."""
+    return template_key(id), id
+
+
+def prompt_config(values: dict[str, JsonValue]) -> tuple[dict[str, JsonValue], str]:
+    """Config type ``prompt`` as (each template's value by id, the shared system
+    prompt: "" when there is none, or it is not a string)."""
+    templates = {key: value for key, value in values.items()
+                 if key != SYSTEM_PROMPT_KEY and not key.startswith(TEMPLATE_KEY_PREFIX)}
+    templates |= {key.removeprefix(TEMPLATE_KEY_PREFIX): value
+                  for key, value in values.items() if key.startswith(TEMPLATE_KEY_PREFIX)}
+    system = values.get(SYSTEM_PROMPT_KEY)
+    return templates, system if isinstance(system, str) else ""
 
 ResponseType = Literal["text", "json", "jsonl"]
 

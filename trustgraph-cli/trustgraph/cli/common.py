@@ -2,7 +2,8 @@
 so that a failure is one line on stderr and a non-zero exit, never a traceback.
 
 A command is ``main(argv) -> int``: parse with ``parser(...)`` (which adds
-``-u/--url``, ``-t/--token`` and, for flow services, ``-f/--flow-id``), then
+``-u/--url``, ``-t/--token``, ``-w/--workspace`` and, for flow services,
+``-f/--flow-id``), then
 ``return run(prog, coroutine)`` where the coroutine uses ``connect(args)``. The RAG
 commands share more: ``cli/rag.py``.
 """
@@ -20,13 +21,22 @@ EXIT_ERROR = 1
 EXIT_INTERRUPTED = 130  # as a shell reports a command stopped by Ctrl-C (128 + SIGINT)
 
 
-def parser(prog: str, description: str, flow: bool = True) -> argparse.ArgumentParser:
-    """An argument parser with the connection options every command takes."""
+def parser(prog: str, description: str, flow: bool = True,
+           token_short: bool = True) -> argparse.ArgumentParser:
+    """An argument parser with the connection options every command takes (also as
+    TrustGraph's commands spell them: ``--api-url``, ``-w/--workspace``).
+    ``token_short`` false: ``-t`` is the command's own (TrustGraph's tags), the token
+    is ``--token`` only."""
     result = argparse.ArgumentParser(prog=prog, description=description)
-    result.add_argument("-u", "--url", default=os.environ.get("TRUSTGRAPH_URL") or DEFAULT_URL,
+    result.add_argument("-u", "--url", "--api-url", dest="url",
+                        default=os.environ.get("TRUSTGRAPH_URL") or DEFAULT_URL,
                         help="gateway URL (env TRUSTGRAPH_URL; default %(default)s)")
-    result.add_argument("-t", "--token", default=os.environ.get("TRUSTGRAPH_TOKEN") or None,
+    result.add_argument(*(("-t", "--token") if token_short else ("--token",)),
+                        default=os.environ.get("TRUSTGRAPH_TOKEN") or None,
                         help="gateway token (env TRUSTGRAPH_TOKEN)")
+    result.add_argument("-w", "--workspace", default=None, help=(
+        "accepted as TrustGraph's commands take it; the token decides whose data "
+        "(an admin's names another user with -U/--user where a command has it)"))
     if flow:
         result.add_argument("-f", "--flow-id", default="default",
                             help="flow to use (default %(default)s)")

@@ -35,6 +35,11 @@ class ConfigItems(Generic[M]):
     options: Callable[[argparse.ArgumentParser], None]  # tg-set's, beyond --id
     # The item tg-set's options describe, to validate; ValueError says what is wrong.
     value: Callable[[argparse.Namespace], dict[str, Any]]
+    # The config keys an item may be kept at, the one written (and winning) first.
+    keys_of: Callable[[str], tuple[str, ...]] = lambda id: (id,)
+    # The type's config values as items by id, and lines shown before them.
+    by_id: Callable[[dict[str, Any]], tuple[dict[str, Any], list[str]]] = \
+        lambda values: (values, [])
 
     def show(self, argv: list[str] | None = None) -> int:
         prog = f"tg-show-{self.items}"
@@ -75,12 +80,12 @@ class ConfigItems(Generic[M]):
 
     async def _show(self, args: argparse.Namespace) -> None:
         async with connect(args) as client:
-            items = await client.config_values(self.config_type)
+            items, heading = self.by_id(await client.config_values(self.config_type))
         if not items:
             print(f"no {self.noun}s in config", flush=True)
             return
-        print("\n\n".join(self._described(key, items[key]) for key in sorted(items)),
-              flush=True)
+        print("\n\n".join([*heading, *(self._described(key, items[key])
+                                        for key in sorted(items))]), flush=True)
 
     def _described(self, key: str, value: Any) -> str:
         """One item as an indented block headed by its key; a stored item that does
@@ -94,19 +99,20 @@ class ConfigItems(Generic[M]):
 
     async def _store(self, args: argparse.Namespace) -> None:
         async with connect(args) as client:
-            await client.put_config({self.config_type: {args.id: args.item.config_value()}})
+            await client.put_config({self.config_type: {
+                self.keys_of(args.id)[0]: args.item.config_value()}})
 
     async def _delete(self, args: argparse.Namespace) -> None:
-        """A missing item is ``not-found``, naming the keys that do exist."""
+        """Every key the item is kept at; none is ``not-found``, naming the items
+        there are."""
         async with connect(args) as client:
-            try:
-                await client.delete_config([(self.config_type, args.id)])
-            except TrustGraphError as error:
-                if error.type != "not-found":
-                    raise
-                known = sorted(await client.config_values(self.config_type))
+            values = await client.config_values(self.config_type)
+            keys = [key for key in self.keys_of(args.id) if key in values]
+            if not keys:
+                known = sorted(self.by_id(values)[0])
                 raise TrustGraphError("not-found", f"no {self.noun} {args.id!r} (known: "
-                                                   f"{', '.join(known) or 'none'})") from None
+                                                   f"{', '.join(known) or 'none'})")
+            await client.delete_config([(self.config_type, key) for key in keys])
 
 
 def problem(error: ValidationError) -> str:

@@ -6,11 +6,13 @@ come with its final frame, which the answer-stream API's lines do not carry), at
 most ``concurrency`` at once. The clock starts when the request is sent and marks
 the line that brings the sources (the ``metadata`` line; the agent's final frame),
 the first ``content`` line (the agent's first answer piece), and the end. A
-question whose answer ends in an error is counted as an error and scores nothing.
+question whose answer ends in an error is counted as an error and scores nothing;
+the summary counts the errors by what they said, so the table can say why.
 """
 import asyncio
 import json
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -46,7 +48,7 @@ async def ask(session: aiohttp.ClientSession, url: str, body: dict[str, Any]) ->
     try:
         async with session.post(url.rstrip("/") + "/" + QUERY_PATH, json=body) as response:
             if response.status != 200:
-                outcome.error = f"HTTP {response.status}: {(await response.text())[:300]}"
+                outcome.error = refusal(response.status, await response.text())
                 return outcome
             async for raw in response.content:
                 if raw.strip():
@@ -79,6 +81,16 @@ async def ask_agent(client: AsyncTrustGraph, body: dict[str, Any]) -> Outcome:
         outcome.error = f"{error.type}: {error.message}"
     outcome.answer = "".join(parts)
     return outcome
+
+
+def refusal(status: int, body: str) -> str:
+    """A refused question as ``type: message (HTTP status)``, from the gateway's JSON
+    error body (``{"error": {"type", "message"}}``), else the body's start."""
+    try:
+        error = json.loads(body)["error"]
+        return f"{error['type']}: {error['message']} (HTTP {status})"
+    except (ValueError, KeyError, TypeError):
+        return f"HTTP {status}: {body[:300]}"
 
 
 def _read(line: dict, elapsed: float, outcome: Outcome, parts: list[str]) -> None:
@@ -176,9 +188,12 @@ MEASURES = ("recall@1", "recall@5", "recall@10", "mrr", "ndcg", "cited_precision
 
 def summary(scores: list[dict[str, Any]]) -> dict[str, Any]:
     """The setting's figures: means of the measures over the questions they apply
-    to, percentiles of the times, token totals."""
+    to, percentiles of the times, token totals, the errors counted by message."""
     answered = [s for s in scores if s["error"] is None]
     result: dict[str, Any] = {"questions": len(scores), "errors": len(scores) - len(answered)}
+    # Why they failed: each distinct error and how many questions ended in it, most first.
+    result["failures"] = dict(Counter(s["error"] for s in scores
+                                      if s["error"] is not None).most_common())
     for measure in MEASURES:
         result[measure] = m.mean(s.get(measure) for s in answered)
     for clock in ("to_sources_ms", "to_first_token_ms", "total_ms"):

@@ -9,9 +9,11 @@ Each setting (the options, or each ``--compare`` spec on top of them) asks every
 question and gets one row: Recall@1/5/10, MRR, nDCG@10, cited-document precision,
 time to sources and to first token (p50/p95), tokens, and with reference answers
 exact match and token F1 (and with ``--judge`` the LLM judge's faithfulness and
-relevance). The table is printed; ``--out PREFIX`` writes PREFIX.json (every
-question's scores too) and PREFIX.md. The exit status is 2 when a setting misses a
-``--min-*``/``--max-*`` threshold, so a CI job can hold a collection to a bar.
+relevance), and under it why questions failed (each error, counted). The table is
+printed; ``--out PREFIX`` writes PREFIX.json (every question's scores too) and
+PREFIX.md. The exit status is 2 when a setting misses a ``--min-*``/``--max-*``
+threshold, so a CI job can hold a collection to a bar, and 1 when every question of
+a setting failed (it measured nothing).
 """
 import argparse
 import json
@@ -21,7 +23,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-from .common import parser, positive, run, scope_options
+from .common import EXIT_ERROR, parser, positive, run, scope_options
 from .eval_convert import Question, read_questions
 from .eval_run import run_setting, summary
 
@@ -91,8 +93,12 @@ def pairs(specs: list[str]) -> dict[str, Any]:
 
 
 def base_body(args: argparse.Namespace) -> dict[str, Any]:
-    body: dict[str, Any] = {"mode": args.mode, "user": args.user,
-                            "collection": args.collection, "flow": args.flow_id}
+    """The query body's fields but the question. No ``-U``: no ``user``, so the
+    gateway asks for the key's own user."""
+    body: dict[str, Any] = {"mode": args.mode, "collection": args.collection,
+                            "flow": args.flow_id}
+    if args.user is not None:
+        body["user"] = args.user
     if args.mode == "document":
         body["doc_limit"] = args.doc_limit
         if args.retrieval:
@@ -156,7 +162,16 @@ def table(runs: list[dict[str, Any]]) -> str:
     for r in runs:
         lines.append(f"| {r['setting']} | {r['summary']['questions']} | "
                      + " | ".join(cell(r["summary"], key) for _, key in columns) + " |")
-    return "\n".join(lines)
+    return "\n".join(lines + failures(runs))
+
+
+def failures(runs: list[dict[str, Any]]) -> list[str]:
+    """Under the table, why questions failed: each setting's errors, counted."""
+    lines = []
+    for r in runs:
+        for error, count in r["summary"]["failures"].items():
+            lines.append(f"{r['setting']}: {count} × {error}")
+    return ["", "Failed questions:", *lines] if lines else []
 
 
 def misses(args: argparse.Namespace, runs: list[dict[str, Any]]) -> list[str]:
@@ -183,11 +198,17 @@ def write(prefix: Path, runs: list[dict[str, Any]], text: str) -> None:
 async def command(args: argparse.Namespace) -> int:
     questions = read_questions(args.questions)[:args.limit]
     runs = await evaluate(args, questions)
+    whose = args.user if args.user is not None else "the key's user"
     text = (f"tg-eval: {len(questions)} questions from {args.questions}, "
-            f"{args.user}/{args.collection}\n\n{table(runs)}")
+            f"collection {args.collection} of {whose}\n\n{table(runs)}")
     print(text)
     if args.out:
         write(args.out, runs, text)
+    if failed := [r["setting"] for r in runs
+                  if 0 < r["summary"]["questions"] == r["summary"]["errors"]]:
+        print(f"{PROG}: every question failed: {'; '.join(failed)} (why: under the table)",
+              file=sys.stderr)
+        return EXIT_ERROR
     if missed := misses(args, runs):
         for line in missed:
             print(f"{PROG}: below the bar: {line}", file=sys.stderr)

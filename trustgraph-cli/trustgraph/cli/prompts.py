@@ -5,7 +5,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from trustgraph.schema import PROMPT_CONFIG_TYPE, PromptTemplate
+from trustgraph.schema import PROMPT_CONFIG_TYPE, PromptTemplate, prompt_config
+from trustgraph.schema.prompt import template_keys
 
 from .config_items import ConfigItems, block
 
@@ -56,8 +57,15 @@ def _schema(text: str) -> object:
     return schema
 
 
+def by_id(values: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """The templates by id, and the shared system prompt (when set) to show first."""
+    templates, system = prompt_config(values)
+    return templates, [block("shared system prompt (templates without one of their "
+                             "own)", system)] if system else []
+
+
 PROMPTS = ConfigItems(
     PROMPT_CONFIG_TYPE, "prompt", "prompts", "prompt template", PromptTemplate,
     shown="id, response type, system prompt, template text and schema",
     effect="the prompt service uses it from its next request on",
-    describe=describe, options=options, value=value)
+    describe=describe, options=options, value=value, keys_of=template_keys, by_id=by_id)

@@ -12,7 +12,7 @@ def describe(tool: ToolDefinition) -> list[str]:
     lines = [f"  name: {tool.name}", f"  kind: {tool.kind}"]
     lines += [f"  {label}: {text}" for label, text in (
         ("groups", ", ".join(tool.group)), ("template", tool.template), ("url", tool.url),
-        ("mcp tool", tool.mcp_tool)) if text]
+        ("mcp tool", tool.remote_name if tool.remote_name != tool.name else "")) if text]
     lines.append(block("description", tool.description))
     if tool.arguments:
         lines.append("  arguments:")

@@ -94,7 +94,7 @@ async def _prompt(tool, arguments, request, clients, usage, timeout) -> str:
 
 async def _mcp(tool, arguments, request, clients, usage, timeout) -> str:
     try:
-        return await call_mcp_tool(tool.url, tool.mcp_tool or tool.name, arguments, timeout)
+        return await call_mcp_tool(tool.url, tool.remote_name, arguments, timeout)
     except McpToolError as failure:
         raise ToolFailed(str(failure)) from None
     except Exception as failure:  # a server outside the platform: any failure is its own

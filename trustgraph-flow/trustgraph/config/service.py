@@ -39,6 +39,7 @@ from trustgraph.schema.config import ConfigOperation
 from trustgraph.schema.keys import KeysOperation
 from trustgraph.schema.operations import per_operation
 
+from . import text_values
 from .keys import KeyStore
 from .store import ConfigStore
 
@@ -69,7 +70,8 @@ Changed = tuple[ConfigResponse, list[str]]
 
 def _get(store: ConfigStore, request: ConfigRequest) -> Changed:
     _need(request.keys, "get needs keys: [{type, key}, ...]")
-    values, version = store.get(request.keys)
+    # TrustGraph's clients ask for items that may not exist (and are told which do).
+    values, version = store.get(request.keys, missing_ok=request.value_format == "text")
     return ConfigResponse(values=values, version=version), []
 
 
@@ -116,8 +118,13 @@ def config_handler(store: ConfigStore, notify: Callable[[int, list[str]], Awaita
     """``notify(version, types)`` is awaited after every change."""
 
     async def handle(request: ConfigRequest, ctx: Context) -> ConfigResponse:
+        text = request.value_format == "text"
+        if text and request.values:
+            request = request.model_copy(update={"values": text_values.stored(request.values)})
         response, changed = await asyncio.to_thread(
             CONFIG_OPERATIONS[request.operation], store, request)
+        if text:
+            response = text_values.answered(response)
         response.end_of_stream = True
         if changed:
             assert response.version is not None  # a change always answers with its version

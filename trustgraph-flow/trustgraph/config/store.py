@@ -53,7 +53,10 @@ class ConfigStore:
         with self._db.transaction() as db:
             return self._version(db)
 
-    def get(self, keys: list[ConfigKey]) -> tuple[list[ConfigValue], int]:
+    def get(self, keys: list[ConfigKey], missing_ok: bool = False
+            ) -> tuple[list[ConfigValue], int]:
+        """The items of ``keys``, in order; one that does not exist is ``NotFound``,
+        or with ``missing_ok`` left out."""
         with self._db.transaction() as db:
             found, missing = [], []
             for k in keys:
@@ -63,7 +66,7 @@ class ConfigStore:
                     missing.append(k)
                 else:
                     found.append(ConfigValue(type=k.type, key=k.key, value=json.loads(row[0])))
-            if missing:
+            if missing and not missing_ok:
                 raise NotFound(missing)
             return found, self._version(db)
 

@@ -1,6 +1,6 @@
 """The librarian processor: a user's documents, and the front door of ingestion.
 
-It serves five request/response services:
+It serves six request/response services:
 
 * ``librarian`` (outside flows, asked on ``LIBRARIAN_FLOW``): add, list, read and
   remove documents, upload large ones in parts, and send a stored one down a flow's
@@ -10,7 +10,10 @@ It serves five request/response services:
 * ``load-status`` (per flow): how far the pipeline has got with loaded documents
   (status.py);
 * ``core-documents``: the documents' metadata a page at a time, out of and into a
-  collection, for knowledge cores (core.py).
+  collection, for knowledge cores (core.py);
+* ``collection-management`` (outside flows, asked on ``COLLECTIONS_FLOW``): the user's
+  collections listed, named and deleted, a delete asking every store owner to
+  delete its part (collections.py). Storing a document makes its collection.
 
 Durability: a load is answered only after the content file is fsynced, its metadata
 committed, and the ``DecodeWork`` stored by the broker. A crash anywhere before the
@@ -57,9 +60,12 @@ from trustgraph.schema import (
     Record,
     TextLoadRequest,
 )
-from trustgraph.schema.librarian import LIST_PAGE, LibrarianOperation
+from trustgraph.schema.lazy_rag import LazyRagSwitch
+from trustgraph.schema.librarian import LIST_PAGE, LibrarianOperation, TrustGraphListed
 from trustgraph.schema.operations import per_operation
 
+from .collection_store import CollectionStore
+from .collections import Collections, collections_service, running_owners
 from .core import core_documents_service
 from .graph_progress import GraphProgressStore, progress_stage
 from .status import status_handler
@@ -80,7 +86,7 @@ Emit = Callable[[str, str, Record], Awaitable[None]]  # (flow, stage, record)
 Answer = Awaitable[LibrarianResponse] | AsyncIterator[LibrarianResponse]
 
 
-class LibrarianSettings(ProcessorSettings):
+class LibrarianSettings(ProcessorSettings, LazyRagSwitch):  # LazyRAG's: ask it to delete
     tg_max_document_bytes: int = Field(DEFAULT_MAX_DOCUMENT_BYTES, gt=0, description=(
         "largest document (bytes) accepted in one request, and largest upload part; one "
         "request must fit in one broker message, so past ~3.7 MiB requests fail on the "
@@ -226,7 +232,9 @@ class Library:
             raise BadRequest("user and collection must not be empty")
         if not request.streaming:
             documents = await asyncio.to_thread(self.store.documents, user, collection)
-            yield LibrarianResponse(documents=documents, end_of_stream=True)
+            yield LibrarianResponse(documents=documents, end_of_stream=True,
+                                    document_metadatas=trustgraph_listing(documents)
+                                    if request.trustgraph_names else None)
             return
         after = ""
         while True:
@@ -343,6 +351,11 @@ OPERATIONS: Mapping[LibrarianOperation, Callable[[Library, LibrarianRequest, Con
     }, "the librarian's operations")
 
 
+def trustgraph_listing(documents: list[DocumentMetadata]) -> list[TrustGraphListed]:
+    return [TrustGraphListed(id=d.id, time=d.time, kind=d.kind, title=d.title,
+                             comments=d.comments, tags=d.tags) for d in documents]
+
+
 def upload_id(request: LibrarianRequest) -> str:
     if not request.upload_id:
         raise BadRequest("upload_id is required")
@@ -354,7 +367,7 @@ def ref(document: DocumentMetadata) -> DocumentRef:
                        title=document.title)
 
 
-def library_services(library: Library) -> list[Service | Stage]:
+def library_services(library: Library, collections: Collections) -> list[Service | Stage]:
     return [
         Service(NAME, LibrarianRequest, LibrarianResponse, library.librarian),
         Service("text-load", TextLoadRequest, LoadResponse, library.text_load,
@@ -367,6 +380,7 @@ def library_services(library: Library) -> list[Service | Stage]:
         Stage("graph-progress", GraphProgress, progress_stage(library.progress, library.store),
               subscription=NAME),
         core_documents_service(library.store),
+        collections_service(collections),
     ]
 
 
@@ -378,8 +392,10 @@ async def librarian_services(runtime: Runtime) -> list[Service | Stage]:
     if removed := await asyncio.to_thread(store.remove_stale_uploads):
         log.info("removed %d uploads abandoned before completion", removed)
     log.info("library at %s", store.root)
-    return library_services(Library(store, runtime.emit, settings.tg_max_document_bytes,
-                                    settings.tg_max_upload_bytes))
+    library = Library(store, runtime.emit, settings.tg_max_document_bytes,
+                      settings.tg_max_upload_bytes)
+    return library_services(library, Collections(
+        CollectionStore(store), running_owners(settings.lazy_rag_enabled), library.progress))
 
 
 SPEC = ProcessorSpec(NAME, LibrarianSettings, librarian_services)

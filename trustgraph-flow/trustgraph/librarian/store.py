@@ -37,7 +37,7 @@ from trustgraph.schema.librarian import CollectionInfo
 from trustgraph.sqlite_transaction import transaction
 
 from .files import ensure_dir, fsync_dir, read_parts, write_aside
-from .tables import SCHEMA, add_missing_columns
+from .tables import SCHEMA, add_missing_collections, add_missing_columns, ensure_collection
 
 _COLUMNS = ("user, collection, id, title, kind, comments, tags, size, sha256, time, "
             "version")
@@ -91,8 +91,9 @@ class LibraryStore:
         with closing(sqlite3.connect(self.path, timeout=30)) as db:
             db.execute("PRAGMA journal_mode=WAL")
             db.executescript(SCHEMA)
-        with self._transaction(write=True) as db:
+        with self.transaction(write=True) as db:
             add_missing_columns(db)
+            add_missing_collections(db)
 
     # --- paths -------------------------------------------------------------------
 
@@ -115,7 +116,7 @@ class LibraryStore:
     # --- transactions ------------------------------------------------------------
 
     @contextmanager
-    def _transaction(self, write: bool = False) -> Iterator[sqlite3.Connection]:
+    def transaction(self, write: bool = False) -> Iterator[sqlite3.Connection]:
         # A write's lock, taken up front, also orders the file renames done inside it.
         with closing(sqlite3.connect(self.path, timeout=30, isolation_level=None)) as db:
             db.execute("PRAGMA synchronous=FULL")
@@ -143,7 +144,7 @@ class LibraryStore:
                 flow: str | None, upload_id: str = "") -> DocumentMetadata:
         """Moves the fsynced file ``aside`` to ``path`` and stores the metadata, as one
         write transaction (which ends the upload ``upload_id``, if any)."""
-        with self._transaction(write=True) as db:
+        with self.transaction(write=True) as db:
             before = db.execute("SELECT version FROM document WHERE user = ? AND "
                                 "collection = ? AND id = ?",
                                 (document.user, document.collection, document.id)).fetchone()
@@ -153,6 +154,7 @@ class LibraryStore:
             fsync_dir(path.parent)
             db.execute(f"INSERT OR REPLACE INTO document ({_COLUMNS}) "
                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", _row(stored))
+            ensure_collection(db, stored.user, stored.collection)
             if flow is not None:
                 _record_processing(db, stored, flow)
             if upload_id:
@@ -160,13 +162,13 @@ class LibraryStore:
         return stored
 
     def get(self, user: str, collection: str, id: str) -> DocumentMetadata:
-        with self._transaction() as db:
+        with self.transaction() as db:
             return _get(db, user, collection, id)
 
     def documents(self, user: str, collection: str, after: str = "",
                   limit: int = -1) -> list[DocumentMetadata]:
         """The collection's documents in id order, those after ``after`` (a page)."""
-        with self._transaction() as db:
+        with self.transaction() as db:
             rows = db.execute(
                 f"SELECT {_COLUMNS} FROM document WHERE user = ? AND collection = ? "
                 "AND id > ? ORDER BY id LIMIT ?", (user, collection, after, limit))
@@ -175,7 +177,9 @@ class LibraryStore:
     def add_metadata(self, documents: list[DocumentMetadata]) -> int:
         """Documents known by their metadata alone (a knowledge core's: the content
         stays where it was), each unless the collection has it already; how many."""
-        with self._transaction(write=True) as db:
+        with self.transaction(write=True) as db:
+            for user, collection in {(d.user, d.collection) for d in documents}:
+                ensure_collection(db, user, collection)
             before = db.total_changes
             db.executemany(f"INSERT OR IGNORE INTO document ({_COLUMNS}) "
                            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", map(_row, documents))
@@ -183,7 +187,7 @@ class LibraryStore:
 
     def collections(self, user: str) -> list[CollectionInfo]:
         """The user's collections that hold documents, by name, each with how many."""
-        with self._transaction() as db:
+        with self.transaction() as db:
             rows = db.execute("SELECT collection, count(*) FROM document WHERE user = ? "
                               "GROUP BY collection ORDER BY collection", (user,))
             return [CollectionInfo(collection=name, documents=n) for name, n in rows]
@@ -210,7 +214,7 @@ class LibraryStore:
     def remove(self, user: str, collection: str, id: str) -> DocumentMetadata:
         """Deletes a document's metadata, processing records and content."""
         path = self.content_path(user, collection, id)
-        with self._transaction(write=True) as db:
+        with self.transaction(write=True) as db:
             document = _get(db, user, collection, id)
             db.execute("DELETE FROM document WHERE user = ? AND collection = ? AND id = ?",
                        (user, collection, id))
@@ -224,7 +228,7 @@ class LibraryStore:
 
     def begin_upload(self, document: DocumentMetadata, size: int) -> str:
         upload_id = uuid.uuid4().hex
-        with self._transaction(write=True) as db:
+        with self.transaction(write=True) as db:
             db.execute("INSERT INTO upload (id, user, collection, document_id, title, kind, "
                        "comments, tags, size, time) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                        (upload_id, document.user, document.collection, document.id,
@@ -236,7 +240,7 @@ class LibraryStore:
                upload_id: str) -> tuple[DocumentMetadata, int]:
         """The document being uploaded (as far as known before its content) and its
         announced size; ``NotFound`` unless the upload is this tenant's."""
-        with self._transaction() as db:
+        with self.transaction() as db:
             return _upload(db, user, collection, upload_id)
 
     def upload_part(self, user: str, collection: str, upload_id: str, part: int,
@@ -298,7 +302,7 @@ class LibraryStore:
     def remove_stale_uploads(self) -> int:
         """Forgets uploads not completed in time, and part directories of none."""
         cutoff = int(time.time()) - STALE_UPLOAD_SECONDS
-        with self._transaction(write=True) as db:
+        with self.transaction(write=True) as db:
             db.execute("DELETE FROM upload WHERE time < ?", (cutoff,))
             live = {upload_id for upload_id, in db.execute("SELECT id FROM upload")}
         removed = 0
@@ -312,7 +316,7 @@ class LibraryStore:
 
     def add_processing(self, user: str, collection: str, id: str,
                        flow: str) -> tuple[DocumentMetadata, ProcessingMetadata]:
-        with self._transaction(write=True) as db:
+        with self.transaction(write=True) as db:
             document = _get(db, user, collection, id)
             now = _record_processing(db, document, flow)
         return document, ProcessingMetadata(document_id=id, flow=flow, user=user,
@@ -320,7 +324,7 @@ class LibraryStore:
 
     def processing(self, user: str, collection: str, id: str) -> list[ProcessingMetadata]:
         """The flows the document was sent down, oldest first."""
-        with self._transaction() as db:
+        with self.transaction() as db:
             rows = db.execute(
                 "SELECT flow, time FROM processing WHERE user = ? AND collection = ? "
                 "AND document_id = ? ORDER BY time, flow", (user, collection, id))
@@ -332,7 +336,7 @@ class LibraryStore:
         """The decoder's record of version ``version`` on ``flow``: cut into ``chunks``
         chunks, or not readable (``error``). Ignored (False) when a later version
         was sent down the flow meanwhile, or the document is no longer processed."""
-        with self._transaction(write=True) as db:
+        with self.transaction(write=True) as db:
             changed = db.execute(
                 "UPDATE processing SET version = ?, chunks = ?, error = ? WHERE user = ? "
                 "AND collection = ? AND document_id = ? AND flow = ? AND version <= ?",
@@ -343,7 +347,7 @@ class LibraryStore:
                     flow: str) -> dict[str, DecoderRecord]:
         """What the decoder recorded for each of ``ids`` sent down ``flow`` (ids never
         sent down it are left out)."""
-        with self._transaction() as db:
+        with self.transaction() as db:
             rows = db.execute(
                 "SELECT document_id, version, chunks, error FROM processing WHERE user = ? "
                 "AND collection = ? AND flow = ? AND document_id IN "

@@ -1,6 +1,7 @@
 """The library's SQLite tables, and bringing a library made by an older release up
 to date."""
 import sqlite3
+import time
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS document (
@@ -28,6 +29,15 @@ CREATE TABLE IF NOT EXISTS upload (
     size        INTEGER NOT NULL,
     time        INTEGER NOT NULL
 );
+CREATE TABLE IF NOT EXISTS collection (
+    user        TEXT NOT NULL,
+    collection  TEXT NOT NULL,
+    name        TEXT NOT NULL,
+    description TEXT NOT NULL,
+    tags        TEXT NOT NULL,   -- JSON list
+    time        INTEGER NOT NULL,  -- when first set or loaded into
+    PRIMARY KEY (user, collection)
+);
 CREATE TABLE IF NOT EXISTS processing (
     user        TEXT NOT NULL,
     collection  TEXT NOT NULL,
@@ -52,3 +62,19 @@ def add_missing_columns(db: sqlite3.Connection) -> None:
         present = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
         if column not in present:
             db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")
+
+
+def add_missing_collections(db: sqlite3.Connection) -> None:
+    """A collection for each one a library made before collections were kept holds
+    documents in (a load now makes its collection as it stores the document)."""
+    db.execute("INSERT OR IGNORE INTO collection (user, collection, name, description, "
+               "tags, time) SELECT user, collection, '', '', '[]', min(time) FROM document "
+               "GROUP BY user, collection")
+
+
+def ensure_collection(db: sqlite3.Connection, user: str, collection: str) -> None:
+    """The collection's row, made (unnamed) unless it is there already: storing a
+    document makes its collection, in the same write transaction."""
+    db.execute("INSERT OR IGNORE INTO collection (user, collection, name, description, "
+               "tags, time) VALUES (?, ?, '', '', '[]', ?)",
+               (user, collection, int(time.time())))

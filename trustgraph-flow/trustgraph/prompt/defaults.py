@@ -1,6 +1,7 @@
-"""The templates shipped with the platform, put into config (type ``prompt``) on the
-prompt service's first start when config holds no prompts. Edit them at run time with
-``tg-set-prompt``; docs/prompts.md lists each template's variables and output.
+"""The templates shipped with the platform, put into config (type ``prompt``, at
+``template.<id>``) on the prompt service's first start when config holds no prompts.
+Edit them at run time with ``tg-set-prompt``; docs/prompts.md lists each template's
+variables and output.
 
 Variables (all required unless marked optional):
 
@@ -21,7 +22,10 @@ lazy-rag-summary        query; entities: [name | {name, description?}];
                         missing_info (optional): [text]  (the graph data is fenced
                         in <graph-data> markers the model is told never to obey)
 """
-from trustgraph.schema import PromptTemplate
+from pydantic import JsonValue
+
+from trustgraph.schema import PromptTemplate, template_key
+from trustgraph.schema.prompt import SYSTEM_PROMPT_KEY
 
 from .agent_templates import AGENT_TEMPLATES
 
@@ -301,5 +305,13 @@ DEFAULT_TEMPLATES: dict[str, PromptTemplate] = {
 
 
 def default_values() -> dict[str, dict]:
-    """The defaults as config values (type ``prompt``)."""
+    """The defaults' config values by template id."""
     return {id: template.config_value() for id, template in DEFAULT_TEMPLATES.items()}
+
+
+def default_config() -> dict[str, JsonValue]:
+    """The defaults as config type ``prompt`` holds them: each at ``template.<id>``,
+    and an empty shared system prompt (``system``: the shipped templates have their
+    own)."""
+    return {SYSTEM_PROMPT_KEY: "", **{template_key(id): value
+                                      for id, value in default_values().items()}}

@@ -1,5 +1,5 @@
-"""The prompt processor: renders a template kept in config (type ``prompt``) and asks
-text-completion.
+"""The prompt processor: renders a template kept in config (type ``prompt``, laid out
+as ``trustgraph.schema.prompt`` says) and asks text-completion.
 
 Text templates relay text-completion's answer (``relay``): its deltas passed on as
 they are (those already waiting as one; none is held back to wait for more), then
@@ -33,9 +33,10 @@ from trustgraph.schema import (
     PromptResponse,
     TextCompletionRequest,
     TextCompletionResponse,
+    prompt_config,
 )
 
-from .defaults import default_values
+from .defaults import default_config
 from .templates import Compiled, Templates
 
 log = logging.getLogger(__name__)
@@ -96,8 +97,8 @@ async def _structured(llm: ServiceClient, template: Compiled, request: TextCompl
 
 
 async def prompt_services(runtime: Runtime) -> list[Service]:
-    defaults = default_values()
-    templates = Templates(defaults)  # until config answers
+    defaults = default_config()
+    templates = Templates(*prompt_config(defaults))  # until config answers
     client = await runtime.config()
     first_read = True
 
@@ -106,11 +107,11 @@ async def prompt_services(runtime: Runtime) -> list[Service]:
         values = config[PROMPT_CONFIG_TYPE]
         if first_read and not values:
             log.info("config has no prompts: storing the %d shipped templates",
-                     len(defaults))
+                     len(defaults) - 1)
             await client.put_many(PROMPT_CONFIG_TYPE, defaults)
             values = defaults
         first_read = False
-        templates.replace(values)
+        templates.replace(*prompt_config(values))
         log.info("prompt templates at config version %d", version)
 
     if not await runtime.watch_config([PROMPT_CONFIG_TYPE], on_change,

@@ -89,10 +89,14 @@ class Compiled:
                               f"its schema at {where}: {error.message}")
 
 
-def compile_template(id: str, value: Any) -> Compiled:
-    """A config value (dict) as a ready template; ``PromptError`` says what is wrong."""
+def compile_template(id: str, value: Any, system: str = "") -> Compiled:
+    """A config value (dict) as a ready template; ``PromptError`` says what is wrong.
+    ``system``: the system prompt it has when it has none of its own (config's shared
+    one, TrustGraph's ``system`` key)."""
     try:
         definition = PromptTemplate.model_validate(value)
+        if not definition.system and system:
+            definition = definition.model_copy(update={"system": system})
         validator = None
         if definition.json_schema is not None:
             cls = jsonschema.validators.validator_for(definition.json_schema)
@@ -108,15 +112,17 @@ def compile_template(id: str, value: Any) -> Compiled:
 class Templates:
     """The current templates by id, replaced as a whole when config changes."""
 
-    def __init__(self, values: dict[str, Any]) -> None:
+    def __init__(self, values: dict[str, Any], system: str = "") -> None:
         self._templates: dict[str, Compiled | PromptError] = {}
-        self.replace(values)
+        self.replace(values, system)
 
-    def replace(self, values: dict[str, Any]) -> None:
+    def replace(self, values: dict[str, Any], system: str = "") -> None:
+        """``values``: each template's config value by id; ``system``: the shared
+        system prompt (``compile_template``)."""
         templates: dict[str, Compiled | PromptError] = {}
         for id, value in values.items():
             try:
-                templates[id] = compile_template(id, value)
+                templates[id] = compile_template(id, value, system)
             except PromptError as error:
                 log.warning("%s", error.message)
                 templates[id] = error

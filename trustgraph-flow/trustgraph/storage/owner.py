@@ -1,12 +1,28 @@
 """What both store owners (``triples-store`` and ``vector-store``) share: reading a
-pipeline record's scope, answering within one broker message, forgetting a
-removed document, and reporting a chunk's graph stored."""
+pipeline record's scope, answering within one broker message, forgetting a removed
+document, deleting a collection, and reporting a chunk's graph stored."""
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Literal
 
-from trustgraph.base import HandledError, Rejected, StageContext, StageHandler
+from trustgraph.base import (
+    BadRequest,
+    Context,
+    HandledError,
+    Rejected,
+    Service,
+    StageContext,
+    StageHandler,
+)
 from trustgraph.pubsub.pulsar_shim import MAX_RECORD_BYTES
-from trustgraph.schema import DocumentRef, DocumentRemoved, GraphProgress, encode
+from trustgraph.schema import (
+    CollectionDeleteRequest,
+    CollectionDeleteResponse,
+    DocumentRef,
+    DocumentRemoved,
+    GraphProgress,
+    encode,
+)
 
 log = logging.getLogger(__name__)
 
@@ -48,3 +64,20 @@ def removal_stage(store, kind: str) -> StageHandler[DocumentRemoved]:
         log.info("document %r removed from %s of %s/%s", record.document.id, kind, user,
                  collection)
     return remove_document
+
+
+def collection_service(name: str, delete: Callable[[str, str], Awaitable[dict[str, int]]]
+                       ) -> Service:
+    """A store owner's part of deleting a collection (``COLLECTION_OWNERS``): service
+    ``name``, answering what ``delete(user, collection)`` removed, by what it counts.
+    Safe to repeat: a collection deleted already removes nothing."""
+    async def handle(request: CollectionDeleteRequest, ctx: Context
+                     ) -> CollectionDeleteResponse:
+        if not request.user or not request.collection:
+            raise BadRequest("user and collection must not be empty")
+        removed = await delete(request.user, request.collection)
+        log.info("id=%s collection %s/%s deleted: %s", ctx.id, request.user,
+                 request.collection, ", ".join(f"{n} {kind}" for kind, n in removed.items()))
+        return CollectionDeleteResponse(removed=removed)
+    return Service(name, CollectionDeleteRequest, CollectionDeleteResponse, handle,
+                   error_type=f"{name}-error")

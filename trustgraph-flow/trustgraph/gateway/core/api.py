@@ -13,8 +13,9 @@ body (the gateway's ``{"error": {"type", "message"}}``, or the route's own shape
 API speaking another protocol's errors gives ``errors``); and the request is
 tracked, so shutdown can drain it. What the caller may ask of services is decided
 where every request passes, ``core.client.frames``, given the ``Caller`` the handler
-receives. The core's own routes are the websocket, the service path,
-``/api/v1/whoami`` and ``/metrics``. A module that needs something running while the
+receives. The core's own routes are the websocket, the service paths (of a flow's
+services, and of those outside flows at ``/api/v1/{kind}``), ``/api/v1/whoami`` and
+``/metrics``. A module that needs something running while the
 gateway serves (a task group of its own) gives ``core.background`` an async context
 manager: entered at start, left at stop, both in one task.
 """
@@ -40,7 +41,7 @@ from .metrics import scrape
 from .openapi import Document, services_document
 from .permissions import ADMINS, EVERYONE
 from .responses import error_response
-from .rest import SERVICE_PATH, ServiceRoute
+from .rest import GLOBAL_PATH, SERVICE_PATH, ServiceRoute
 from .services import SERVICES
 from .settings import CoreSettings
 from .websocket import Limits as SocketLimits
@@ -78,6 +79,7 @@ class Core:
         self.documents = [services_document(SERVICES.values(), self.client.flows)]
         self._handlers: set[asyncio.Task] = set()
         self.route("POST", SERVICE_PATH, ServiceRoute(self.client))
+        self._global = Route("POST", GLOBAL_PATH, ServiceRoute(self.client))
         self.route("GET", "/api/v1/whoami", whoami)
         self.route("GET", "/metrics", scrape, public=settings.tg_metrics_open, roles=ADMINS)
 
@@ -105,7 +107,9 @@ class Core:
         app.router.add_get("/api/v1/socket", self.sockets.handle)
         for running in self._background:
             app.cleanup_ctx.append(_in_own_task(running))
-        for route in self.routes:
+        # The services outside flows at /api/v1/{kind} last: it takes only the paths
+        # no other route claimed (aiohttp matches routes in the order they were added).
+        for route in (*self.routes, self._global):
             if route.method == "GET":
                 app.router.add_get(route.path, self.served(route))  # and HEAD
             else:

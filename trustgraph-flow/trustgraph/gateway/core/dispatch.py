@@ -86,6 +86,15 @@ class Dispatcher:
                                f"{', '.join(self.flows)}", 404)
         return row
 
+    def resolve_global(self, service: object) -> ServiceRow:
+        """The row for ``service`` asked outside any flow (``POST /api/v1/{service}``):
+        a service of each flow is named there by mistake (404 saying where it is)."""
+        row = SERVICES.get(service) if isinstance(service, str) else None
+        if row is not None and row.global_flow is None:
+            raise GatewayError("unknown-service", f"{row.name} is a service of each flow: "
+                               f"POST /api/v1/flow/{{flow}}/service/{row.name}", 404)
+        return self.resolve(service, None)
+
     def in_flight(self) -> int:
         """Requests registered in this gateway's requesters and not yet ended (the
         requester's own table, read here only: a test's check that nothing leaks)."""

@@ -10,7 +10,7 @@ from pydantic import BaseModel
 from trustgraph.schema import ROLES
 
 from .permissions import Permission
-from .rest import SERVICE_PATH
+from .rest import GLOBAL_PATH, SERVICE_PATH
 from .services import ServiceRow
 
 SchemaMode = Literal["validation", "serialization"]
@@ -37,7 +37,12 @@ def services_document(rows: Iterable[ServiceRow], flows: Iterable[str]) -> Docum
         described = {SERVICE_PATH.replace("{kind}", row.name): {"post": _service_operation(
             row, refs[(row.request_model, "validation")],
             refs[(row.response_model, "serialization")], flows)} for row in rows}
-        return {**described, **_fixed_paths(rows)}
+        # A service outside flows also at /api/v1/{kind}, as TrustGraph's client asks.
+        outside = {GLOBAL_PATH.replace("{kind}", row.name): {"post": _service_operation(
+            row, refs[(row.request_model, "validation")],
+            refs[(row.response_model, "serialization")], None)}
+            for row in rows if row.global_flow is not None}
+        return {**described, **outside, **_fixed_paths(rows)}
 
     models: list[tuple[type[BaseModel], SchemaMode]] = [
         *((row.request_model, "validation") for row in rows),
@@ -45,18 +50,23 @@ def services_document(rows: Iterable[ServiceRow], flows: Iterable[str]) -> Docum
     return Document(tuple(models), paths)
 
 
-def _service_operation(row: ServiceRow, request: dict, response: dict, flows: list[str]
-                       ) -> dict:
+def _service_operation(row: ServiceRow, request: dict, response: dict,
+                       flows: list[str] | None) -> dict:
+    """``flows`` None: the operation at ``/api/v1/{kind}``, outside flows."""
     lines = {"type": "string", "description": f"one {row.response_model.__name__} per record"}
+    defaults = "".join(f" Fields left out here mean {name}={value!r}."
+                       for name, value in row.global_defaults.items()) if flows is None else ""
     return {
-        "summary": f"{row.name} on a flow",
+        "summary": f"{row.name} on a flow" if flows is not None else
+                   f"{row.name} (outside flows, as TrustGraph's client asks)",
         "description": 'Without streaming: the final record. With "streaming": true or '
                        "Accept: application/x-ndjson: NDJSON, one record per line; "
-                       f"Accept: text/event-stream: SSE data events. {_who_may(row)}",
+                       f"Accept: text/event-stream: SSE data events.{defaults} "
+                       f"{_who_may(row)}",
         # the row's roles, by operation ("*": the service has one)
         "x-roles": {operation or "*": _roles(needs)
                     for operation, needs in row.permissions().items()},
-        "parameters": [_flow_parameter(row, flows)],
+        "parameters": [_flow_parameter(row, flows)] if flows is not None else [],
         "requestBody": {"required": True,
                         "content": {"application/json": {"schema": request}}},
         "responses": {

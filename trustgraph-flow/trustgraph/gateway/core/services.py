@@ -9,15 +9,18 @@ record's ``operation``, declared in the schema) needs a permission per operation
 its row is refused at import unless it names each declared operation, and only those
 (``per_operation``)."""
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
 from trustgraph.schema import (
+    COLLECTIONS_FLOW,
     CONFIG_FLOW,
     KEYS_FLOW,
     LIBRARIAN_FLOW,
     AgentRequest,
     AgentResponse,
+    CollectionManagementRequest,
+    CollectionManagementResponse,
     ConfigRequest,
     ConfigResponse,
     CoreRequest,
@@ -78,6 +81,11 @@ class ServiceRow:
     needs: Permission | Mapping[str, Permission]
     global_flow: str | None = None  # a service outside flows: always asked on this flow
                                     # on the bus, whatever flow the client names
+    # What a request to ``POST /api/v1/{service}`` (TrustGraph's surface for a
+    # service outside flows) means by a field it leaves out, where that differs from
+    # the record's default (config: values as JSON text, as TrustGraph's client
+    # writes and reads them).
+    global_defaults: Mapping[str, object] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         what = f"the permissions of service {self.name!r}"
@@ -98,6 +106,13 @@ class ServiceRow:
         if isinstance(self.needs, Permission):
             return {None: self.needs}
         return {operation: needs for operation, needs in self.needs.items()}
+
+    def as_global(self, record: Record) -> Record:
+        """``record`` as sent to ``POST /api/v1/{service}``: ``global_defaults`` for
+        the fields it left out."""
+        unset = {name: value for name, value in self.global_defaults.items()
+                 if name not in record.model_fields_set}
+        return record.model_copy(update=unset) if unset else record
 
     def bus_flow(self, flow: str) -> str:
         """The flow the request goes to on the bus."""
@@ -148,12 +163,20 @@ SERVICES: dict[str, ServiceRow] = {row.name: row for row in (
         "get-document-content": READ, "add-document": WRITE, "remove-document": WRITE,
         "add-processing": WRITE, "begin-upload": WRITE, "upload-part": WRITE,
         "complete-upload": WRITE,
-    }, global_flow=LIBRARIAN_FLOW),
+    }, global_flow=LIBRARIAN_FLOW, global_defaults={"trustgraph_names": True}),
+    # the user's collections; a delete removes everything in one from every store
+    ServiceRow("collection-management", CollectionManagementRequest,
+               CollectionManagementResponse, {
+                   "list-collections": READ, "update-collection": WRITE,
+                   "delete-collection": WRITE,
+               }, global_flow=COLLECTIONS_FLOW),
     # prompts, tools (an MCP tool's URL), flows: everyone's answers run on them
     ServiceRow("config", ConfigRequest, ConfigResponse, {
         "get": WRITE, "list": WRITE, "getvalues": WRITE, "config": WRITE,
         "put": ADMIN, "delete": ADMIN,
-    }, global_flow=CONFIG_FLOW),
+    }, global_flow=CONFIG_FLOW,
+        # TrustGraph's client puts and reads every value as a string of JSON text
+        global_defaults={"value_format": "text"}),
     ServiceRow("keys", KeysRequest, KeysResponse, {
         "add-user": ADMIN, "list-users": ADMIN, "create-key": ADMIN, "list-keys": ADMIN,
         "revoke-key": ADMIN,

@@ -28,6 +28,7 @@ from .services import ServiceRow
 log = logging.getLogger(__name__)
 
 HEARTBEAT = 30.0
+DEFAULT_WORKSPACE = "default"
 AUTH_OK = b'{"type":"auth-ok","default_workspace":"default"}'
 AUTH_FAILED = b'{"type":"auth-failed","error":"auth failure"}'
 AUTH_REQUIRED = ('this gateway needs a token: send {"type":"auth","token":...} first, '
@@ -278,7 +279,14 @@ def _parse(data: str | bytes) -> dict:
 
 
 def _tenant(frame: dict) -> object:
-    return frame.get("user", frame.get("workspace"))
+    """The user the envelope names: its ``user``, else its ``workspace``, except the
+    workspace ``default``: what auth-ok names to a caller with no user of its own
+    (an open gateway, the token), and what TrustGraph's clients send when told
+    nothing else, which is the caller's own."""
+    if "user" in frame:
+        return frame["user"]
+    workspace = frame.get("workspace")
+    return None if workspace == DEFAULT_WORKSPACE else workspace
 
 
 def _too_large(data: str | bytes, limit: int) -> bool:

@@ -73,6 +73,14 @@ class CommunityStore:
         await self._run(lambda: self._db.execute(
             "INSERT OR REPLACE INTO communities VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", row))
 
+    async def delete(self, scope: Scope) -> int:
+        """Forgets the scope's communities; how many there were (0: none cached)."""
+        def delete() -> int:
+            row = self._db.execute("DELETE FROM communities WHERE user = ? AND "
+                                   "collection = ? RETURNING communities", scope).fetchone()
+            return row[0] if row else 0
+        return await self._run(delete)
+
     async def summaries(self, user: str) -> list[tuple]:
         return await self._run(lambda: self._db.execute(SUMMARY, (user,)).fetchall())
 
@@ -144,6 +152,14 @@ class CommunityCache:
                  "levels in %.2f s", *scope, version, len(found.nodes), len(found.sizes),
                  len(found.levels), found.seconds)
         return found
+
+    async def delete(self, user: str, collection: str) -> dict[str, int]:
+        """The collection's cached communities forgotten (its collection was deleted):
+        how many there were. A computation under way for it still saves its result,
+        tagged with a graph version the deletion moved past, so it is never served."""
+        scope = (user, collection)
+        self._loaded.pop(scope, None)
+        return {"communities": await self._store.delete(scope)}
 
     def computing(self, scope: Scope) -> bool:
         lock = self._locks.get(scope)

@@ -1,6 +1,6 @@
 """Processor ``lazy-rag`` (docs/lazy-rag.md): query-time summaries over the graph.
 
-Three services:
+Four services:
 
 * ``lazy-rag`` — retrieval (``retrieve.py``: seeds, expansion, communities,
   confidence, missing information), then the ``lazy-rag-summary`` prompt streamed
@@ -11,7 +11,9 @@ Three services:
   the final record still carries all of that, with ``summary_error`` in place of
   the answer (the deltas already sent stay sent);
 * ``lazy-rag-expand`` — retrieval only, one record, no LLM;
-* ``lazy-rag-status`` — the settings in force and the community cache's state.
+* ``lazy-rag-status`` — the settings in force and the community cache's state;
+* ``collection-communities`` (bus only) — a deleted collection's cached communities
+  forgotten, for ``collection-management``'s delete.
 
 With ``LAZY_RAG_SUMMARY_MODEL`` set, the summary is written by that model (the
 prompt request's ``model``, which the text-completion service uses in place of its
@@ -47,6 +49,7 @@ from trustgraph.schema import (
     Usage,
 )
 
+from ...storage.owner import collection_service
 from ..answer import Found, answer_frames, metadata_frame
 from .cache import CommunityCache, CommunityStore
 from .context import TEMPLATE, Result, prompt_variables
@@ -158,6 +161,7 @@ def services(runtime: Runtime) -> list[Service]:
                 expand_handler(settings, cache), error_type="lazy-rag-expand-error"),
         Service("lazy-rag-status", LazyRagStatusRequest, LazyRagStatusResponse,
                 status_handler(settings, cache), error_type="lazy-rag-status-error"),
+        collection_service("collection-communities", cache.delete),
     ]
 
 

@@ -232,13 +232,14 @@ class Neo4jTriplesStore:
                 await _fetch(tx, BUMP_VERSION, params)
         await self._write(remove)
 
-    async def delete_collection(self, user: str, collection: str, batch: int = 10000) -> None:
+    async def delete_collection(self, user: str, collection: str, batch: int = 10000) -> int:
         params = {"user": user, "collection": collection, "batch": batch}
+        held = await self.count(user, collection)
         while True:  # in batches: one huge transaction could exhaust the server's memory
             [record] = await self._write(lambda tx: _fetch(tx, DELETE_SCOPE_BATCH, params))
             if record["n"] == 0:
                 await self._write(lambda tx: _fetch(tx, BUMP_VERSION, params))
-                return
+                return held
 
     # -- reads -------------------------------------------------------------------
 

@@ -19,17 +19,22 @@ both sides of it:
   page for one request), for readers that cache what they derive from the whole
   graph (LazyRAG's communities);
 * service ``knowledge-load`` — triples a user already has (an RDF graph), stored
-  with the request's ``source`` as their document; then each IRI with an
+  with the request's ``source`` as their document (in a collection made first, if it
+  was never set: ``collection-management``'s update, as a load through the librarian
+  makes it); then each IRI with an
   ``rdfs:label`` among them goes to stage ``entities`` (``ChunkEntities``, the label
   and any ``skos:definition`` / ``rdfs:comment`` of the same request), so the entity
   embedding stage gives it a vector as it does for extracted entities;
 * service ``core-triples`` — triples with their provenance a page at a time, out of
-  and into a collection, for knowledge cores (core.py).
+  and into a collection, for knowledge cores (core.py);
+* service ``collection-triples`` (bus only) — a collection's triples deleted, for
+  ``collection-management``'s delete (the count answered).
 """
 import asyncio
 import json
 import logging
 from collections.abc import AsyncIterator
+from functools import partial
 
 from trustgraph.base import (
     BadRequest,
@@ -49,6 +54,8 @@ from trustgraph.schema import (
     RDFS_LABEL,
     ChunkEntities,
     ChunkTriples,
+    CollectionManagementRequest,
+    CollectionManagementResponse,
     DocumentRef,
     DocumentRemoved,
     EntityContext,
@@ -69,7 +76,13 @@ from trustgraph.schema import (
 )
 
 from ...extract.vocabulary import NOT_STATEMENTS, chunk_iri, document_iri
-from ..owner import fits_one_message, removal_stage, report_progress, scope_of
+from ..owner import (
+    collection_service,
+    fits_one_message,
+    removal_stage,
+    report_progress,
+    scope_of,
+)
 from ..settings import StoreSettings
 from .configured import open_triples_store
 from .core import core_triples_service
@@ -295,6 +308,11 @@ def knowledge_load_handler(store: TriplesStore
                           ) -> Handler[KnowledgeLoadRequest, KnowledgeLoadResponse]:
     async def load(request: KnowledgeLoadRequest, ctx: Context) -> KnowledgeLoadResponse:
         triples = list(dict.fromkeys(request.triples))
+        # Loading into a collection makes it (as a load through the librarian does).
+        collections = await ctx.clients.get("collection-management")
+        await collections.call(CollectionManagementRequest(
+            operation="update-collection", user=request.user,
+            collection=request.collection), CollectionManagementResponse)
         await store.add(request.user, request.collection, triples, document=request.source)
         document = DocumentRef(id=request.source, user=request.user,
                                collection=request.collection)
@@ -331,7 +349,13 @@ def parts(store: TriplesStore) -> list[Service | Stage]:
         Service("knowledge-load", KnowledgeLoadRequest, KnowledgeLoadResponse,
                 knowledge_load_handler(store), error_type="knowledge-load-error"),
         core_triples_service(store),
+        collection_service("collection-triples", partial(_triples_deleted, store)),
     ]
+
+
+async def _triples_deleted(store: TriplesStore, user: str, collection: str
+                           ) -> dict[str, int]:
+    return {"triples": await store.delete_collection(user, collection)}
 
 
 SPEC = ProcessorSpec(NAME, TriplesStoreSettings, services)

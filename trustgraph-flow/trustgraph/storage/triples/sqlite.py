@@ -236,18 +236,19 @@ class SqliteTriplesStore:
                 db.execute(BUMP_VERSION, (user, collection))
         await self._write(remove)
 
-    async def delete_collection(self, user: str, collection: str) -> None:
-        def delete(db: sqlite3.Connection) -> None:
+    async def delete_collection(self, user: str, collection: str) -> int:
+        def delete(db: sqlite3.Connection) -> int:
             row = db.execute("SELECT id FROM scopes WHERE user = ? AND collection = ?",
                              (user, collection)).fetchone()
             if row is None:
-                return
+                return 0
             db.execute("DELETE FROM provenance WHERE triple IN"
                        " (SELECT id FROM triples WHERE scope = ?)", row)
-            db.execute("DELETE FROM triples WHERE scope = ?", row)
+            removed = db.execute("DELETE FROM triples WHERE scope = ?", row).rowcount
             db.execute("DELETE FROM scopes WHERE id = ?", row)
             db.execute(BUMP_VERSION, (user, collection))
-        await self._write(delete)
+            return removed
+        return await self._write(delete)
 
     # -- reads -------------------------------------------------------------------
 

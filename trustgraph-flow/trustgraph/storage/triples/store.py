@@ -58,7 +58,9 @@ class TriplesStore(Protocol):
     async def remove_document(self, user: str, collection: str, document: str) -> None:
         """Forget the document's provenance; drop triples nothing else supports."""
 
-    async def delete_collection(self, user: str, collection: str) -> None: ...
+    async def delete_collection(self, user: str, collection: str) -> int:
+        """Delete everything the scope holds (bumping its version); how many distinct
+        triples it held. Deleting again, or a scope never written, removes nothing: 0."""
 
     async def count(self, user: str, collection: str) -> int:
         """Distinct triples in the collection."""

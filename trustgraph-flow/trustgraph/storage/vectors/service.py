@@ -21,7 +21,10 @@ as valid, and may be replicated:
 * service ``chunk-count`` (bus only): how many chunk vectors of a version of a
   document are stored, which the librarian's ``load-status`` reports;
 * service ``core-vectors``: chunks and entity vectors a page at a time, out of and
-  into a collection, for knowledge cores (core.py).
+  into a collection, for knowledge cores (core.py);
+* service ``collection-vectors`` (bus only): a collection's chunk and entity vectors
+  and lexical index deleted, for ``collection-management``'s delete (what each held
+  answered).
 
 Points are keyed by chunk id or entity, so a redelivered record overwrites itself.
 """
@@ -64,7 +67,13 @@ from trustgraph.schema import (
     ScoredEntity,
 )
 
-from ..owner import fits_one_message, removal_stage, report_progress, scope_of
+from ..owner import (
+    collection_service,
+    fits_one_message,
+    removal_stage,
+    report_progress,
+    scope_of,
+)
 from ..settings import StoreSettings
 from . import store as stored
 from .configured import open_vector_store
@@ -276,6 +285,7 @@ def parts(store: VectorStore) -> list[Service | Stage]:
         Service("chunk-count", ChunkCountRequest, ChunkCountResponse, count_handler(store),
                 error_type="chunk-count-error"),
         core_vectors_service(store),
+        collection_service("collection-vectors", store.delete_collection),
         Service("graph-embeddings", GraphEmbeddingsRequest, GraphEmbeddingsResponse,
                 graph_handler(store), error_type="graph-embeddings-error",
                 close=store.close),

@@ -230,12 +230,18 @@ class VectorStore:
         if kept:
             await self.backend.upsert(space, kept)
 
-    async def delete_collection(self, user: str, collection: str) -> None:
+    async def delete_collection(self, user: str, collection: str) -> dict[str, int]:
+        """Drops the scope's chunk and entity vectors, its model stamp and its lexical
+        index; what it held of each (``chunks``, ``entities``, ``lexical``). Deleting
+        again, or a scope never written, removes nothing: zeros."""
+        held = {**await self.count(user, collection),
+                "lexical": await self.lexical_count(user, collection)}
         for kind in (CHUNKS, ENTITIES):
             await self.backend.drop(Space(kind, user, collection))
         await self.stamps.drop(user, collection)
         if self.lexical:
             await self.lexical.delete_collection(user, collection)
+        return held
 
     async def count(self, user: str, collection: str) -> dict[str, int]:
         return {kind: await self.backend.count(Space(kind, user, collection))

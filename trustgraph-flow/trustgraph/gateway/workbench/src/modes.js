@@ -79,7 +79,8 @@ async function lazyStatus(token) {
     if (response.status === 404) {
       return { on: false, why: "this gateway has no LazyRAG endpoint (/api/v1/lazy-rag/status: 404)" };
     }
-    const status = await response.json().catch(() => ({}));
+    // The LazyRAG endpoints answer in their envelope: {"data": {...}, "meta": {...}}.
+    const status = (await response.json().catch(() => ({}))).data || {};
     if (status.enabled === false) {
       return { on: false, why: status.message || "LazyRAG is disabled (LAZY_RAG_ENABLED)" };
     }
