@@ -94,4 +94,4 @@ soak: $(STAMP)
 	timeout 1800 $(BIN)/python -m bench.soak --requests $(SOAK_REQUESTS)
 
 clean:
-	rm -rf $(VENV) tg-data
+	rm -rf $(VENV) .venv-phoenix tg-data

@@ -12,6 +12,9 @@ direct, the TTFT the stack adds (p50, p95), whether every stream completed, and 
 CPU time each process of the stack spent per token while the stack's streams ran.
 ``--service prompt`` streams through the prompt processor too (text-completion →
 broker → prompt → broker → gateway), each processor in its own process.
+``--tracing both`` runs a stack with tracing on (TG_TRACING, the default), then one
+with it off, and adds what tracing costs: CPU per token and added TTFT, on against
+off (docs/observability.md).
 """
 import argparse
 import asyncio
@@ -135,6 +138,9 @@ async def bench(llm: str, gateway: str, args: argparse.Namespace,
         return await measure(streams, levels, args.streams, args.rounds, args.tokens, pids)
 
 
+TRACING = {"on": "true", "off": "false"}  # --tracing: the TG_TRACING of each run
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--levels", default=",".join(map(str, LEVELS)))
@@ -144,8 +150,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=10,
                         help="rounds of `concurrency` streams at each level")
     parser.add_argument("--streams", type=int, default=24,
-                        help="streams per measurement at low concurrency "
-                             "(at least --rounds rounds)")
+                        help="streams per measurement at low concurrency (at least "
+                             "--rounds rounds)")
     parser.add_argument("--tokens", type=int, default=200)
     parser.add_argument("--service", choices=("text-completion", "prompt"),
                         default="text-completion")
@@ -153,12 +159,29 @@ def main() -> None:
                         help="a websocket per stream, or one carrying them all")
     parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
                         help="a setting for the stack (repeatable)")
+    parser.add_argument("--tracing", choices=("on", "off", "both"), default="on",
+                        help="TG_TRACING for the stack; both: a stack with tracing on, "
+                             "then one with it off, and what tracing costs (default on)")
     args = parser.parse_args()
+    print(f"bench.cpu: load average before the run {load()}", file=sys.stderr)
+    runs = {state: run(args, state) for state in (("on", "off") if args.tracing == "both"
+                                                  else (args.tracing,))}
+    sockets = "one websocket per stream" if args.sockets == "each" else "one websocket"
+    for state, (names, rows) in runs.items():
+        print(f"\n{args.service} over {sockets}, {args.tokens} tokens per "
+              f"stream, first after 200 ms, then every 10 ms; 2-core machine; tracing "
+              f"{state}{'; ' + ' '.join(args.env) if args.env else ''}\n")
+        print(report(rows, [*names, "bench client"]))
+    if len(runs) == 2:
+        print("\n" + tracing_cost(runs["on"][1], runs["off"][1], runs["on"][0]))
+
+
+def run(args: argparse.Namespace, tracing: str) -> tuple[list[str], list[dict]]:
+    """One stack (TG_TRACING as ``tracing`` says): the processes measured, and the rows."""
     processors = ["text-completion", "gateway"]
     if args.service == "prompt":
         processors = ["config", "prompt", "text-completion", "gateway"]
-    settings = dict(item.split("=", 1) for item in args.env)
-    print(f"bench.cpu: load average before the run {load()}", file=sys.stderr)
+    settings = {"TG_TRACING": TRACING[tracing], **dict(item.split("=", 1) for item in args.env)}
     with llm_server(args.tokens, 0.2, 0.01) as url:
         with Stack(env={"OPENAI_BASE_URL": f"{url}/v1", "TG_LLM": "openai",
                         "TG_LOG_LEVEL": "WARNING", **settings},
@@ -167,12 +190,22 @@ def main() -> None:
                      if name in processors or name == "broker"]
             pids = {name: stack.pid(name) for name in names}
             pids["bench client"] = os.getpid()
-            rows = asyncio.run(bench(url, stack.gateway_url, args, pids))
-    sockets = "one websocket per stream" if args.sockets == "each" else "one websocket"
-    print(f"\n{args.service} over {sockets}, {args.tokens} tokens per "
-          f"stream, first after 200 ms, then every 10 ms; 2-core machine"
-          f"{'; ' + ' '.join(args.env) if args.env else ''}\n")
-    print(report(rows, [*names, "bench client"]))
+            return names, asyncio.run(bench(url, stack.gateway_url, args, pids))
+
+
+def tracing_cost(on: list[dict], off: list[dict], names: list[str]) -> str:
+    """What tracing costs per level: the stack's CPU per token (its processes, not the
+    bench client) and the added TTFT p50, on against off."""
+    lines = ["| conc | stack µs/token on | off | on vs off | added TTFT p50 on − off ms |",
+             "|---|---|---|---|---|"]
+    for r, o in zip(on, off, strict=True):
+        cpu_on = sum(r["cpu_per_token"][name] for name in names) * 1e6
+        cpu_off = sum(o["cpu_per_token"][name] for name in names) * 1e6
+        added = (r["stack"]["ttft_p50"] - r["direct"]["ttft_p50"]) - \
+            (o["stack"]["ttft_p50"] - o["direct"]["ttft_p50"])
+        lines.append(f"| {r['concurrency']} | {cpu_on:.0f} | {cpu_off:.0f} | "
+                     f"{cpu_on / cpu_off - 1:+.1%} | {ms(added).strip()} |")
+    return "What tracing costs:\n" + "\n".join(lines)
 
 
 if __name__ == "__main__":

@@ -9,6 +9,10 @@ concurrent streams. Reported: time to first token (TTFT) and total time, what th
 stack adds to each versus direct (median and p95), streams/s relative to direct,
 and what the REST and OpenAI routes add to the TTFT beyond the websocket's (p50).
 
+``--tracing both``: what tracing costs. A stack with tracing on (TG_TRACING, the
+default) is measured, then one with it off, and the TTFT each path adds is compared
+(docs/observability.md).
+
 ``--keys``: what checking an API key costs. The stack then runs the config service
 too and its gateway checks keys; a second gateway on the same bus checks none (open,
 ``TG_GATEWAY_KEYS=false``). Each level measures both, one after the other, the keyed
@@ -132,6 +136,9 @@ async def measure(llm_url: str, gateways: Gateways, levels: tuple[int, ...], str
     return rows
 
 
+TRACING = {"on": "true", "off": "false"}  # --tracing: the TG_TRACING of each run
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--levels", default=",".join(map(str, LEVELS)))
@@ -144,8 +151,30 @@ def main() -> None:
                         help="a setting for the stack, e.g. TG_CONCURRENCY=64 (repeatable)")
     parser.add_argument("--keys", action="store_true",
                         help="also through a gateway checking an API key (see above)")
+    parser.add_argument("--tracing", choices=("on", "off", "both"), default="on",
+                        help="TG_TRACING for the stack; both: a stack with tracing on, "
+                             "then one with it off, and what tracing adds (default on)")
     args = parser.parse_args()
-    settings = dict(item.split("=", 1) for item in args.env)
+    runs = {state: run(args, state) for state in (("on", "off") if args.tracing == "both"
+                                                  else (args.tracing,))}
+    for state, rows in runs.items():
+        print(f"\n{args.tokens} tokens per stream, first after {args.first * 1000:g} ms, "
+              f"then every {args.delay * 1000:g} ms; 2-core machine; tracing {state}"
+              f"{'; ' + ' '.join(args.env) if args.env else ''}"
+              f"{'; +key: a gateway checking an API key, the others an open one' * args.keys}"
+              f"\n")
+        print(report(rows))
+    if len(runs) == 2:
+        print("\n" + tracing_cost(runs["on"], runs["off"]))
+    if args.keys:
+        wall, cpu = check_cost()
+        print(f"\nchecking a key, in process (identify, role table, limits, metrics): "
+              f"{wall:.1f} µs per request ({cpu:.1f} µs of CPU); load {os.getloadavg()[0]:.1f}")
+
+
+def run(args: argparse.Namespace, tracing: str) -> list[dict]:
+    """One stack (TG_TRACING as ``tracing`` says), measured at every level."""
+    settings = {"TG_TRACING": TRACING[tracing], **dict(item.split("=", 1) for item in args.env)}
     levels = tuple(int(level) for level in args.levels.split(","))
     processors = ["config"] * args.keys + ["text-completion", "gateway"]
     with llm_server(args.tokens, args.first, args.delay) as llm_url:
@@ -153,24 +182,35 @@ def main() -> None:
                         "TG_LOG_LEVEL": "WARNING", **settings},
                    processors=processors,
                    startup_timeout=120) as stack:  # a loaded machine starts slowly
-            if args.keys:
-                key = asyncio.run(first_key(stack.gateway_url))
-                with open_gateway(stack) as open_url:
-                    gateways = Gateways(open_url, stack.gateway_url, key)
-                    rows = asyncio.run(measure(llm_url, gateways, levels, args.streams))
-            else:
-                rows = asyncio.run(measure(llm_url, Gateways(stack.gateway_url), levels,
+            if not args.keys:
+                return asyncio.run(measure(llm_url, Gateways(stack.gateway_url), levels,
                                            args.streams))
-    print(f"\n{args.tokens} tokens per stream, first after {args.first * 1000:g} ms, "
-          f"then every {args.delay * 1000:g} ms; 2-core machine"
-          f"{'; ' + ' '.join(args.env) if args.env else ''}"
-          f"{'; +key: a gateway checking an API key, the others an open one' * args.keys}"
-          f"\n")
-    print(report(rows))
-    if args.keys:
-        wall, cpu = check_cost()
-        print(f"\nchecking a key, in process (identify, role table, limits, metrics): "
-              f"{wall:.1f} µs per request ({cpu:.1f} µs of CPU); load {os.getloadavg()[0]:.1f}")
+            key = asyncio.run(first_key(stack.gateway_url))
+            with open_gateway(stack) as open_url:
+                gateways = Gateways(open_url, stack.gateway_url, key)
+                return asyncio.run(measure(llm_url, gateways, levels, args.streams))
+
+
+def tracing_cost(on: list[dict], off: list[dict]) -> str:
+    """What tracing adds to the time to first token, path by path (p50 and p95, ms):
+    the TTFT the stack adds to direct with tracing on, less that with it off (each
+    run against its own direct streams, so a change of the machine's load between
+    the runs cancels out)."""
+    lines = ["| path | conc | added TTFT p50 on − off ms | added TTFT p95 on − off ms |",
+             "|---|---|---|---|"]
+
+    def added(rows: list[dict]) -> dict[tuple[str, int], tuple[float, float]]:
+        direct = {r["concurrency"]: r for r in rows if r["mode"] == "direct"}
+        return {(r["mode"], r["concurrency"]): (
+            r["ttft_p50"] - direct[r["concurrency"]]["ttft_p50"],
+            r["ttft_p95"] - direct[r["concurrency"]]["ttft_p95"])
+            for r in rows if r["mode"] != "direct"}
+    before = added(off)
+    for key, (p50, p95) in added(on).items():
+        if key in before:
+            lines.append(f"| {key[0]} | {key[1]} | {ms(p50 - before[key][0])} | "
+                         f"{ms(p95 - before[key][1])} |")
+    return "What tracing adds to the time to first token:\n" + "\n".join(lines)
 
 
 def check_cost(rounds: int = 20_000) -> tuple[float, float]:

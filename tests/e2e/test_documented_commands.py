@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.agent_llm import SYSTEM
+from tests.support.agent_llm import SYSTEM, final
 from tests.support.cli import run_command
 from tests.support.doc_examples import (
     ROOT,
@@ -36,6 +36,7 @@ from tests.support.doc_examples import (
 )
 from tests.support.pdf import minimal_pdf
 from tests.support.stack import SCRUBBED_PREFIXES, Stack, openai_server_thread
+from trustgraph.prompt.defaults import DEFAULT_TEMPLATES
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -121,10 +122,13 @@ def answered(ran: Ran) -> bool:
 # --- the stack and the user's shell ----------------------------------------------------
 
 def agent_replies(prompt: str) -> str | None:
-    """The agent's ReAct prompt gets a finished thought; everything else the server's
-    scripted tokens."""
+    """The agent's ReAct prompt gets a finished step, and the query rewrite (a JSON
+    template the docs invoke) a query, each in its schema's shape; everything else
+    the server's scripted tokens."""
     if SYSTEM["agent-react"] in prompt:
-        return "Thought: The documents answer it.\nFinal Answer: What the documents say."
+        return final("The documents answer it.", "What the documents say.")
+    if DEFAULT_TEMPLATES["query-rewrite"].system in prompt:
+        return json.dumps({"query": "what Acme did in 2019"})
     return None
 
 

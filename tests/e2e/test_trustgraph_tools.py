@@ -1,9 +1,7 @@
 """TrustGraph's own published client (``trustgraph.api.Api``) and CLI, 2.11.1 from PyPI
 in a venv of their own (tests/support/trustgraph_venv.py), against ``tg-start``'s
 default stack, as an operator switching from TrustGraph uses them: collections, config
-items, prompts, tools, the library, the graph and the RAG services; and, once this
-stack has the ``flow`` service, flows (skipped, saying so, while the gateway answers
-"unknown service 'flow'").
+items, prompts, tools, the library, the graph and the RAG services, and flows.
 
 TrustGraph's commands print ``Exception: ...`` and still exit 0 when they fail, so
 every check reads what a command printed. The LLM is the local OpenAI-format server
@@ -12,7 +10,6 @@ every check reads what a command printed. The LLM is the local OpenAI-format ser
 import asyncio
 import json
 
-import aiohttp
 import pytest
 import pytest_asyncio
 
@@ -218,22 +215,9 @@ async def test_trustgraphs_graph_and_rag_commands(trustgraph, stack, loaded):
                                         "Hello [tokens=2]")
 
 
-# --- flows: once this stack serves the ``flow`` service -------------------------------
+# --- flows ---------------------------------------------------------------------------
 
-@pytest_asyncio.fixture(loop_scope="module")
-async def flow_service(stack):
-    """Skips, saying why, while the gateway has no ``flow`` service."""
-    async with aiohttp.ClientSession() as http:
-        async with http.post(stack.gateway_url + "api/v1/flow",
-                             json={"operation": "list-blueprints"}) as response:
-            body = await response.json()
-    error = body.get("error") or {}
-    if response.status == 404 and error.get("type") == "unknown-service" and \
-            "'flow'" in error.get("message", ""):
-        pytest.skip("the gateway has no flow service yet (unknown service 'flow')")
-
-
-async def test_flows_through_trustgraphs_client(trustgraph, stack, flow_service, loaded):
+async def test_flows_through_trustgraphs_client(trustgraph, stack, loaded):
     got = await api(trustgraph, stack, f"""
 flows = api.flow()
 out = {{"blueprints": flows.list_blueprints(), "before": flows.list()}}
@@ -253,7 +237,7 @@ print(json.dumps(out))""")
     assert got["answer"] == expected_text(3)
 
 
-async def test_trustgraphs_flow_commands(trustgraph, stack, flow_service):
+async def test_trustgraphs_flow_commands(trustgraph, stack):
     blueprints = await tg(trustgraph, stack, "tg-show-flow-blueprints")
     assert blueprints.strip()
     assert "default" in await tg(trustgraph, stack, "tg-show-flows")

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.support.ui import Select
 
 from tests.support.browser import chromium, missing
 from tests.support.openai_server import expected_text
@@ -233,6 +234,25 @@ def test_lazy_and_agent_modes(page):
     assert "null" not in turn["text"]
 
 
+def test_the_flow_picker_lists_the_running_flows_and_asks_the_one_chosen(page, client,
+                                                                        llm):
+    client.start_flow("wb-picked", "default", "the picked flow", {"llm-model": "picked"})
+    picker = Select(page.find("#settings [name=flow]"))
+    try:
+        page.find("#settings [name=flow]").click()  # opening it lists the flows again
+        page.wait(lambda: "wb-picked — the picked flow" in
+                  [option.text for option in picker.options], "the new flow listed")
+        picker.select_by_value("wb-picked")
+        turn = page.ask("document", "Who walked on the Moon? [tokens=5]")
+        assert turn["state"] == "done" and llm.asked()["model"] == "picked"
+        client.stop_flow("wb-picked")
+        page.find("#settings [name=flow]").click()
+        page.wait(lambda: "wb-picked (not running)" in
+                  [option.text for option in picker.options], "the stopped flow marked")
+    finally:
+        picker.select_by_value("default")
+
+
 def test_stop_ends_the_llm_stream(page, llm):
     before = len(llm.stats.closed_early)
     page.ask("document", "Who walked on the Moon? [tokens=3000 delay=0.01]", wait=False)
@@ -272,6 +292,35 @@ def test_graph_mode_cites_triples_and_draws_the_subgraph(page, client):
     page.turn().find_element("css selector", ".show-graph").click()
     page.wait(lambda: page.all("#graph-nodes button"), "the answer's subgraph")
     assert page.find("#graph-view").is_displayed()
+
+
+def test_an_answer_opens_its_trace_as_a_waterfall_and_why_it_cited(page):
+    # The stack traces by default (its data dir's store): the final frame's trace id
+    # gives the turn a Trace button; the spans come from GET /api/v1/traces/{id}.
+    turn = page.ask("graph", "Who walked on the Moon? [tokens=5]")
+    assert turn["state"] == "done", turn
+    page.js("arguments[0].click()", page.turn().find_element("css selector", ".show-trace"))
+    page.wait(lambda: page.turn().find_elements("css selector", ".trace[data-state=shown]"),
+              "the trace")
+    rows = page.js("""return [...arguments[0].querySelectorAll('.trace .span')].map(row => ({
+        name: row.querySelector('.span-name').innerText, kind: row.dataset.kind,
+        left: parseFloat(row.querySelector('.span-bar').style.left),
+        width: parseFloat(row.querySelector('.span-bar').style.width)}))""", page.turn())
+    names = [row["name"].split()[0] for row in rows]
+    assert rows[0]["name"].startswith("websocket graph-rag") and rows[0]["width"] > 99
+    assert {"graph-rag", "prompt", "text-completion", "embeddings", "subgraph"} <= set(names)
+    assert all(0 <= row["left"] < 100 and row["width"] > 0 for row in rows)
+    assert any(row["kind"] == "CLIENT" for row in rows)  # the calls across the broker
+    llm = next(row for row in rows if row["name"].startswith("text-completion"))
+    assert llm["left"] > rows[0]["left"]  # the model answers after retrieval
+    kept = page.js("""return [...arguments[0].querySelectorAll('.trace .candidate')]
+        .map(c => c.dataset.kept)""", page.turn())
+    assert kept and kept[0] == "true"  # the candidates, kept first
+    assert "Why these sources" in page.turn().find_element("css selector",
+                                                           ".explanation h4").text
+    page.js("arguments[0].scrollIntoView({block: 'start'})",
+            page.turn().find_element("css selector", ".trace"))
+    screenshot(page, "trace")
 
 
 def test_graph_search_and_expand(page):

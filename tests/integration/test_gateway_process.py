@@ -25,12 +25,13 @@ async def wait_for_line(lines: asyncio.StreamReader, text: str, seen: list[str])
 
 async def test_main_serves_then_stops_cleanly_on_sigterm(broker, openai_server):
     llm = Processor(spec_for("openai"), OpenAiSettings(
-        pulsar_url=broker.url, openai_base_url=openai_server.base_url))
+        pulsar_url=broker.url, openai_base_url=openai_server.base_url, tg_flows=["default"]))
     await llm.start()
     port = free_port()
     gateway = await asyncio.create_subprocess_exec(
         sys.executable, "-c", MAIN, "--pulsar-url", broker.url,
         "--tg-gateway-port", str(port), "--no-tg-gateway-keys",  # no config service here
+        "--tg-flows", "default",
         stderr=asyncio.subprocess.PIPE)
     seen: list[str] = []
     try:

@@ -79,9 +79,10 @@ async def gateway(broker, tmp_path_factory):
         for processor in (
                 Processor(CONFIG_SPEC, ConfigSettings(
                     pulsar_url=url, tg_data_dir=str(tmp_path_factory.mktemp("config")))),
+                # Named by no blueprint: pinned to the flow this module asks on.
                 Processor(ProcessorSpec("echo-llm", ProcessorSettings, lambda s: [Service(
                     "text-completion", TextCompletionRequest, TextCompletionResponse, echo)]),
-                    ProcessorSettings(pulsar_url=url))):
+                    ProcessorSettings(pulsar_url=url, tg_flows=["default"]))):
             started.append(processor)
             await processor.start()
         config = await ConfigClient.connect(bus, f"test-{uuid.uuid4().hex[:8]}")

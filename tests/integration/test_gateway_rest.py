@@ -176,11 +176,11 @@ async def test_rest_auth(guarded, session, options, status):
 
 
 async def test_stopping_cuts_a_long_http_stream(broker, openai_server, session):
-    llm = Processor(spec_for("openai"), OpenAiSettings(
-        pulsar_url=broker.url, openai_base_url=openai_server.base_url))
+    llm = Processor(spec_for("openai"), OpenAiSettings(  # no config: pinned to default
+        pulsar_url=broker.url, openai_base_url=openai_server.base_url, tg_flows=["default"]))
     await llm.start()
     gateway = Gateway(GatewaySettings(pulsar_url=broker.url, tg_gateway_port=free_port(),
-                                      tg_gateway_keys=False))
+                                      tg_gateway_keys=False, tg_flows=["default"]))
     try:
         url = await gateway.start()
         response = await session.post(endpoint(url), json={
@@ -242,7 +242,8 @@ async def test_llm_endpoint_with_nothing_recorded_has_nothing_to_say(broker, ses
     # (the product's 5 s would only make the test wait).
     monkeypatch.setattr(dispatch, "TIMING", replace(TIMING, accept_timeout=0.5))
     gateway = Gateway(GatewaySettings(pulsar_url=broker.url, tg_gateway_port=free_port(),
-                                      tg_request_timeout=5, tg_gateway_keys=False))
+                                      tg_request_timeout=5, tg_gateway_keys=False,
+                                      tg_flows=["default"]))  # no config service here
     url = await gateway.start()
     try:
         async with session.get(url + "api/v1/llm") as response:

@@ -14,7 +14,8 @@ from trustgraph.schema import TextCompletionRequest, TextCompletionResponse
 
 @pytest.fixture
 async def llm(broker, openai_server):
-    settings = Settings(pulsar_url=broker.url, openai_base_url=openai_server.base_url)
+    settings = Settings(pulsar_url=broker.url, openai_base_url=openai_server.base_url,
+                        tg_flows=["default"])  # no config service here
     processor = Processor(spec_for("openai"), settings)
     await processor.start()
     bus = Bus(broker.url)

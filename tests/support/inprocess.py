@@ -14,13 +14,15 @@ from trustgraph.pubsub.embedded import free_port
 async def inprocess_stack(broker_url: str, openai_base_url: str, token: str = "",
                           **gateway_settings) -> AsyncIterator[str]:
     """Yields the gateway's base URL, e.g. ``http://127.0.0.1:PORT/``."""
+    # No config service here: both are pinned to flow default (TG_FLOWS).
     llm = Processor(spec_for("openai"), OpenAiSettings(
-        pulsar_url=broker_url, openai_base_url=openai_base_url, tg_request_timeout=30))
+        pulsar_url=broker_url, openai_base_url=openai_base_url, tg_request_timeout=30,
+        tg_flows=["default"]))
     await llm.start()
     gateway = Gateway(GatewaySettings(pulsar_url=broker_url, tg_gateway_token=token,
                                       tg_gateway_host="127.0.0.1",
                                       tg_gateway_port=free_port(), tg_gateway_keys=False,
-                                      **gateway_settings))
+                                      **{"tg_flows": ["default"], **gateway_settings}))
     url = await gateway.start()
     try:
         yield url

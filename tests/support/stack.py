@@ -41,7 +41,7 @@ READY = "tg-start: ready"
 # Host variables that would change what the stack runs or which LLM it calls.
 SCRUBBED_PREFIXES = ("TG_", "PULSAR_", "OPENAI_", "ANTHROPIC_", "OLLAMA_", "AZURE_",
                      "AWS_", "GOOGLE_", "GEMINI_", "VERTEX", "COHERE_", "MISTRAL_",
-                     "NEO4J_", "QDRANT_", "LAZY_RAG_")
+                     "NEO4J_", "QDRANT_", "LAZY_RAG_", "OTEL_")
 
 
 class Stack:

@@ -1,11 +1,13 @@
 """The config store on its own: items, versions, atomic deletes, WAL, reopening."""
 import sqlite3
+from types import SimpleNamespace
 
 import pytest
 
-from trustgraph.config.service import ConfigSettings
+from trustgraph.config.service import ConfigSettings, config_services
 from trustgraph.config.store import ConfigStore, NotFound
-from trustgraph.schema import CONFIG_FLOW, ConfigKey, ConfigValue
+from trustgraph.schema import CONFIG_FLOW, KEYS_FLOW, ConfigKey, ConfigValue
+from trustgraph.schema.flows import FLOW_SERVICE_FLOW
 
 
 def value(type, key, v):
@@ -55,5 +57,13 @@ def test_reopened_store_keeps_items_and_version_in_wal_mode(tmp_path):
         assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
-def test_config_is_served_on_one_flow_whatever_tg_flows_says():
-    assert ConfigSettings(tg_flows="a,b").tg_flows == [CONFIG_FLOW]
+async def test_config_is_served_on_one_flow_whatever_tg_flows_says(tmp_path):
+    runtime = SimpleNamespace(settings=ConfigSettings(tg_flows="a,b", tg_data_dir=str(tmp_path)),
+                              publish=_ignored)
+    services = await config_services(runtime)
+    assert {s.name: s.global_flow for s in services} == {
+        "config": CONFIG_FLOW, "keys": KEYS_FLOW, "flow": FLOW_SERVICE_FLOW}
+
+
+async def _ignored(topic, record):
+    pass

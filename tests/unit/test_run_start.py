@@ -124,3 +124,17 @@ def test_the_children_read_what_tg_start_was_given(tmp_path, monkeypatch):
         assert child.env["TG_REQUEST_TIMEOUT"] == "30.0"
         # asked for, though no config service of ours keeps keys
         assert child.env["TG_GATEWAY_KEYS"] == "true"
+
+
+def test_tg_start_says_where_traces_go(monkeypatch, tmp_path):
+    for variable in ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+                     "TG_TRACING", "TG_TRACE_SAMPLE", "TG_TRACE_STORE_MB"):
+        monkeypatch.delenv(variable, raising=False)
+    assert start._traces(StartSettings(), tmp_path) == \
+        f"{tmp_path / 'traces.db'} (tg-list-traces, tg-show-trace ID)"
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector:4318")
+    assert start._traces(StartSettings(tg_trace_store_mb=0, tg_trace_sample=0.25),
+                         tmp_path) == "OTLP http://collector:4318; 25% of them"
+    assert start._traces(StartSettings(tg_tracing=False), tmp_path) == ""
+    monkeypatch.delenv("OTEL_EXPORTER_OTLP_ENDPOINT")
+    assert start._traces(StartSettings(tg_trace_store_mb=0), tmp_path) == ""  # nowhere

@@ -3,8 +3,9 @@
 The transport (``GatewaySocket``) does requests in general; each service below is a
 few lines saying what its request holds (built with ``wire``'s helpers) and where its
 answer's text is (the answers read by ``trustgraph.answers``, the reader every API
-shares). The library and store calls are ``library.py``'s and LazyRAG's
-``lazy_rag.py``'s, inherited.
+shares). The library and store calls are ``library.py``'s, LazyRAG's
+``lazy_rag.py``'s, the flow service's ``flows.py``'s and the traces' ``traces.py``'s,
+inherited.
 """
 from collections.abc import (
     AsyncGenerator,
@@ -26,12 +27,14 @@ from ..schema import (
 )
 from .agent import AgentResult, AgentStream
 from .agent import events_from_frames as agent_events
+from .flows import FlowCalls
 from .http import GatewayHttp
 from .lazy_rag import LazyRagCalls
 from .library import LibraryCalls
 from .rag import Answer, RagStream, answer_from, events_from_frames, events_from_lines
 from .socket import CONNECT_TIMEOUT, MAX_INFLIGHT, GatewaySocket
 from .streams import Completion, PromptStream, TextStream
+from .traces import TraceCalls
 from .wire import final_response, given, scope
 
 DEFAULT_URL = "http://localhost:8888/"
@@ -44,7 +47,7 @@ QUERY_MODES: dict[str, type[Response]] = {
     "agent": AgentResponse}
 
 
-class AsyncTrustGraph(LibraryCalls, LazyRagCalls):
+class AsyncTrustGraph(LibraryCalls, LazyRagCalls, FlowCalls, TraceCalls):
     """A connection to a TrustGraph gateway: one websocket for any number of
     concurrent requests, opened on first use and reopened if it drops.
 

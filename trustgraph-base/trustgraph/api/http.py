@@ -46,9 +46,9 @@ class GatewayHttp:
         async with self._posted(path, body, "application/json") as response:
             return await _json(response)
 
-    async def get(self, path: str) -> dict[str, Any]:
-        """GET ``path``; the JSON object answered."""
-        async with self._posted(path, None, "application/json") as response:
+    async def get(self, path: str, query: dict[str, str] | None = None) -> dict[str, Any]:
+        """GET ``path`` (with ``query``); the JSON object answered."""
+        async with self._posted(path, None, "application/json", query) as response:
             return await _json(response)
 
     async def lines(self, path: str, body: dict[str, Any]
@@ -91,13 +91,17 @@ class GatewayHttp:
         """The full URL of ``path`` (``/api/v1/query``) on this gateway."""
         return self._base + path + (f"?{self._query}" if self._query else "")
 
-    def _posted(self, path: str, body: dict[str, Any] | None, accept: str) -> "_Posted":
+    def _posted(self, path: str, body: dict[str, Any] | None, accept: str,
+                query: dict[str, str] | None = None) -> "_Posted":
         """POST ``body`` (None: GET) to ``path``."""
         if self._session is None:
             self._session = aiohttp.ClientSession(timeout=self._timeout)
         headers = {**self._headers, "Accept": accept}
-        request = self._session.get(self.endpoint(path), headers=headers) if body is None \
-            else self._session.post(self.endpoint(path), json=body, headers=headers)
+        url = self.endpoint(path)
+        if query:
+            url += ("&" if "?" in url else "?") + urlencode(query)
+        request = self._session.get(url, headers=headers) if body is None \
+            else self._session.post(url, json=body, headers=headers)
         return _Posted(self, request)
 
     def _sent(self, method: str, path: str, query: dict[str, str], **body: Any) -> "_Posted":

@@ -2,6 +2,7 @@
 from .clients import Clients
 from .config_client import ConfigClient, ConfigWatcher
 from .exiting import exit_process
+from .flows import Flow, FlowParameters, Parameters
 from .heap import freeze_startup_heap
 from .lanes import BULK, INTERACTIVE, LaneLock, current_lane, queued_until, set_lane
 from .processor import Processor, ProcessorSpec, serve_together
@@ -16,10 +17,11 @@ from .stage import Rejected, Stage, StageContext, StageHandler, delivery
 
 __all__ = [
     "BULK", "INTERACTIVE", "TIMING", "BadRequest", "Clients", "ConfigClient", "ConfigWatcher",
-    "Context", "Delta", "HandledError", "Handler", "Items", "LaneLock", "Processor",
-    "ProcessorSettings", "ProcessorSpec", "PromptClient", "PromptResult", "Rejected", "Relay",
-    "RequestTimeout", "Requester", "Runtime", "Service", "ServiceClient", "ServiceError",
-    "Settings", "Stage", "StageContext", "StageHandler", "Timing", "Yielded", "coalesce",
-    "current_lane", "delivery", "exit_process", "freeze_startup_heap", "load_settings",
-    "queued_until", "relay", "serve_together", "set_lane",
+    "Context", "Delta", "Flow", "FlowParameters", "HandledError", "Handler", "Items",
+    "LaneLock", "Parameters", "Processor", "ProcessorSettings", "ProcessorSpec",
+    "PromptClient", "PromptResult", "Rejected", "Relay", "RequestTimeout", "Requester",
+    "Runtime", "Service", "ServiceClient", "ServiceError", "Settings", "Stage",
+    "StageContext", "StageHandler", "Timing", "Yielded", "coalesce", "current_lane",
+    "delivery", "exit_process", "freeze_startup_heap", "load_settings", "queued_until",
+    "relay", "serve_together", "set_lane",
 ]

@@ -2,8 +2,13 @@
 
 A processor is written as a ``ProcessorSpec`` and nothing else: ``tg-run <name>``
 (``trustgraph.run``) loads its settings, builds a ``Processor`` and serves it until
-SIGINT/SIGTERM, on every configured flow, answering cancels. The spec's factory is
-given the processor's ``Runtime`` (``base/runtime.py``): what its services may touch.
+SIGINT/SIGTERM, answering cancels. The spec's factory is given the processor's
+``Runtime`` (``base/runtime.py``): what its services may touch.
+
+Its services and stages are served on every running flow whose processors name it
+(config type ``flow``), followed while it runs (``serving.FlowServing``); a service
+outside flows (``Service.global_flow``) on its own flow only. ``TG_FLOWS`` set pins
+the flows instead (``base/flows.py``).
 
 Several processors can share one process and event loop (``serve_together``, a
 process group): they then call each other's services directly (``base/local.py``)
@@ -15,20 +20,23 @@ import logging
 import os
 import signal
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 
 from ..pubsub import Bus, Message
 from ..schema import CANCEL_TOPIC, Cancel, decode
+from ..schema.flows import DEFAULT_FLOW, FLOW_CONFIG_TYPE
 from . import rpc
+from .flows import Flow, flows_of, pinned
 from .heap import freeze_startup_heap
 from .lanes import Slots
 from .local import LocalServices
 from .rpc import ReplyProducers
 from .runtime import Runtime
 from .service import Service, ServiceRunner
+from .serving import FlowServing, Served
 from .settings import ProcessorSettings
 from .stage import Stage, StageContext, StageRunner
 
@@ -54,16 +62,24 @@ class Processor:
         self.instance = f"{spec.name}-{uuid.uuid4().hex[:8]}"
         # The request/response protocol's times, with this processor's request timeout.
         self.timing = replace(timing, timeout=settings.tg_request_timeout)
-        self.bus = Bus(settings.pulsar_url, consumer_id_offset=settings.tg_replica)
+        self.bus = Bus(settings.pulsar_url, replica=settings.tg_replica)
         # Shared by the processors of one process group (set before start()): where
         # this one registers its services and looks up the ones it calls.
         self.local = local
         self.runtime: Runtime | None = None
         self._inflight: dict[str, asyncio.Task] = {}
         self._services: Sequence[Part] = []
-        self._stages: list[StageRunner] = []
-        self._runners: list[ServiceRunner] = []
+        self._global: list[ServiceRunner] = []  # services outside flows
+        self._serving: FlowServing | None = None
+        self._limit = Slots(settings.tg_concurrency, settings.tg_interactive_slots)
+        self._replies = ReplyProducers(self.bus)
         self._keeping_alive: asyncio.Task | None = None
+
+    @property
+    def flows(self) -> Mapping[str, Flow]:
+        """The flows this processor serves now, by id (its services outside flows
+        aside)."""
+        return self._serving.flows if self._serving is not None else {}
 
     async def start(self) -> None:
         runtime = self.runtime = Runtime(self.spec.name, self.instance, self.settings,
@@ -71,38 +87,100 @@ class Processor:
         made = self.spec.services(runtime)
         services = await made if inspect.isawaitable(made) else made
         self._services = services
-        limit = Slots(self.settings.tg_concurrency, self.settings.tg_interactive_slots)
-        replies = ReplyProducers(self.bus)
         await self.bus.consume(CANCEL_TOPIC, self.instance, self._on_cancel,
                                name="cancels")
-        for flow in self.settings.tg_flows:
-            clients = runtime.clients(flow)
-            for service in self.spec.uses:
-                await clients.get(service)
-            for part in services:
-                if isinstance(part, Stage):
-                    context = StageContext(flow, clients, partial(runtime.emit, flow))
-                    stage = StageRunner(self.bus, part, context, limit,
-                                        self.settings.tg_max_deliveries,
-                                        self.settings.tg_stage_in_flight)
-                    self._stages.append(stage)
-                    await stage.start()
-                    continue
-                runner = ServiceRunner(self.bus, part, flow, runtime, self._inflight,
-                                       limit, self.settings.tg_backlog, replies, self.timing)
-                self._runners.append(runner)
-                await runner.start()
-                if self.local is not None:
-                    self.local.add(runner)
+        for part in services:
+            if isinstance(part, Service) and part.global_flow is not None:
+                self._global.append(await self._serve(part, Flow.plain(part.global_flow)))
+        self._serving = FlowServing(self.spec.name, self._start_flow, self.local,
+                                    runtime.flows_changed)
+        if any(self._in_flows(part) for part in services):
+            await self._follow_flows()
         self._keeping_alive = asyncio.create_task(self._keep_alive(), name="keep-alive")
         names = ", ".join(s.name for s in services)
         log.info("%s serving [%s] on flows %s via %s", self.spec.name, names,
-                 ",".join(self.settings.tg_flows), self.settings.pulsar_url)
+                 ",".join(self.flows) or "(none yet)", self.settings.pulsar_url)
+
+    @staticmethod
+    def _in_flows(part: Part) -> bool:
+        return isinstance(part, Stage) or part.global_flow is None
+
+    def _parts_on(self, flow: str) -> list[Part]:
+        """What this processor serves on ``flow``: its parts in flows; on a flow
+        ``TG_FLOWS`` pins, its services outside flows too, as processors served
+        everything on every flow before flows were config (a test asks the
+        librarian on its own flow)."""
+        pinned = bool(self.settings.tg_flows)
+        return [part for part in self._services if self._in_flows(part) or (
+            pinned and isinstance(part, Service) and part.global_flow != flow)]
+
+    async def _follow_flows(self) -> None:
+        """Serve the flows ``TG_FLOWS`` pins; else those config runs, waiting up to
+        ``TG_CONFIG_WAIT`` for it, serving ``DEFAULT_FLOW`` until it answers."""
+        assert self._serving is not None and self.runtime is not None
+        if self.settings.tg_flows:
+            await self._serving.apply(pinned(self.settings.tg_flows))
+            return
+        followed = await self.runtime.watch_config([FLOW_CONFIG_TYPE], self._flows_changed,
+                                                   self.settings.tg_config_wait)
+        if not followed:
+            log.warning("%s: no config service answered within %.0f s: serving flow %s "
+                        "until one does (TG_FLOWS pins the flows instead)", self.spec.name,
+                        self.settings.tg_config_wait, DEFAULT_FLOW)
+            await self._serving.apply(pinned([DEFAULT_FLOW]), from_config=False)
+
+    async def _flows_changed(self, config: dict[str, dict[str, object]], version: int) -> None:
+        assert self._serving is not None
+        await self._serving.apply(flows_of(self.spec.name, config.get(FLOW_CONFIG_TYPE, {})))
+
+    async def _start_flow(self, flow: Flow) -> Served:
+        """The runners of every part of this processor on ``flow``, started; if one
+        fails, those started are stopped and its error raised."""
+        assert self.runtime is not None
+        runtime, served = self.runtime, Served(flow)
+        clients = runtime.clients(flow.id)
+        try:
+            for part in self._parts_on(flow.id):
+                if isinstance(part, Stage):
+                    context = StageContext(flow.id, clients, partial(runtime.emit, flow.id),
+                                           flow.parameters)
+                    stage = StageRunner(self.bus, part, context, self._limit,
+                                        self.settings.tg_max_deliveries,
+                                        self.settings.tg_stage_in_flight, self.spec.name)
+                    served.stages.append(stage)
+                    await stage.start()
+                else:
+                    served.services.append(await self._serve(part, flow))
+            for service in self.spec.uses:  # after its own: the flow is served sooner
+                await clients.get(service)
+        except BaseException:
+            for runner in served.services:
+                if self.local is not None:
+                    self.local.remove(runner)
+                await runner.stop()
+            for stage in served.stages:
+                await stage.stop()
+            raise
+        return served
+
+    async def _serve(self, service: Service, flow: Flow) -> ServiceRunner:
+        assert self.runtime is not None
+        runner = ServiceRunner(self.bus, service, flow.id, self.runtime, self._inflight,
+                               self._limit, self.settings.tg_backlog, self._replies,
+                               self.timing, flow.parameters)
+        await runner.start()
+        if self.local is not None:
+            self.local.add(runner)
+        return runner
+
+    def _runners(self) -> list[ServiceRunner]:
+        serving = list(self._serving.runners()) if self._serving is not None else []
+        return [*self._global, *serving]
 
     async def _keep_alive(self) -> None:
         while True:
             await asyncio.sleep(self.timing.keep_alive)
-            for runner in self._runners:
+            for runner in self._runners():
                 await runner.keep_alive()
 
     async def _on_cancel(self, message: Message) -> None:
@@ -111,14 +189,17 @@ class Processor:
             task.cancel()
 
     async def stop(self) -> None:
+        runners = self._runners()
         if self.local is not None:
-            for runner in self._runners:  # callers in the group use the bus from now on
+            for runner in runners:  # callers in the group use the bus from now on
                 self.local.remove(runner)
         tasks = list(self._inflight.values())
         if self._keeping_alive is not None:
             tasks.append(self._keeping_alive)
-        for stage in self._stages:
-            tasks += stage.tasks  # unacknowledged work is redelivered after a restart
+        if self._serving is not None:
+            tasks += self._serving.shutdown()
+            for stage in self._serving.stages():
+                tasks += stage.tasks  # unacknowledged work is redelivered after a restart
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)

@@ -14,6 +14,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from contextlib import aclosing
 from typing import Protocol, TypeVar
 
+from .. import tracing
 from ..pubsub import Bus, Message
 from ..pubsub.bus import Producer
 from ..schema import (
@@ -159,8 +160,13 @@ class Requester(Calls):
             properties[LANE] = BULK
         assert self._producer is not None, "Requester.start() first"
         producer = self._producer
+        # The caller's span of this request; its context goes with the request.
+        span = tracing.start_client(self.service, self.flow, request_id)
+        if span is not None:
+            tracing.inject(properties, span)
         call = self._calls[request_id] = Call(self.timing, self.service, self.flow,
                                               self._accept_wait())
+        failure: BaseException | None = None
         try:
             await producer.send(data, properties)
             while not call.finished:
@@ -169,11 +175,15 @@ class Requester(Calls):
                     await producer.send(data, properties)
                 else:
                     yield batch
+        except Exception as error:
+            failure = error
+            raise
         finally:
             del self._calls[request_id]
             call.close()
             if not call.finished:
                 self._cancel(request_id)
+            tracing.end(span, failure, cancelled=failure is None and not call.finished)
 
     def _accept_wait(self) -> float:
         """How long a request waits for a replica to take it: ``accept_timeout``, or,

@@ -8,15 +8,20 @@ a topic, and keeps config types current; it never sees the bus itself, so a proc
 cannot open a second connection or outlive its own.
 """
 import asyncio
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from ..pubsub import Bus
 from ..schema import Record, encode
 from .clients import Clients
 from .config_client import CONFIG_WAIT, ConfigClient, ConfigWatcher, OnChange
+from .flows import Flow
 from .local import LocalServices
 from .rpc import Timing
 from .stage import Emitters
+
+# Told the flows a processor serves, after each change to them.
+FlowsChanged = Callable[[Mapping[str, Flow]], Awaitable[None]]
 
 
 class Runtime:
@@ -37,6 +42,7 @@ class Runtime:
         self._producers: dict[str, asyncio.Future] = {}
         self._config: asyncio.Future | None = None
         self._watchers = 0
+        self._flow_listeners: list[FlowsChanged] = []
 
     def clients(self, flow: str) -> Clients:
         if flow not in self._clients:
@@ -75,3 +81,12 @@ class Runtime:
         watcher = ConfigWatcher(self._bus, await self.config(), types, on_change,
                                 subscription=subscription)
         return await watcher.start(wait)
+
+    def on_flows(self, listener: FlowsChanged) -> None:
+        """Have ``listener(flows)`` awaited after each change to the flows this
+        processor serves (what a service holds per flow can be let go of)."""
+        self._flow_listeners.append(listener)
+
+    async def flows_changed(self, flows: Mapping[str, Flow]) -> None:
+        for listener in self._flow_listeners:
+            await listener(flows)

@@ -20,13 +20,16 @@ import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import aclosing
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Generic, TypeVar, Union
 
+from .. import tracing
 from ..pubsub import Bus, Message
+from ..pubsub.bus import Consumer
 from ..schema import Error, Record, Response, decode, request_topic
 from .clients import Clients
+from .flows import Parameters
 from .lanes import LANE, Lane, Slots, current_lane, lane_of, serving, set_lane
 from .metrics import SLOT_WAIT, WAITING, RequestTimer
 from .relay import Delta
@@ -65,6 +68,8 @@ class Context:
     flow: str
     clients: Clients  # the services it may call on this flow: ``ctx.clients.get("prompt")``
     emit: Emit = no_emit  # durable send to a pipeline stage of this flow
+    # the flow's parameters: ``ctx.parameters.of(Model)`` (base/flows.py)
+    parameters: Parameters = field(default_factory=lambda: Parameters(""))
 
 
 class Relay(Generic[Resp_co]):
@@ -103,17 +108,22 @@ class Service:
     services of different types (what a processor's factory returns) would read a
     generic class as ``Service[Any, Any]`` and check none of them."""
 
-    __slots__ = ("name", "request", "response", "handler", "error_type", "close")
+    __slots__ = ("name", "request", "response", "handler", "error_type", "close",
+                 "global_flow")
 
     def __init__(self, name: str, request: type[Req], response: type[Resp],
                  handler: Handler[Req, Resp], error_type: str = "",
-                 close: Callable[[], Awaitable[None]] | None = None) -> None:
+                 close: Callable[[], Awaitable[None]] | None = None,
+                 global_flow: str | None = None) -> None:
         self.name = name
         self.request: type[Record] = request
         self.response: type[Response] = response
         self.handler: Handler[Any, Any] = handler
         self.error_type = error_type  # the ``error.type`` for unexpected failures
         self.close = close  # releases what the handler holds
+        # A service outside flows (config, keys, the librarian, flow): served on this
+        # flow only, whichever flows run.
+        self.global_flow = global_flow
 
     @property
     def failure_type(self) -> str:
@@ -245,9 +255,11 @@ class ServiceRunner:
 
     def __init__(self, bus: Bus, service: Service, flow: str, runtime: Runtime,
                  inflight: dict[str, asyncio.Task], limit: Slots,
-                 backlog: int, replies: ReplyProducers, timing: Timing = TIMING) -> None:
+                 backlog: int, replies: ReplyProducers, timing: Timing = TIMING,
+                 parameters: Parameters | None = None) -> None:
         self.service = service
         self.flow = flow
+        self.parameters = parameters or Parameters(flow)  # replaced as the flow changes
         self.timing = timing
         self._bus = bus
         self._clients = runtime.clients(flow)
@@ -258,11 +270,25 @@ class ServiceRunner:
         self._limit = limit  # requests handled at once, shared by the processor's runners
         self._backlog = backlog  # requests held (handled or waiting), then refused
         self._replies = replies
+        self._tracer = tracing.tracer(runtime.name)  # None: this process is not traced
+        self._consumer: Consumer | None = None
+        self._taken = 0  # requests taken and not yet ended
 
     async def start(self) -> None:
-        await self._bus.consume(request_topic(self.service.name, self.flow),
-                                self.service.name, self._accept,
-                                name=f"requests {self.service.name}:{self.flow}")
+        self._consumer = await self._bus.consume(
+            request_topic(self.service.name, self.flow), self.service.name, self._accept,
+            name=f"requests {self.service.name}:{self.flow}", replicated=True)
+
+    async def stop(self) -> None:
+        """Take no more requests (the flow stopped); those in hand are answered."""
+        if self._consumer is not None:
+            consumer, self._consumer = self._consumer, None
+            await self._bus.release(consumer)
+
+    @property
+    def answering(self) -> bool:
+        """Whether requests it took are still being answered."""
+        return self._taken > 0
 
     async def _accept(self, message: Message) -> None:
         """Never waits: the request is taken (its requester hears ``accepted``, or the
@@ -277,28 +303,33 @@ class ServiceRunner:
         batched = len(self._inflight) >= BATCHED_FROM
         self._take(message.data(), request_id,
                    partial(self._replies.reply, reply_to, self.service.response, request_id,
-                           batched), lane_of(properties.get(LANE)))
+                           batched), lane_of(properties.get(LANE)),
+                   tracing.extract(properties))
 
     def serve_local(self, data: bytes, request_id: str, reply: Reply) -> asyncio.Task:
         """Serve a request made in this process (``LocalRequester``), answering into
         ``reply``: the same backlog, concurrency limit, handler and errors as a request
         from the bus, and cancellable by id on the cancel topic like one; in the lane
-        of the work asking it."""
+        of the work asking it. Its span is the caller's child: the serving task starts
+        in the caller's context."""
         async def opened() -> Reply:
             return reply
         return self._take(data, request_id, opened, current_lane())
 
-    def _take(self, data: bytes, request_id: str,
-              open_reply: Callable[[], Awaitable[Reply]], lane: Lane) -> asyncio.Task:
+    def _take(self, data: bytes, request_id: str, open_reply: Callable[[], Awaitable[Reply]],
+              lane: Lane, parent: tracing.Context | None = None) -> asyncio.Task:
+        """``parent``: the trace context the request came with over the bus."""
         overloaded = len(self._inflight) >= self._backlog
         task = asyncio.create_task(
             self._refuse(open_reply) if overloaded else
-            self._serve(data, request_id, open_reply, lane))
+            self._serve(data, request_id, open_reply, lane, parent))
         self._inflight[request_id] = task
+        self._taken += 1
         task.add_done_callback(lambda _: self._done(request_id))
         return task
 
     def _done(self, request_id: str) -> None:
+        self._taken -= 1
         self._inflight.pop(request_id, None)
         self._answered.add(request_id)
 
@@ -319,7 +350,7 @@ class ServiceRunner:
 
     async def _slot(self, request_id: str, lane: Lane, reply: Reply) -> None:
         """One of the TG_CONCURRENCY slots, by lane; a request that has to wait for
-        one says so (log, the tg_requests_waiting / tg_slot_wait_seconds metrics, and
+        one says so (log, span, the tg_requests_waiting / tg_slot_wait_seconds metrics, and
         ``queued`` to its requester): streams that queue are otherwise only slow,
         with nothing in the log to say why."""
         if self._limit.available(lane):
@@ -336,16 +367,20 @@ class ServiceRunner:
         finally:
             reply.queued -= 1
             WAITING.labels(name).dec()
-            SLOT_WAIT.labels(name).observe(time.perf_counter() - started)
+            waited = time.perf_counter() - started
+            SLOT_WAIT.labels(name).observe(waited)
+            tracing.note(tracing.names.SLOT_WAIT_MS, round(waited * 1000, 3))
 
     async def _serve(self, data: bytes, request_id: str,
-                     open_reply: Callable[[], Awaitable[Reply]], lane: Lane) -> None:
+                     open_reply: Callable[[], Awaitable[Reply]], lane: Lane,
+                     parent: tracing.Context | None) -> None:
         set_lane(lane)  # this task's own context: the handler's requests go in it too
         started = time.perf_counter()
         timer = RequestTimer(self.service.name)
+        scope = self._scope(request_id, parent)
         reply = None
         sent_final = holding = False
-        first = True
+        first, token = True, scope is not None  # the first token still to be timed
         try:
             reply = await open_reply()
             self._open[request_id] = reply
@@ -354,7 +389,10 @@ class ServiceRunner:
             await self._slot(request_id, lane, reply)
             holding = True
             request = decode(self.service.request, data)
-            ctx = Context(request_id, self.flow, self._clients, self._emit)
+            if scope is not None:
+                tracing.describe(scope.span, request)
+            ctx = Context(request_id, self.flow, self._clients, self._emit,
+                          self.parameters)
             # aclosing: a cancel closes the handler (and its LLM stream) at once.
             async with aclosing(Items(self.service.handler(request, ctx))) as items:
                 async for item in items:
@@ -363,20 +401,23 @@ class ServiceRunner:
                     if first:
                         timer.responded()  # time to first response
                         first = False
+                        if scope is not None:
+                            scope.mark(tracing.names.FIRST_RESPONSE_MS)
+                    if token and isinstance(item, Delta):  # timed once, as the first is
+                        token = False
+                        scope.mark(tracing.names.FIRST_TOKEN_MS)  # type: ignore[union-attr]
                     if sent_final:
                         break
             if not sent_final:
                 raise RuntimeError("handler ended without a final record")
         except asyncio.CancelledError:
             log.info("id=%s %s cancelled", request_id, self.service.name)
+            if scope is not None:
+                scope.cancelled()
             raise
         except Exception as exception:
-            error = error_for(self.service, exception)
-            timer.failed()
-            log.warning("id=%s %s failed: %s: %s", request_id, self.service.name,
-                        error.type, error.message)
-            if reply is not None and not sent_final:
-                await reply.send(self.service.response.failure(error), True)
+            await self._failed(exception, request_id, timer, scope,
+                               None if sent_final else reply)
         finally:
             if reply is not None:
                 reply.close()
@@ -386,3 +427,26 @@ class ServiceRunner:
             timer.done()
             log.debug("id=%s %s done in %.1f ms", request_id, self.service.name,
                       (time.perf_counter() - started) * 1000)
+            if scope is not None:
+                scope.close()
+
+    def _scope(self, request_id: str, parent: tracing.Context | None) -> tracing.Scope | None:
+        """The request's span, current while it is served (None: not traced)."""
+        name = self.service.name
+        return tracing.open_scope(self._tracer, name, tracing.SERVER, parent, {
+            tracing.names.SERVICE: name, tracing.names.FLOW: self.flow,
+            tracing.names.REQUEST_ID: request_id,
+            tracing.names.SPAN_KIND: tracing.names.KINDS.get(name, tracing.names.CHAIN)})
+
+    async def _failed(self, exception: Exception, request_id: str, timer: RequestTimer,
+                      scope: tracing.Scope | None, reply: Reply | None) -> None:
+        """A request that failed: counted, logged, its span marked, and its error sent
+        as its final record (``reply``; None once its final record went out)."""
+        error = error_for(self.service, exception)
+        timer.failed()
+        log.warning("id=%s %s failed: %s: %s", request_id, self.service.name,
+                    error.type, error.message)
+        if scope is not None:
+            scope.failed(error.type, error.message)
+        if reply is not None:
+            await reply.send(self.service.response.failure(error), True)

@@ -3,16 +3,18 @@ a command-line flag (its name kebab-cased) that overrides it.
 
 ``Settings`` is what every process reads: tg-start, the gateway and each processor
 (the broker, the flows, the data dir, how long a request may go silent, how long
-start-up waits for config, the log level). ``GatewayEndpoint`` adds where the gateway
+start-up waits for config, the log level, tracing). ``GatewayEndpoint`` adds where the gateway
 listens and who may use it, which the gateway and tg-start (which starts it and says
 where it is) both read. Each default is written once: here, or, for a time the
 request protocol or the config watcher keeps, where that time is kept."""
 import logging
+from pathlib import Path
 from typing import Annotated, TypeVar
 
 from pydantic import BeforeValidator, Field
 from pydantic_settings import BaseSettings, CliApp, NoDecode, SettingsConfigDict
 
+from .. import tracing
 from ..pubsub import DEFAULT_PULSAR_URL
 from .config_client import CONFIG_WAIT
 from .rpc import TIMING
@@ -37,7 +39,9 @@ class Settings(BaseSettings):
     # tg-start: named, the broker to use; unset, it starts the embedded one (pulsar-lite)
     pulsar_url: str = DEFAULT_PULSAR_URL
     tg_data_dir: str = "./tg-data"
-    tg_flows: CommaList = ["default"]
+    # The flows this process serves, pinned; empty: those config runs (its ``flow``
+    # items), followed while it runs (base/flows.py). The gateway routes the same.
+    tg_flows: CommaList = []
     tg_request_timeout: float = Field(TIMING.timeout, description=(
         "seconds a request may go without a record once a service has accepted it"))
     tg_config_wait: float = Field(CONFIG_WAIT, description=(
@@ -45,6 +49,15 @@ class Settings(BaseSettings):
         "(prompt: the shipped templates; agent: the shipped tools; the gateway answers "
         "API keys 503 until it has read them); config is read as soon as it announces "
         "itself"))
+    # One trace per question and per document (docs/observability.md).
+    tg_tracing: bool = Field(True, description=(
+        "trace every question and loaded document (OpenTelemetry): kept in the data dir, "
+        "and sent to OTEL_EXPORTER_OTLP_ENDPOINT when that is set"))
+    tg_trace_sample: float = Field(1.0, ge=0, le=1, description=(
+        "the share of traces kept (the gateway decides per question; the services follow)"))
+    tg_trace_store_mb: float = Field(100.0, ge=0, description=(
+        "megabytes of recent traces kept in the data dir (traces.db), oldest dropped; "
+        "0 keeps none there"))
 
 
 class GatewayEndpoint(Settings):
@@ -70,6 +83,14 @@ class ProcessorSettings(Settings):
 
 
 S = TypeVar("S", bound=Settings)
+
+
+def start_tracing(settings: Settings, process: str) -> None:
+    """Trace this process as ``settings`` say (``process``: its name in tg-start's
+    output and in each span's ``tg.process``)."""
+    tracing.configure(process, settings.tg_tracing, settings.tg_trace_sample,
+                      Path(settings.tg_data_dir) / tracing.STORE_FILE,
+                      int(settings.tg_trace_store_mb * 1_000_000))
 
 
 def load_settings(model: type[S], argv: list[str] | None, prog: str) -> S:

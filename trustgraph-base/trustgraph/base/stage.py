@@ -25,16 +25,18 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
+from .. import tracing
 from ..pubsub import Bus, Message
 from ..pubsub.bus import Consumer, Producer
 from ..pubsub.pulsar_shim import MAX_RECORD_BYTES
 from ..schema import Record, decode, encode, flow_topic
 from .clients import Clients
+from .flows import Parameters
 from .lanes import BULK, Slots, set_lane
 
 log = logging.getLogger(__name__)
@@ -74,12 +76,14 @@ Rec = TypeVar("Rec", bound=Record)
 
 @dataclass
 class StageContext:
-    """What a stage handler knows besides its record: the flow, the services it may
-    call on it, and the durable send to the next stages."""
+    """What a stage handler knows besides its record: the flow and its parameters,
+    the services it may call on it, and the durable send to the next stages."""
 
     flow: str
     clients: Clients  # ``ctx.clients.get("prompt")``
     emit: Callable[[str, Record], Awaitable[None]]  # (stage, record) → durable send
+    # ``ctx.parameters.of(Model)`` (base/flows.py); replaced as the flow changes
+    parameters: Parameters = field(default_factory=lambda: Parameters(""))
 
 
 StageHandler = Callable[[Rec, StageContext], Awaitable[None]]
@@ -117,7 +121,8 @@ class Emitters:
             self._producers[stage] = asyncio.ensure_future(
                 self._bus.producer(flow_topic(stage, self._flow)))
         producer = await asyncio.shield(self._producers[stage])
-        await producer.send(data)  # returns once the broker has stored it
+        # The trace goes on with the record: the next stage's span is this one's child.
+        await producer.send(data, tracing.inject({}) or None)  # returns once stored
 
 
 def dead_letter_topic(stage: str, subscription: str, flow: str) -> str:
@@ -153,9 +158,10 @@ class DeadLetters:
 class StageRunner:
     def __init__(self, bus: Bus, stage: Stage, context: StageContext, limit: Slots,
                  max_deliveries: int = DEFAULT_MAX_DELIVERIES,
-                 in_flight: int = DEFAULT_IN_FLIGHT) -> None:
+                 in_flight: int = DEFAULT_IN_FLIGHT, processor: str = "") -> None:
         """``limit``: the processor's slots (this stage takes bulk's share of them);
-        ``in_flight``: records of this stage on this flow handled at once."""
+        ``in_flight``: records of this stage on this flow handled at once;
+        ``processor``: whose stage it is (its spans' service name)."""
         self.stage = stage
         self.flow = context.flow
         self._bus = bus
@@ -166,17 +172,41 @@ class StageRunner:
         self._dead = DeadLetters(bus, stage.name, stage.subscription or stage.name,
                                  context.flow)
         self._consumer: Consumer | None = None  # set by start, before any message
+        self._stopping: asyncio.Event | None = None  # set by stop: released when closed
         self.tasks: set[asyncio.Task] = set()
+        self._tracer = tracing.tracer(processor or stage.name)  # None: not traced
+
+    @property
+    def context(self) -> StageContext:
+        return self._context
 
     async def start(self) -> None:
         self._consumer = await self._bus.subscribe(
             flow_topic(self.stage.name, self.flow), self.stage.subscription or self.stage.name,
-            receiver_queue_size=STAGE_PREFETCH)
+            receiver_queue_size=STAGE_PREFETCH, replicated=True)
         self._bus.receive(self._consumer, self._accept, f"stage {self.stage.name}:{self.flow}")
+
+    async def stop(self) -> None:
+        """Stop taking records (the flow stopped): the records being handled are
+        finished and acknowledged, then the consumer is closed. What it received and
+        did not start goes back unacknowledged: the subscription keeps it, with the
+        rest of the backlog, for when the flow starts again."""
+        if self._stopping is not None or self._consumer is None:
+            return
+        self._stopping = asyncio.Event()
+        if self.tasks:
+            await asyncio.gather(*self.tasks, return_exceptions=True)
+        await self._bus.release(self._consumer)
+        self._stopping.set()  # the receive loop, held in _accept, finds it closed
 
     async def _accept(self, message: Message) -> None:
         """Waits (holding up the receive loop, so the broker keeps the rest) until
         this stage may take another record."""
+        if self._stopping is not None:
+            # Held until the consumer is closed: the receive loop takes no more
+            # records meanwhile, and this one is redelivered (never acknowledged).
+            await self._stopping.wait()
+            return
         await self._in_flight.acquire()
         try:
             await self._limit.acquire(BULK)
@@ -209,14 +239,21 @@ class StageRunner:
             log.info("%s: message %s delivered again (delivery %d): the process that had "
                      "it failed or stopped before settling it", name, message.message_id(),
                      deliveries)
+        scope = self._scope(message, deliveries)
         try:
             record = decode(self.stage.record, message.data())
+            if scope is not None:
+                tracing.describe(scope.span, record)
             await self.stage.handler(record, self._context)
         except (Rejected, ValidationError) as error:
             log.warning("%s: rejected message %s: %s", name, message.message_id(), error)
+            if scope is not None:
+                scope.failed("rejected", str(error))
         except asyncio.CancelledError:
             return  # shutting down: unacknowledged, so it is redelivered
         except Exception as error:
+            if scope is not None:
+                scope.failed(type(error).__name__, str(error))
             if deliveries >= self._max_deliveries:
                 await self._give_up(message, deliveries, f"{type(error).__name__}: {error}")
                 return
@@ -224,7 +261,21 @@ class StageRunner:
                           "redelivered", name, deliveries, self._max_deliveries)
             await consumer.negative_acknowledge(message)
             return
+        finally:
+            if scope is not None:
+                scope.close()
         await consumer.acknowledge(message)
+
+    def _scope(self, message: Message, deliveries: int) -> tracing.Scope | None:
+        """The record's span, under the span that emitted it (the trace of its
+        document), current while it is handled; None when not traced."""
+        if self._tracer is None:
+            return None
+        return tracing.open_scope(
+            self._tracer, self.stage.name, tracing.CONSUMER,
+            tracing.extract(message.properties()),
+            {tracing.names.STAGE: self.stage.name, tracing.names.FLOW: self.flow,
+             tracing.names.DELIVERY: deliveries})
 
     async def _give_up(self, message: Message, deliveries: int, error: str) -> None:
         """To the dead-letter topic, then acknowledged; redelivered if that fails."""

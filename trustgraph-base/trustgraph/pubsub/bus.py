@@ -28,12 +28,15 @@ Consumer: TypeAlias = pulsar_async.Consumer
 Handler = Callable[[Message], Awaitable[None]]
 
 _subscription_names = itertools.count()
+# Replicas of one processor that join a subscription without a consumer id clash
+# (pulsar-lite): at most this many (``_align_consumer_id``).
+ID_STRIDE = 8
 
 
 class Bus:
     """A connected Pulsar client that hands out producers and consumer loops."""
 
-    def __init__(self, url: str, consumer_id_offset: int = 0) -> None:
+    def __init__(self, url: str, replica: int = 0) -> None:
         self.url = url
         self._client = pulsar_async.Client(
             url,
@@ -43,7 +46,9 @@ class Bus:
             logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Warn),
             operation_timeout_seconds=10,
         )
-        self._consumer_id_offset = consumer_id_offset
+        self._replica = replica  # which of the replicas of its processor this process is
+        self._consumer_ids = 0  # consumer ids the client has handed out (see _align)
+        self._subscribing = asyncio.Lock()
         self._loops: list[asyncio.Task] = []
         self._consumers: list[pulsar_async.Consumer] = []
         self._producers: list[pulsar_async.Producer] = []  # the underlying ones
@@ -65,27 +70,43 @@ class Bus:
         return Producer(producer, batched)
 
     async def consume(self, topic: str, subscription: str, handler: Handler,
-                      name: str = "", receiver_queue_size: int = 1000) -> None:
-        """Subscribe (Shared) and run one long-lived receive loop calling ``handler``."""
-        self.receive(await self.subscribe(topic, subscription, receiver_queue_size),
-                     handler, name)
+                      name: str = "", receiver_queue_size: int = 1000,
+                      replicated: bool = False) -> pulsar_async.Consumer:
+        """Subscribe (Shared) and run one long-lived receive loop calling ``handler``,
+        until the consumer is closed (``release``)."""
+        consumer = await self.subscribe(topic, subscription, receiver_queue_size, replicated)
+        self.receive(consumer, handler, name)
+        return consumer
 
     async def subscribe(self, topic: str, subscription: str,
-                        receiver_queue_size: int = 1000) -> pulsar_async.Consumer:
+                        receiver_queue_size: int = 1000,
+                        replicated: bool = False) -> pulsar_async.Consumer:
         """A Shared subscription (replicas compete; Exclusive/Failover delivered
         duplicates on pulsar-lite). Unacknowledged messages of a persistent topic are
-        redelivered after ``negative_acknowledge`` or a crash."""
-        await self._skip_consumer_ids()
-        consumer = await self._client.subscribe(
-            topic,
-            subscription,
-            consumer_type=pulsar.ConsumerType.Shared,
-            initial_position=pulsar.InitialPosition.Earliest,
-            receiver_queue_size=receiver_queue_size,
-            negative_ack_redelivery_delay_ms=2_000,
-        )
+        redelivered after ``negative_acknowledge``, a crash, or ``release``.
+        ``replicated``: other processes (replicas) join the same subscription."""
+        async with self._subscribing:  # the ids are counted: one subscribe at a time
+            if replicated:
+                await self._align_consumer_id()
+            self._consumer_ids += 1
+            consumer = await self._client.subscribe(
+                topic,
+                subscription,
+                consumer_type=pulsar.ConsumerType.Shared,
+                initial_position=pulsar.InitialPosition.Earliest,
+                receiver_queue_size=receiver_queue_size,
+                negative_ack_redelivery_delay_ms=2_000,
+            )
         self._consumers.append(consumer)
         return consumer
+
+    async def release(self, consumer: pulsar_async.Consumer) -> None:
+        """Close one consumer: its receive loop ends, and what it received without
+        acknowledging goes back to the subscription (which stays, with its backlog)."""
+        if consumer in self._consumers:
+            self._consumers.remove(consumer)
+        await _quietly(consumer.close())
+        self._loops = [loop for loop in self._loops if not loop.done()]
 
     def receive(self, consumer: pulsar_async.Consumer, handler: Handler, name: str = "") -> None:
         """Run one long-lived receive loop calling ``handler`` for each message.
@@ -96,13 +117,18 @@ class Bus:
         self._loops.append(asyncio.create_task(
             _receive_loop(consumer, handler), name=name or f"receive {consumer.topic()}"))
 
-    async def _skip_consumer_ids(self) -> None:
-        # pulsar-lite keys Shared consumers by the client's per-connection consumer
-        # id, so a replica whose first consumer also has id 0 is refused ("Consumer 0
-        # already exists"). Each replica burns a distinct number of ids first; real
-        # Pulsar needs none of this (offset 0).
-        while self._consumer_id_offset > 0:
-            self._consumer_id_offset -= 1
+    async def _align_consumer_id(self) -> None:
+        # pulsar-lite keys a Shared subscription's consumers by the client's consumer
+        # id, so a second process joining it with an id already there is refused
+        # ("Consumer 0 already exists", seen by the client as a 10 s timeout). The
+        # client hands out ids 0, 1, 2, ... per connection; replicas subscribe as
+        # flows start and stop, and call services on first use, so their counts
+        # drift apart. A replicated subscription is therefore made only with an id
+        # equal to the replica's index modulo ID_STRIDE, ids burnt on a throw-away
+        # topic until it is: replicas (fewer than ID_STRIDE) never share one. Real
+        # Pulsar needs none of this.
+        while self._consumer_ids % ID_STRIDE != self._replica % ID_STRIDE:
+            self._consumer_ids += 1
             burner = await self._client.subscribe(
                 f"non-persistent://tg/control/id-skip-{next(_subscription_names)}",
                 "id-skip", consumer_type=pulsar.ConsumerType.Shared)

@@ -29,6 +29,7 @@ from .cores import (
     CoreTriple,
 )
 from .embeddings import EmbeddingsRequest, EmbeddingsResponse
+from .flows import FLOW_SERVICE_FLOW, FlowRequest, FlowResponse
 from .keys import (
     KEYS_CHANGED,
     KEYS_FLOW,
@@ -142,7 +143,8 @@ __all__ = [
     "DocumentEmbeddingsResponse", "DocumentLoadRequest", "DocumentMetadata",
     "DocumentRagRequest", "DocumentRagResponse", "DocumentRef", "DocumentRemoved",
     "DocumentStatus", "EmbeddingsRequest", "EmbeddingsResponse", "EntityContext",
-    "EntityVector", "EntityVectors", "Error", "Evidence", "GraphEdge", "GraphEdgesRequest",
+    "EntityVector", "EntityVectors", "Error", "Evidence", "FLOW_SERVICE_FLOW", "FlowRequest",
+    "FlowResponse", "GraphEdge", "GraphEdgesRequest",
     "GraphEdgesResponse", "GraphEmbeddingsRequest", "GraphEmbeddingsResponse",
     "GraphProgress", "GraphRagRequest", "GraphRagResponse", "GraphVersionRequest",
     "GraphVersionResponse",

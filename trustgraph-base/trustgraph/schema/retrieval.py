@@ -19,6 +19,10 @@ MAX_QUERY_CHARS = 20_000
 
 
 class _RagRequest(Sampling):  # max_tokens, temperature, stop: for the answer's LLM call
+    """A RAG question. Written with only the fields its sender set: a field left
+    unset takes its flow's parameter of the same name (``entity-limit``, ``doc-limit``,
+    ``rerank``, ...) where the flow sets one, else the default below."""
+
     query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
     user: str = Field(DEFAULT_USER, min_length=1)
     collection: str = Field(DEFAULT_COLLECTION, min_length=1)
@@ -28,6 +32,9 @@ class _RagRequest(Sampling):  # max_tokens, temperature, stop: for the answer's 
     # Streaming only: send ``progress`` records while retrieving (opt-in: clients
     # that do not ask never see the message type).
     progress: bool = False
+
+    def encoded(self) -> bytes:
+        return self.model_dump_json(exclude_none=True, exclude_unset=True).encode()
 
 
 class GraphRagRequest(_RagRequest):

@@ -1,7 +1,7 @@
 """tg-mcp-stdio: the gateway's MCP server for hosts that only launch local commands
 (Claude Desktop, IDEs): MCP over this process's stdin and stdout, each request passed
 on to the gateway's ``/mcp`` (``TRUSTGRAPH_URL``, with ``TRUSTGRAPH_TOKEN`` as the
-key, which decides the tenant and the tools offered).
+key, which decides the tenant and the tools offered; ``-f`` the flow they ask).
 
 Both sides are the official ``mcp`` SDK: a server on stdio whose handlers are a
 client of the gateway. Each side negotiates the protocol version its peer speaks,
@@ -13,6 +13,7 @@ stdout carries only the protocol.
 import logging
 import sys
 from typing import Any
+from urllib.parse import urlencode
 
 import httpx2
 import mcp_types as types
@@ -30,18 +31,20 @@ PROG = "tg-mcp-stdio"
 TIMEOUT = httpx2.Timeout(30.0, read=300.0)
 
 
-def mcp_url(url: str) -> str:
-    """The gateway's MCP endpoint for its base URL (an ``…/mcp`` URL is kept)."""
+def mcp_url(url: str, flow: str = "default") -> str:
+    """The gateway's MCP endpoint for its base URL (an ``…/mcp`` URL is kept), asking
+    ``flow``."""
     url = url.rstrip("/")
     if url.startswith("ws"):
         url = "http" + url[2:]
-    return url if url.endswith("/mcp") else f"{url}/mcp"
+    url = url if url.endswith("/mcp") else f"{url}/mcp"
+    return url if flow == "default" else f"{url}?{urlencode({'flow': flow})}"
 
 
-async def bridge(url: str, token: str | None) -> None:
+async def bridge(url: str, token: str | None, flow: str = "default") -> None:
     headers = {"Authorization": f"Bearer {token}"} if token else None
     async with httpx2.AsyncClient(headers=headers, timeout=TIMEOUT) as http, \
-            Client(streamable_http_client(mcp_url(url), http_client=http),
+            Client(streamable_http_client(mcp_url(url, flow), http_client=http),
                    client_info=types.Implementation(name=PROG, version="1")) as gateway:
 
         async def list_tools(ctx: ServerRequestContext[Any],
@@ -73,9 +76,9 @@ async def bridge(url: str, token: str | None) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     arguments = parser(PROG, "The gateway's MCP server over stdio, for MCP hosts that "
-                             "launch a local command.", flow=False).parse_args(argv)
+                             "launch a local command.").parse_args(argv)
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
-    return run(PROG, bridge(arguments.url, arguments.token))
+    return run(PROG, bridge(arguments.url, arguments.token, arguments.flow_id))
 
 
 if __name__ == "__main__":

@@ -3,7 +3,9 @@ in ``TG_DATA_DIR/config.db``, served on the bus, each change announced on
 ``CONFIG_NOTIFY_TOPIC`` so processors apply edits without a restart.
 
 It also serves ``keys``: the users and API keys the gateway checks callers against,
-in the same file (``keys.py``); a change to them is announced as ``KEYS_CHANGED``.
+in the same file (``keys.py``); a change to them is announced as ``KEYS_CHANGED``;
+and ``flow``: blueprints and flows, which are config items (``flow_service.py``).
+All three are outside flows: each answers on its one flow whichever flows run.
 
 The operations are declared by the request records (``trustgraph.schema.config``,
 ``trustgraph.schema.keys``); each is one function here, found in the service's table
@@ -13,8 +15,6 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
-
-from pydantic import field_validator
 
 from trustgraph.base import (
     BadRequest,
@@ -29,6 +29,7 @@ from trustgraph.schema import (
     CONFIG_FLOW,
     CONFIG_NOTIFY_TOPIC,
     KEYS_CHANGED,
+    KEYS_FLOW,
     ConfigNotify,
     ConfigRequest,
     ConfigResponse,
@@ -36,10 +37,12 @@ from trustgraph.schema import (
     KeysResponse,
 )
 from trustgraph.schema.config import ConfigOperation
+from trustgraph.schema.flows import FLOW_SERVICE_FLOW, FlowRequest, FlowResponse
 from trustgraph.schema.keys import KeysOperation
 from trustgraph.schema.operations import per_operation
 
 from . import text_values
+from .flow_service import flow_handler, seed
 from .keys import KeyStore
 from .store import ConfigStore
 
@@ -49,12 +52,8 @@ NAME = "config"
 
 
 class ConfigSettings(ProcessorSettings):
-    @field_validator("tg_flows")
-    @classmethod
-    def _one_global_flow(cls, flows: list[str]) -> list[str]:
-        # Configuration is global (it defines the flows): whatever TG_FLOWS says, the
-        # service answers on the one flow every ConfigClient asks on.
-        return [CONFIG_FLOW]
+    """Every processor's settings; ``TG_FLOWS`` changes nothing here: its services
+    are outside flows (``global_flow``)."""
 
 
 def _need(condition: object, message: str) -> None:
@@ -214,14 +213,19 @@ async def config_services(runtime: Runtime) -> list[Service]:
         # The config version stays: config watchers that saw it already ignore this.
         await notify(await asyncio.to_thread(store.version), [KEYS_CHANGED])
 
+    await asyncio.to_thread(seed, store)
     # Announce the current version, so watchers that started before this service
     # (and found nobody to ask) read their configuration (and gateways their keys) now.
     version, types = await asyncio.gather(asyncio.to_thread(store.version),
                                           asyncio.to_thread(store.types))
     await notify(version, [*types, KEYS_CHANGED])
     log.info("config at %s, version %d", path, version)
-    return [Service(NAME, ConfigRequest, ConfigResponse, config_handler(store, notify)),
-            Service("keys", KeysRequest, KeysResponse, keys_handler(keys, keys_changed))]
+    return [Service(NAME, ConfigRequest, ConfigResponse, config_handler(store, notify),
+                    global_flow=CONFIG_FLOW),
+            Service("keys", KeysRequest, KeysResponse, keys_handler(keys, keys_changed),
+                    global_flow=KEYS_FLOW),
+            Service("flow", FlowRequest, FlowResponse, flow_handler(store, notify),
+                    global_flow=FLOW_SERVICE_FLOW)]
 
 
 SPEC = ProcessorSpec(NAME, ConfigSettings, config_services)

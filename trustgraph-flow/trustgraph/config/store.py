@@ -103,6 +103,29 @@ class ConfigStore:
                 [(v.type, v.key, json.dumps(v.value)) for v in values])
             return self._bump(db)
 
+    def insert(self, value: ConfigValue, taken: str) -> int:
+        """Store a new item; when its key is taken, ``conflict`` saying ``taken``."""
+        with self._db.transaction(write=True) as db:
+            added = db.execute("INSERT OR IGNORE INTO item (type, key, value) VALUES (?, ?, ?)",
+                               (value.type, value.key, json.dumps(value.value))).rowcount
+            if not added:
+                raise HandledError("conflict", taken)
+            return self._bump(db)
+
+    def add_missing(self, values: list[ConfigValue]) -> int | None:
+        """Store those of ``values`` whose keys are free, in one change; the new
+        version, or None when every key was taken (nothing changed). Into a fresh
+        store (version 0, which nobody can have read yet) they go as part of version
+        0: a fresh store starts with them."""
+        with self._db.transaction(write=True) as db:
+            added = sum(db.execute(
+                "INSERT OR IGNORE INTO item (type, key, value) VALUES (?, ?, ?)",
+                (v.type, v.key, json.dumps(v.value))).rowcount for v in values)
+            if not added:
+                return None
+            version = self._version(db)
+            return self._bump(db) if version else version
+
     def delete(self, keys: list[ConfigKey]) -> int:
         """Deletes all of ``keys`` or, when any is unknown, none of them."""
         with self._db.transaction(write=True) as db:

@@ -9,6 +9,7 @@ rather than building a reply larger than the broker carries.
 import asyncio
 import logging
 
+from trustgraph import tracing
 from trustgraph.base import Context, HandledError, Handler, ProcessorSpec, Runtime, Service
 from trustgraph.schema import EmbeddingsRequest, EmbeddingsResponse
 
@@ -24,6 +25,8 @@ def embeddings_handler(embedder: Embedder, max_texts: int
         if len(texts) > max_texts:
             raise HandledError("too-many-texts", f"{len(texts)} texts in one request; the "
                                f"limit is {max_texts}: send them in several requests")
+        tracing.note(tracing.names.EMBEDDING_MODEL, embedder.name)
+        tracing.note(tracing.names.TEXTS, len(texts))
         vectors = await embedder.embed(texts) if texts else []
         return EmbeddingsResponse(vectors=vectors, model=embedder.name, end_of_stream=True)
     return embed

@@ -2,16 +2,25 @@
 sending what each chunk adds to the knowledge graph as ``ChunkTriples`` to
 ``triples`` and ``ChunkEntities`` to ``entities``.
 
-The extractor is chosen per flow by ``TG_EXTRACTOR``: ``nounphrase`` (the default, no
-LLM needed), ``keyphrase`` (YAKE key phrases and co-occurrence, the earlier default)
-or ``llm`` for every flow, or per flow as ``default=nounphrase,papers=llm`` (a bare
-name sets the default for flows not listed).
+The extractor is chosen per flow: by its ``extractor`` parameter, else by
+``TG_EXTRACTOR``: ``nounphrase`` (the default, no LLM needed), ``keyphrase`` (YAKE key
+phrases and co-occurrence, the earlier default) or ``llm`` for every flow, or per
+flow as ``default=nounphrase,papers=llm`` (a bare name sets the default for flows not
+listed).
 """
 from collections.abc import Awaitable, Callable
+from typing import Literal
 
 from pydantic import field_validator
 
-from trustgraph.base import ProcessorSettings, ProcessorSpec, PromptClient, Stage, StageContext
+from trustgraph.base import (
+    FlowParameters,
+    ProcessorSettings,
+    ProcessorSpec,
+    PromptClient,
+    Stage,
+    StageContext,
+)
 from trustgraph.schema import Chunk
 
 from .graph import ChunkGraph
@@ -67,12 +76,19 @@ def local_extractors(settings: ExtractSettings, names: set[str]
     return found
 
 
+class ExtractParameters(FlowParameters):
+    extractor: Literal["nounphrase", "keyphrase", "llm"] | None = None
+
+
 def extract_stage(settings: ExtractSettings) -> Stage:
     choice = extractor_choice(settings.tg_extractor)
     local = local_extractors(settings, set(choice.values()))
 
     async def extract(chunk: Chunk, ctx: StageContext) -> None:
-        name = choice.get(ctx.flow, choice[""])
+        name = ctx.parameters.of(ExtractParameters).extractor or \
+            choice.get(ctx.flow, choice[""])
+        if name not in local and name != "llm":  # a flow's choice, built on first use
+            local.update(local_extractors(settings, {name}))
         if name == "llm":
             graph = await llm_graph(chunk, PromptClient(await ctx.clients.get("prompt")))
         else:

@@ -3,13 +3,14 @@
 For each ``DecodeWork`` it reads the document from the library (the librarian's
 store in the shared data dir: metadata and content that belong together), decodes
 it by its kind (plain text, Markdown, PDF), splits the text into token-bounded
-chunks (``TG_CHUNK_SIZE`` tokens at most, consecutive chunks sharing up to
-``TG_CHUNK_OVERLAP``) and sends each chunk as its own small record, whatever the
-size of the document. Each chunk carries the version of the document it was cut
-from. Once every chunk is stored by the broker, the number of chunks is recorded in
-the library (what ``load-status`` reports), and the work is acknowledged; a crash
-before that redelivers it and the same chunks (ids ``<document id>/c<index>``) are
-sent again, which every later stage absorbs.
+chunks (its flow's ``chunk-size`` tokens at most, else ``TG_CHUNK_SIZE``;
+consecutive chunks sharing up to ``chunk-overlap``, else ``TG_CHUNK_OVERLAP``) and
+sends each chunk as its own small record, whatever the size of the document. Each
+chunk carries the version of the document it was cut from. Once every chunk is
+stored by the broker, the number of chunks is recorded in the library (what
+``load-status`` reports), and the work is acknowledged; a crash before that
+redelivers it and the same chunks (ids ``<document id>/c<index>``) are sent again,
+which every later stage absorbs.
 
 A document that can never become chunks (removed from the library since it was
 loaded, an unsupported kind, a PDF with no readable text) is rejected: logged with
@@ -23,7 +24,15 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from trustgraph.base import ProcessorSettings, ProcessorSpec, Rejected, Runtime, Stage, StageContext
+from trustgraph.base import (
+    FlowParameters,
+    ProcessorSettings,
+    ProcessorSpec,
+    Rejected,
+    Runtime,
+    Stage,
+    StageContext,
+)
 from trustgraph.chunking import (
     DEFAULT_MAX_TOKENS,
     DEFAULT_OVERLAP,
@@ -96,9 +105,22 @@ def chunk_records(document: DocumentMetadata, content: bytes, kind: str, size: i
             for c in chunks]
 
 
+class ChunkParameters(FlowParameters):
+    """A flow's chunking: unset, the decoder's settings."""
+
+    chunk_size: int | None = None
+    chunk_overlap: int | None = None
+
+
+def chunking(flow: ChunkParameters, settings: DecoderSettings) -> tuple[int, int]:
+    """The chunk size and overlap on a flow; the overlap at most half the size."""
+    size = flow.chunk_size or settings.tg_chunk_size
+    overlap = settings.tg_chunk_overlap if flow.chunk_overlap is None else flow.chunk_overlap
+    return size, min(overlap, size // 2)
+
+
 def decoder_stage(settings: DecoderSettings, store: LibraryStore) -> Stage:
     counter = token_counter(settings.tg_chunk_tokenizer)
-    size, overlap = settings.tg_chunk_size, settings.tg_chunk_overlap
     model_window = settings.tg_chunk_tokenizer == "minilm"
 
     async def record(ref: DocumentRef, flow: str, chunks: int | None = None,
@@ -124,6 +146,7 @@ def decoder_stage(settings: DecoderSettings, store: LibraryStore) -> Stage:
         # The kind stored with the content: the document may have been re-loaded as
         # another kind since this work was sent.
         kind = document.kind or work.kind
+        size, overlap = chunking(ctx.parameters.of(ChunkParameters), settings)
         try:
             chunks = await asyncio.to_thread(chunk_records, document, content, kind, size,
                                              overlap, counter, model_window)

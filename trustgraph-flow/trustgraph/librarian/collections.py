@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from trustgraph.base import BadRequest, Context, HandledError, Service, ServiceError
 from trustgraph.schema import (
     COLLECTION_OWNERS,
+    COLLECTIONS_FLOW,
     CollectionDeleteRequest,
     CollectionDeleteResponse,
     CollectionManagementRequest,
@@ -128,4 +129,5 @@ def running_owners(lazy_rag_enabled: bool) -> list[str]:
 
 def collections_service(collections: Collections) -> Service:
     return Service(NAME, CollectionManagementRequest, CollectionManagementResponse,
-                   collections.handle, error_type="collection-management-error")
+                   collections.handle, error_type="collection-management-error",
+                   global_flow=COLLECTIONS_FLOW)

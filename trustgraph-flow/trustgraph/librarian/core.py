@@ -9,7 +9,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Mapping
 
 from trustgraph.base import BadRequest, Context, Handler, Service
-from trustgraph.schema import DocumentMetadata
+from trustgraph.schema import LIBRARIAN_FLOW, DocumentMetadata
 from trustgraph.schema.cores import (
     CORE_SERVICES,
     CoreDocument,
@@ -67,4 +67,4 @@ def core_documents_handler(store: LibraryStore) -> Handler[CoreRequest, CoreResp
 
 def core_documents_service(store: LibraryStore) -> Service:
     return Service(NAME, CoreRequest, CoreResponse, core_documents_handler(store),
-                   error_type=f"{NAME}-error")
+                   error_type=f"{NAME}-error", global_flow=LIBRARIAN_FLOW)

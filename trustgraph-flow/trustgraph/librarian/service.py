@@ -46,6 +46,7 @@ from trustgraph.base import (
 from trustgraph.decoding import MARKDOWN, PDF, PLAIN, guess_kind
 from trustgraph.pubsub.pulsar_shim import MAX_RECORD_BYTES
 from trustgraph.schema import (
+    LIBRARIAN_FLOW,
     DecodeWork,
     DocumentLoadRequest,
     DocumentMetadata,
@@ -369,7 +370,8 @@ def ref(document: DocumentMetadata) -> DocumentRef:
 
 def library_services(library: Library, collections: Collections) -> list[Service | Stage]:
     return [
-        Service(NAME, LibrarianRequest, LibrarianResponse, library.librarian),
+        Service(NAME, LibrarianRequest, LibrarianResponse, library.librarian,
+                global_flow=LIBRARIAN_FLOW),
         Service("text-load", TextLoadRequest, LoadResponse, library.text_load,
                 error_type="load-error"),
         Service("document-load", DocumentLoadRequest, LoadResponse, library.document_load,

@@ -1,8 +1,9 @@
 """The request handler both RAG services share, and the frames it answers with
 (PROTOCOL §2).
 
-A request is: optimise the question (when asked), retrieve (the service's own part),
-then answer with the service's prompt. Retrieval completes before generation
+A request is: its unset fields given the flow's retrieval defaults
+(``RetrievalParameters``), optimise the question (when asked), retrieve (the
+service's own part), then answer with the service's prompt. Retrieval completes before generation
 starts, so a streaming answer sends its sources first at no cost:
 
 * streaming: one ``metadata`` record (sources, rewritten question, sub-questions),
@@ -21,7 +22,17 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from trustgraph.base import Clients, Context, PromptClient, Relay, Service, Yielded
+from trustgraph import tracing
+from trustgraph.base import (
+    Clients,
+    Context,
+    FlowParameters,
+    PromptClient,
+    Relay,
+    Service,
+    Yielded,
+)
+from trustgraph.base.flows import defaulted
 from trustgraph.base.steps import step
 from trustgraph.schema import (
     DocumentRagRequest,
@@ -31,7 +42,9 @@ from trustgraph.schema import (
     Source,
     Usage,
 )
+from trustgraph.schema.retrieval import Retrieval
 
+from . import explain
 from .questions import Questions, plan_questions
 
 log = logging.getLogger(__name__)
@@ -52,6 +65,18 @@ class Found:
     usage: Usage = field(default_factory=Usage)  # prompts retrieval ran (reranking)
 
 
+class RetrievalParameters(FlowParameters):
+    """A flow's retrieval defaults: what a request leaves unset takes them."""
+
+    doc_limit: int | None = None
+    entity_limit: int | None = None
+    triple_limit: int | None = None
+    max_path_length: int | None = None
+    max_subgraph_size: int | None = None
+    retrieval: Retrieval | None = None
+    rerank: bool | None = None
+
+
 RagRequest = GraphRagRequest | DocumentRagRequest
 Q = TypeVar("Q", bound=RagRequest)
 Retrieve = Callable[[Q, list[str], Clients], Awaitable[Found]]
@@ -64,6 +89,8 @@ def rag_service(name: str, error_type: str, request: type[Q],
 
     async def handle(request: Q, ctx: Context) -> AsyncIterator[Yielded[RagResponse]]:
         started = time.perf_counter()
+        explanation = explain.begin(name, request.query)  # None: not traced
+        request = defaulted(request, ctx.parameters.of(RetrievalParameters))
         prompts = PromptClient(await ctx.clients.get("prompt"))
         progress = request.streaming and request.progress
         if progress and (request.optimize_query or request.subqueries):
@@ -75,17 +102,30 @@ def rag_service(name: str, error_type: str, request: type[Q],
             count = len(questions.searches)
             yield _progress(f"{SEARCHING.get(name, 'searching')} for {count} "
                             f"{'question' if count == 1 else 'questions'}")
+        if explanation is not None:
+            explanation.optimized_query = questions.optimized_query
+            explanation.subqueries, explanation.searches = \
+                questions.subqueries, questions.searches
         found = await retrieve(request, questions.searches, ctx.clients)
+        took = (time.perf_counter() - started) * 1000
+        tracing.note(tracing.names.SOURCES_MS, round(took, 3))
         log.info("id=%s %s: %d search(es), %d source(s) in %.0f ms", ctx.id, name,
-                 len(questions.searches), len(found.sources),
-                 (time.perf_counter() - started) * 1000)
+                 len(questions.searches), len(found.sources), took)
+        if explanation is not None:
+            explanation.prompt(found.template, found.variables)
+
+        def last(answer: PromptResponse | Usage) -> dict[str, Any]:
+            totals = _totals(questions, answer, found.usage)
+            explain.finish(explanation, totals["model"], totals["in_token"],
+                           totals["out_token"])
+            return totals
+
         with step(error_type, f"answering ({found.template})"):  # the relay's errors too
             yield Relay(answer_frames(
                 prompts, found, request.streaming, RagResponse,
                 first={"optimized_query": questions.optimized_query,
                        "subqueries": questions.subqueries},
-                last=lambda answer: _totals(questions, answer, found.usage),
-                sampling=request.sampling()))
+                last=last, sampling=request.sampling()))
 
     return Service(name, request, RagResponse, handle, error_type=error_type)
 

@@ -23,6 +23,7 @@ from trustgraph.base import (
     load_settings,
     serve_together,
 )
+from trustgraph.base.settings import start_tracing
 
 from .registry import (
     GATEWAY,
@@ -81,8 +82,10 @@ def serve(label: str, specs: list[ProcessorSpec], argv: list[str]) -> None:
     """Build each spec into a processor with its own settings, then serve them all in
     one event loop: ready once all serve, stopped together."""
     # Every line names the process (the group's label); same format for all members.
-    processors = [Processor(spec, load_settings(spec.settings, argv, label)) for spec in specs]
-    logging.getLogger().setLevel(processors[0].settings.tg_log_level.upper())
+    settings = [load_settings(spec.settings, argv, label) for spec in specs]
+    logging.getLogger().setLevel(settings[0].tg_log_level.upper())
+    start_tracing(settings[0], label)  # before the processors: their runners take tracers
+    processors = [Processor(spec, each) for spec, each in zip(specs, settings, strict=True)]
     asyncio.run(serve_together(processors))
     exit_process(0)  # stopped cleanly: no interpreter finalization (base/exiting.py)
 

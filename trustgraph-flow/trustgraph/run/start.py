@@ -22,6 +22,8 @@ from trustgraph.base import load_settings
 from trustgraph.base.settings import CommaList, GatewayEndpoint
 from trustgraph.pubsub.embedded import BrokerUnavailable, EmbeddedBroker
 from trustgraph.schema.lazy_rag import LazyRagSwitch
+from trustgraph.tracing import STORE_FILE
+from trustgraph.tracing.setup import OTLP_VARIABLES
 
 from .leftovers import holding
 from .registry import (
@@ -208,6 +210,8 @@ class Platform:
 
     async def start(self) -> None:
         say(f"{'data dir':<{WIDTH}} {self.data_dir}")
+        if where := _traces(self.settings, self.data_dir):
+            say(f"{'traces':<{WIDTH}} {where}")
         if self.broker:
             await self.broker.start()
         else:
@@ -287,6 +291,21 @@ class Platform:
         if url.hostname and not await accepts_async(url.hostname, url.port or 6650):
             say(f"broker {self.pulsar_url} does not answer yet; the parts will keep "
                 f"retrying")
+
+
+def _traces(settings: StartSettings, data_dir: Path) -> str:
+    """Where the platform's traces go, as tg-start says it ("" when tracing is off)."""
+    if not settings.tg_tracing:
+        return ""
+    kept = [f"{data_dir / STORE_FILE} (tg-list-traces, tg-show-trace ID)"] \
+        if settings.tg_trace_store_mb > 0 else []
+    collector = next((os.environ[v] for v in OTLP_VARIABLES if os.environ.get(v)), "")
+    if collector:
+        kept.append(f"OTLP {collector}")
+    if not kept:  # nowhere to send them: not traced
+        return ""
+    sampled = f"; {settings.tg_trace_sample:.0%} of them" if settings.tg_trace_sample < 1 else ""
+    return " and ".join(kept) + sampled
 
 
 def _say_llm(parts: list[str]) -> None:

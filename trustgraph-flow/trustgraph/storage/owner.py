@@ -16,6 +16,7 @@ from trustgraph.base import (
 )
 from trustgraph.pubsub.pulsar_shim import MAX_RECORD_BYTES
 from trustgraph.schema import (
+    COLLECTIONS_FLOW,
     CollectionDeleteRequest,
     CollectionDeleteResponse,
     DocumentRef,
@@ -79,5 +80,6 @@ def collection_service(name: str, delete: Callable[[str, str], Awaitable[dict[st
         log.info("id=%s collection %s/%s deleted: %s", ctx.id, request.user,
                  request.collection, ", ".join(f"{n} {kind}" for kind, n in removed.items()))
         return CollectionDeleteResponse(removed=removed)
+    # outside flows: a collection is deleted whichever flows run (or none)
     return Service(name, CollectionDeleteRequest, CollectionDeleteResponse, handle,
-                   error_type=f"{name}-error")
+                   error_type=f"{name}-error", global_flow=COLLECTIONS_FLOW)

@@ -14,10 +14,11 @@ to one gateway replica), and a tool's progress notifications travel on the
 response to its own call. Who is asking is decided by the gateway, as for every
 route (``Core.served``: the key in ``Authorization: Bearer``), and handed to the
 tools in the request's ASGI scope: the caller's key decides the tenant and the
-tools offered (``mcp_tools.offered``). A client that goes away cancels its tool
-call, and the service request behind it.
+tools offered (``mcp_tools.offered``). The tools ask on the flow the request names
+(``X-TG-Flow``, or ``/mcp?flow=``), else the gateway's default. A client that goes
+away cancels its tool call, and the service request behind it.
 """
-from typing import Any
+from typing import Any, TypeVar
 
 import mcp_types as types
 from aiohttp import web
@@ -28,13 +29,15 @@ from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
-from ..core import Caller, Core, Document, failed, validation_message
+from ..core import Caller, Core, Document, failed, named_flow, validation_message
 from .asgi import served
 from .mcp_tool import Call, Tool
 from .mcp_tools import offered
 
 MCP_PATH = "/mcp"
 CALLER = "trustgraph.caller"  # the ASGI scope's key for who is asking
+FLOW = "trustgraph.flow"  # and for the flow asked on (X-TG-Flow, or /mcp?flow=)
+T = TypeVar("T")
 INSTRUCTIONS = (
     "A knowledge base of documents and the knowledge graph extracted from them, in "
     "collections. Use ask for answers with their sources, search for passages to cite, "
@@ -68,7 +71,9 @@ class McpServer:
             max_request_body_size=core.settings.tg_gateway_max_frame)
 
     async def handle(self, request: web.Request, caller: Caller) -> web.StreamResponse:
-        return await served(request, self.manager.handle_request, {CALLER: caller})
+        flow = named_flow(request) or self.core.client.flows.default
+        return await served(request, self.manager.handle_request,
+                            {CALLER: caller, FLOW: flow})
 
     async def list_tools(self, ctx: ServerRequestContext[Any],
                          params: types.PaginatedRequestParams | None
@@ -93,7 +98,7 @@ class McpServer:
             told += 1
             await ctx.session.report_progress(told, None, message)
 
-        call = Call(self.core.client, caller, self.core.client.flows[0], progress)
+        call = Call(self.core.client, caller, _scoped(ctx, FLOW, str), progress)
         try:
             text, result = await tool.run(call, arguments)
         except Exception as exception:
@@ -105,11 +110,16 @@ class McpServer:
 
 
 def _caller(ctx: ServerRequestContext[Any]) -> Caller:
+    return _scoped(ctx, CALLER, Caller)
+
+
+def _scoped(ctx: ServerRequestContext[Any], key: str, kind: type[T]) -> T:
+    """What the gateway's route put in the request's scope (who asks, on which flow)."""
     request = ctx.request
-    caller = request.scope.get(CALLER) if request is not None else None
-    if not isinstance(caller, Caller):  # only the gateway's route serves this server
-        raise MCPError(code=types.INTERNAL_ERROR, message="no caller for this request")
-    return caller
+    value = request.scope.get(key) if request is not None else None
+    if not isinstance(value, kind):  # only the gateway's route serves this server
+        raise MCPError(code=types.INTERNAL_ERROR, message=f"no {key} for this request")
+    return value
 
 
 def _described(tool: Tool) -> types.Tool:

@@ -21,7 +21,7 @@ from .asking import answer
 from .lazy_rag_tool import LAZY_SUMMARY
 from .mcp_tool import COLLECTION, Arguments, Call, Result, Tool, UsageResult, collection, reaches
 from .openai_answers import citations
-from .query import MODES
+from .query import MODES, flow_mode
 
 Mode = Literal["document", "graph", "lazy", "agent"]
 
@@ -33,7 +33,7 @@ class AskArguments(Arguments):
     mode: Mode = Field("document", description=(
         "document: from passages of the documents; graph: from the knowledge graph; "
         "lazy: from the part of the graph the question touches, summarised now; agent: "
-        "an agent that reasons and uses both"))
+        "an agent that reasons and uses both (default: the flow's, else document)"))
     collection: str | None = COLLECTION
 
 
@@ -45,7 +45,8 @@ class AskResult(Result):
 
 
 async def ask_tool(call: Call, arguments: AskArguments) -> tuple[str, AskResult]:
-    mode = MODES[arguments.mode]
+    given = "mode" in arguments.model_fields_set
+    mode = MODES[arguments.mode if given else flow_mode(call.client, call.flow)]
     # Only the text is the answer here: one whose text failed is a failure.
     whole = await call.answered(mode.service, {
         mode.question: arguments.question, "progress": True,

@@ -5,8 +5,10 @@
 A model is one of the answering services: ``document-rag``, ``graph-rag``,
 ``lazy-rag``, ``agent``, or ``llm`` (the configured provider straight through),
 optionally naming a collection (``document-rag:papers``; or the request's own
-``collection`` field). The tenant comes from the caller's key (the core's client fills
-``user``), never from the body (OpenAI's ``user`` field is ignored).
+``collection`` field) and a flow (``llm@strong``, ``document-rag:papers@strong``; or
+the request's ``flow`` field, or the ``X-TG-Flow`` header; else the default flow).
+The tenant comes from the caller's key (the core's client fills ``user``), never
+from the body (OpenAI's ``user`` field is ignored).
 
 The messages become the service's question: the user's last message, with the
 earlier turns of the conversation made part of it. For ``llm`` the conversation is
@@ -45,6 +47,7 @@ from ..core import (
     bad_request,
     failed,
     json_body,
+    named_flow,
     new_request_id,
     streamed,
     validation_message,
@@ -124,7 +127,7 @@ class ChatRequest(BaseModel):
     stop: str | list[str] | None = None
     n: int = Field(1, ge=1, le=1)  # one choice only
     collection: str | None = Field(None, min_length=1)
-    flow: str | None = None  # the gateway's first flow (TG_FLOWS)
+    flow: str | None = None  # else the model's @flow, X-TG-Flow, or the default flow
     citations: bool = False  # numbered sources appended to the answer's text
     session_id: str | None = Field(None, min_length=1, max_length=200)
 
@@ -184,6 +187,18 @@ def transcript(talk: Conversation) -> str:
                         for turn in talk.turns)
     return f"The conversation so far:\n{earlier}\n\nReply to the user's latest message:\n" \
            f"{talk.question}"
+
+
+def flow_of(name: str, chat: "ChatRequest", request: web.Request, default: str
+            ) -> tuple[str, str]:
+    """The model's name without its ``@flow`` suffix, and the flow asked on: the
+    suffix, the ``flow`` field or the ``X-TG-Flow`` header, else ``default``."""
+    base, at, suffix = name.rpartition("@")
+    if not at:
+        base, suffix = name, ""
+    if suffix and chat.flow and suffix != chat.flow:
+        raise bad_request(f"flow: {chat.flow!r} differs from the model's {suffix!r}")
+    return base, suffix or chat.flow or named_flow(request) or default
 
 
 def model_of(name: str, collection: str | None) -> tuple[Model, str | None]:
@@ -246,9 +261,9 @@ class OpenAiApi:
 
     async def complete(self, request: web.Request, caller: Caller) -> web.StreamResponse:
         chat = _valid(await json_body(request))
-        model, collection = model_of(chat.model, chat.collection)
+        name, flow = flow_of(chat.model, chat, request, self.core.client.flows.default)
+        model, collection = model_of(name, chat.collection)
         talk = conversation(chat.messages)
-        flow = chat.flow or self.core.client.flows[0]
         asked, spent, rewritten = await self._request(caller, chat, flow, model, collection,
                                                       talk)
         request_id = new_request_id()
@@ -306,7 +321,7 @@ class OpenAiApi:
 
     async def model(self, request: web.Request, caller: Caller) -> web.Response:
         name = request.match_info["model"]
-        model, _ = model_of(name, None)
+        model, _ = model_of(name.rpartition("@")[0] or name, None)
         if not self._served(model):
             raise GatewayError("model_not_found", f"the model {name!r} is turned off on "
                                "this gateway", 404)
@@ -315,7 +330,7 @@ class OpenAiApi:
     def _served(self, model: Model) -> bool:
         """Not turned off on this gateway (LazyRAG's setting)."""
         try:
-            self.core.client.resolve(model.service, self.core.client.flows[0])
+            self.core.client.resolve(model.service, self.core.client.flows.default)
         except GatewayError:
             return False
         return True
@@ -358,7 +373,8 @@ def _paths(refs: Refs) -> dict[str, Any]:
         (504, "the service sent nothing for too long"))}
     complete = {"post": {
         "summary": "OpenAI's chat completions over the answering services",
-        "description": "Models: " + ", ".join(MODELS) + ", optionally <model>:<collection>. "
+        "description": "Models: " + ", ".join(MODELS) + ", optionally <model>:<collection>, "
+                       "and @<flow> (or the flow field, or the X-TG-Flow header). "
                        "With stream: true, OpenAI's SSE (chat.completion.chunk, then data: "
                        "[DONE]); the first chunk carries the sources. docs/openai.md.",
         "requestBody": {"required": True, "content": {"application/json": {

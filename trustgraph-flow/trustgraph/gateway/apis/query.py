@@ -14,7 +14,7 @@ import json
 from collections.abc import Callable
 from contextlib import aclosing
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from aiohttp import web
 from pydantic import BaseModel, Field, ValidationError
@@ -66,6 +66,10 @@ OPTIONS = ("entity_limit", "triple_limit", "max_subgraph_size", "max_path_length
            "rerank")
 
 
+QueryMode = Literal["document", "graph", "lazy", "agent"]
+QUERY_MODES: dict[str, QueryMode] = {mode: mode for mode in get_args(QueryMode)}
+
+
 class QueryRequest(Record):
     """The body. The options apply to the modes whose service takes them (graph:
     entity/triple limits, subgraph size, path length; document: doc_limit; both:
@@ -75,7 +79,7 @@ class QueryRequest(Record):
 
     query: str = Field(min_length=1)
     stream: bool = False
-    mode: Literal["document", "graph", "lazy", "agent"] = "document"
+    mode: QueryMode = "document"  # unset: the flow's retrieval-mode parameter
     flow: str = "default"
     user: str | None = None
     collection: str | None = None
@@ -142,6 +146,8 @@ def parse(dispatcher: Dispatcher, body: dict) -> tuple[QueryRequest, ServiceRow,
         query = QueryRequest.model_validate(body)
     except ValidationError as error:
         raise bad_request(validation_message(error, where="")) from None
+    if "mode" not in query.model_fields_set:
+        query.mode = flow_mode(dispatcher, query.flow)
     mode = MODES[query.mode]
     row = dispatcher.resolve(mode.service, query.flow)
     for option in OPTIONS:
@@ -152,6 +158,12 @@ def parse(dispatcher: Dispatcher, body: dict) -> tuple[QueryRequest, ServiceRow,
     fields = {key: value for key, value in body.items() if key not in API_FIELDS}
     return query, row, dispatcher.prepare(
         row, {**fields, mode.question: query.query, "streaming": True}, where="")
+
+
+def flow_mode(dispatcher: Dispatcher, flow: str) -> QueryMode:
+    """The mode a question naming none is asked in: its flow's ``retrieval-mode``."""
+    mode = dispatcher.flows.parameters(flow).get("retrieval-mode")
+    return QUERY_MODES.get(mode, "document") if isinstance(mode, str) else "document"
 
 
 @dataclass(frozen=True)

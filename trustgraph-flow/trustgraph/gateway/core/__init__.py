@@ -6,14 +6,15 @@ from .api import Core, Handler, Route
 from .caller import ITSELF, Caller
 from .dispatch import Dispatcher, Frame, new_request_id, raise_error
 from .errors import GatewayError, bad_request, validation_message
+from .flows import FLOW_HEADER, named_flow
 from .metrics import REQUESTS
 from .openapi import REF, Document, Refs, SchemaMode
 from .responses import NDJSON, StreamFormat, failed, json_body, streamed
 from .services import SERVICES, ServiceRow
 from .settings import CoreSettings
 
-__all__ = ["ITSELF", "Caller", "Core", "CoreSettings", "Dispatcher", "Document", "Frame",
-           "GatewayError", "Handler", "NDJSON", "REF", "REQUESTS", "Refs", "Route",
-           "SERVICES", "SchemaMode", "ServiceRow", "StreamFormat", "acts_for", "allowed",
-           "bad_request", "failed", "json_body", "may", "new_request_id", "permission",
-           "raise_error", "streamed", "validation_message"]
+__all__ = ["FLOW_HEADER", "ITSELF", "Caller", "Core", "CoreSettings", "Dispatcher",
+           "Document", "Frame", "GatewayError", "Handler", "NDJSON", "REF", "REQUESTS",
+           "Refs", "Route", "SERVICES", "SchemaMode", "ServiceRow", "StreamFormat",
+           "acts_for", "allowed", "bad_request", "failed", "json_body", "may", "named_flow",
+           "new_request_id", "permission", "raise_error", "streamed", "validation_message"]

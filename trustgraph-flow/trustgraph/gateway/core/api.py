@@ -44,6 +44,7 @@ from .responses import error_response
 from .rest import GLOBAL_PATH, SERVICE_PATH, ServiceRoute
 from .services import SERVICES
 from .settings import CoreSettings
+from .traced import http_scope, on_prepare, stamp
 from .websocket import Limits as SocketLimits
 from .websocket import SocketEndpoint
 
@@ -84,10 +85,11 @@ class Core:
         self.route("GET", "/metrics", scrape, public=settings.tg_metrics_open, roles=ADMINS)
 
     async def start(self) -> None:
-        """Read the API keys (waiting up to ``tg_config_wait`` for the config service;
-        until they are read, keys are answered 503)."""
-        if self.keys is not None:
-            await self.keys.start(self.settings.tg_config_wait)
+        """Read the running flows and the API keys (waiting up to ``tg_config_wait``
+        for the config service; until they are read, keys are answered 503)."""
+        wait = self.settings.tg_config_wait
+        await asyncio.gather(self.client.start(wait),
+                             *([self.keys.start(wait)] if self.keys is not None else []))
 
     def route(self, method: str, path: str, handler: Handler, public: bool = False,
               roles: frozenset[Role] = EVERYONE,
@@ -104,6 +106,7 @@ class Core:
     def application(self) -> web.Application:
         app = web.Application(client_max_size=self.settings.tg_gateway_max_frame,
                               middlewares=[json_errors])
+        app.on_response_prepare.append(on_prepare)  # a streamed answer's traceparent
         app.router.add_get("/api/v1/socket", self.sockets.handle)
         for running in self._background:
             app.cleanup_ctx.append(_in_own_task(running))
@@ -121,18 +124,32 @@ class Core:
             task = asyncio.current_task()
             assert task is not None  # aiohttp runs each handler in a task of its own
             self._handlers.add(task)
+            scope = http_scope(route.method, route.path)  # a question's trace starts here
+            response: web.StreamResponse | None = None
             try:
                 caller = PUBLIC if route.public else self.auth.identify(
                     presented_token(request), peer=request.remote)
                 if not route.public and caller.role not in route.roles:
                     raise forbidden(f"role {caller.role!r} may not use {route.path}")
-                return await route.handler(request, caller)
+                response = await route.handler(request, caller)
+                return response
             except web.HTTPException:
                 raise  # aiohttp's own answer (an unknown asset): JSON from the middleware
+            except asyncio.CancelledError:  # the client went away
+                if scope is not None:
+                    scope.cancelled()
+                raise
             except Exception as exception:
-                return route.errors(exception)
+                if scope is not None:
+                    scope.failed(type(exception).__name__, str(exception))
+                response = route.errors(exception)
+                return response
             finally:
                 self._handlers.discard(task)
+                if scope is not None:
+                    if response is not None:
+                        stamp(response, scope)
+                    scope.close()
         return handle
 
     async def close(self, grace: float) -> None:
@@ -148,6 +165,7 @@ class Core:
                 await asyncio.wait(late, timeout=grace)
         if self.keys is not None:
             await self.keys.close()
+        self.client.flows.close()
 
 
 def _jwt(settings: CoreSettings, limits: Limits) -> JwtVerifier | None:

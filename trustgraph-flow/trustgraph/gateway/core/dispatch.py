@@ -30,9 +30,11 @@ from trustgraph.schema import Error, Record, Response, Usage, encode
 from .access import authorize
 from .caller import Caller
 from .errors import GatewayError, bad_request, too_large, validation_message
+from .flows import RunningFlows
 from .limits import Limiter, Meter
 from .metrics import CALLER_REQUESTS, LLM_TOKENS, REFUSED
 from .services import SERVICES, ServiceRow
+from .traced import Watch
 
 # A bus record's JSON is already its wire form (snake_case, unset optionals left out),
 # so the transports splice those bytes into their frames without decoding them.
@@ -48,7 +50,7 @@ class Dispatcher:
 
     def __init__(self, bus: Bus, flows: Iterable[str], timeout: float,
                  limiter: Limiter | None = None) -> None:
-        self.flows = tuple(flows)
+        self.flows = RunningFlows(list(flows))  # pinned; none: config's, followed
         self.limiter = limiter or Limiter()
         self.owner = f"gateway-{uuid.uuid4().hex[:8]}"  # names this process on the bus
         self._bus = bus
@@ -57,6 +59,10 @@ class Dispatcher:
         self._how: dict[str, str] = {}   # optional services: how to turn each on
         self._off: set[str] = set()      # optional services turned off in the settings
         self._observers: dict[str, Observer] = {}
+
+    async def start(self, wait: float) -> None:
+        """Read the running flows (waiting ``wait`` seconds for config), and follow them."""
+        await self.flows.start(self._bus, self.owner, wait)
 
     def optional(self, services: Iterable[str], how: str, on: bool = True) -> None:
         """``services`` may be absent from a stack; ``how`` says how to turn them on.
@@ -72,8 +78,8 @@ class Dispatcher:
         self._observers[service] = observer
 
     def resolve(self, service: object, flow: object) -> ServiceRow:
-        """The row for ``service``; the flow must be one this gateway routes, unless
-        the service is outside flows (config), which ignores it."""
+        """The row for ``service``; the flow must be running (or pinned), unless the
+        service is outside flows (config), which ignores it."""
         row = SERVICES.get(service) if isinstance(service, str) else None
         if row is None:
             raise GatewayError("unknown-service", f"unknown service {service!r}; known: "
@@ -82,8 +88,8 @@ class Dispatcher:
             raise GatewayError("disabled", f"{row.name} is turned off on this gateway; "
                                f"{self._how[row.name]}", 404)
         if row.global_flow is None and flow not in self.flows:
-            raise GatewayError("unknown-flow", f"unknown flow {flow!r}; this gateway serves: "
-                               f"{', '.join(self.flows)}", 404)
+            raise GatewayError("unknown-flow", f"unknown flow {flow!r}: it is not running; "
+                               f"running: {', '.join(self.flows) or 'none'}", 404)
         return row
 
     def resolve_global(self, service: object) -> ServiceRow:
@@ -130,16 +136,25 @@ class Dispatcher:
         processor's log lines), fresh when not given. Closing this generator early
         cancels the request on the bus."""
         record, meter, usage = self._admit(caller, row, record)
+        # Who asked what, on the request's span (the transport's), and when its
+        # answer's first record, sources and first token passed (then: nothing).
+        watch = Watch.of(row.name, flow, caller, record, row.response_model)
         try:
             requester = await self._requester(row.name, row.bus_flow(flow))
             first, started = True, time.perf_counter()
             answer = requester.frames(record, request_id or new_request_id())
             how, observe = self._how.get(row.name), self._observers.get(row.name)
+            # Its caller's next request must find the flows as this one left them.
+            changes_flows = getattr(record, "operation", None) in row.changes_flows
             async with aclosing(answer) as batches:
                 try:
                     async for batch in batches:
                         if observe is not None and batch[-1][1]:
                             observe(time.perf_counter() - started, batch[-1][0])
+                        if changes_flows and batch[-1][1]:
+                            await self.flows.refresh()
+                        if watch is not None:
+                            watch = watch.seen(batch, first)
                         shaped = wired(row, batch, first)
                         if usage is not None:
                             count_tokens(shaped, usage)

@@ -106,6 +106,9 @@ def _flow_parameter(row: ServiceRow, flows: list[str]) -> dict:
         return {"name": "flow", "in": "path", "required": True, "schema": {"type": "string"},
                 "description": f"any: {row.name} is outside flows (always flow "
                                f"{row.global_flow!r} on the bus)"}
+    if not flows:  # the flows running change as they are started and stopped
+        return {"name": "flow", "in": "path", "required": True, "schema": {"type": "string"},
+                "description": "a running flow (tg-show-flows)"}
     return {"name": "flow", "in": "path", "required": True,
             "schema": {"type": "string", "enum": flows}}
 

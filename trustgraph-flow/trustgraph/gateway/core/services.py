@@ -15,6 +15,7 @@ from functools import cached_property
 from trustgraph.schema import (
     COLLECTIONS_FLOW,
     CONFIG_FLOW,
+    FLOW_SERVICE_FLOW,
     KEYS_FLOW,
     LIBRARIAN_FLOW,
     AgentRequest,
@@ -31,6 +32,8 @@ from trustgraph.schema import (
     DocumentRagRequest,
     EmbeddingsRequest,
     EmbeddingsResponse,
+    FlowRequest,
+    FlowResponse,
     GraphEmbeddingsRequest,
     GraphEmbeddingsResponse,
     GraphRagRequest,
@@ -81,6 +84,9 @@ class ServiceRow:
     needs: Permission | Mapping[str, Permission]
     global_flow: str | None = None  # a service outside flows: always asked on this flow
                                     # on the bus, whatever flow the client names
+    # operations that start or stop flows: the gateway reads the running flows again
+    # before it answers (``Dispatcher.frames``)
+    changes_flows: frozenset[str] = frozenset()
     # What a request to ``POST /api/v1/{service}`` (TrustGraph's surface for a
     # service outside flows) means by a field it leaves out, where that differs from
     # the record's default (config: values as JSON text, as TrustGraph's client
@@ -177,6 +183,12 @@ SERVICES: dict[str, ServiceRow] = {row.name: row for row in (
     }, global_flow=CONFIG_FLOW,
         # TrustGraph's client puts and reads every value as a string of JSON text
         global_defaults={"value_format": "text"}),
+    # blueprints and flows: everyone may see them, only admins change them
+    ServiceRow("flow", FlowRequest, FlowResponse, {
+        "list-blueprints": READ, "get-blueprint": READ, "list-flows": READ, "get-flow": READ,
+        "put-blueprint": ADMIN, "delete-blueprint": ADMIN, "start-flow": ADMIN,
+        "stop-flow": ADMIN,
+    }, global_flow=FLOW_SERVICE_FLOW, changes_flows=frozenset({"start-flow", "stop-flow"})),
     ServiceRow("keys", KeysRequest, KeysResponse, {
         "add-user": ADMIN, "list-users": ADMIN, "create-key": ADMIN, "list-keys": ADMIN,
         "revoke-key": ADMIN,

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from aiohttp import WSCloseCode, WSMsgType, web
 
+from trustgraph import tracing
 from trustgraph.schema import Record
 
 from .auth import Auth, presented_token
@@ -45,13 +46,14 @@ class Limits:
     max_frame: int     # bytes in one client frame
 
 
-def error_frame(client_id: object, exception: BaseException) -> bytes:
+def error_frame(client_id: object, exception: BaseException,
+                trace_id: str | None = None) -> bytes:
     """The one place a websocket request's failure becomes its error frame. It must
     not fail itself: an exception here would end the reader loop and so the socket."""
     try:
         error = classify(exception)
         ERRORS.labels(error.type).inc()
-        return Envelope(client_id).error(error.as_dict())
+        return Envelope(client_id, trace_id).error(error.as_dict())
     except Exception:
         log.exception("could not describe a failure: %s", type(exception).__name__)
         return UNDESCRIBED
@@ -202,6 +204,10 @@ class Session:
         flow = frame.get("flow", "default")
         row = dispatcher.resolve(frame.get("service"), flow)
         record = dispatcher.prepare(row, frame["request"], _tenant(frame))
+        if "flow" not in frame and "workspace" in frame:
+            # TrustGraph's clients name a workspace and no flow for a service outside
+            # flows, and read it as its REST path answers them
+            record = row.as_global(record)
         REQUESTS.labels(row.name, "websocket").inc()
         task = asyncio.create_task(self._serve(client_id, row, flow, record, caller))
         self.tasks[client_id] = task
@@ -210,7 +216,12 @@ class Session:
 
     async def _serve(self, client_id: str, row: ServiceRow, flow: str, record: Record,
                      caller: Caller) -> None:
-        envelope = Envelope(client_id)
+        # The question's trace starts here, current in this request's own task.
+        scope = tracing.open_scope(tracing.tracer("gateway"), f"websocket {row.name}",
+                                   tracing.SERVER, attributes={
+                                       tracing.names.TRANSPORT: "websocket"})
+        trace_id = tracing.trace_id(scope.span) if scope is not None else None
+        envelope = Envelope(client_id, trace_id)
         send = self.ws.send_frame  # send_str without the str: the frame is already bytes
         frames = self.endpoint.dispatcher.frames(row, flow, record, caller=caller)
         try:
@@ -222,11 +233,19 @@ class Session:
                         await send(envelope.response(data, final), WSMsgType.TEXT)
         except ConnectionError:
             return  # the socket is gone; its reader loop cancels the rest
+        except asyncio.CancelledError:
+            if scope is not None:
+                scope.cancelled()
+            raise
         except Exception as exception:
             self._forget(client_id)
-            await self._send(error_frame(client_id, exception))
+            if scope is not None:
+                scope.failed(type(exception).__name__, str(exception))
+            await self._send(error_frame(client_id, exception, trace_id))
         finally:
             self._forget(client_id)
+            if scope is not None:
+                scope.close()
 
     def _forget(self, client_id: str) -> None:
         if self.tasks.get(client_id) is asyncio.current_task():
@@ -241,18 +260,21 @@ class Session:
 
 class Envelope:
     """The websocket frames of one request: ``{"id", "response"|"error", "complete"}``,
-    the record's JSON (already its wire form) spliced in as it is, never decoded."""
+    the record's JSON (already its wire form) spliced in as it is, never decoded. The
+    last frame also carries the request's ``trace_id`` when it is traced."""
 
-    __slots__ = ("_id",)
+    __slots__ = ("_id", "_end")
 
-    def __init__(self, client_id: object) -> None:
+    def __init__(self, client_id: object, trace_id: str | None = None) -> None:
         self._id = b'{"id":' + json.dumps(echoable(client_id)).encode()  # once per request
+        self._end = _END if trace_id is None else \
+            b',"complete":true,"trace_id":"%s"}' % trace_id.encode()
 
     def response(self, record: bytes, final: bool) -> bytes:
-        return b"".join((self._id, b',"response":', record, _END if final else _MORE))
+        return b"".join((self._id, b',"response":', record, self._end if final else _MORE))
 
     def error(self, error: dict[str, str]) -> bytes:
-        return b"".join((self._id, b',"error":', json.dumps(error).encode(), _END))
+        return b"".join((self._id, b',"error":', json.dumps(error).encode(), self._end))
 
 
 def echoable(client_id: object) -> str | int | float | None:

@@ -13,6 +13,7 @@ from typing import Any
 from trustgraph.base import Clients, ProcessorSpec, PromptClient, Runtime
 from trustgraph.schema import DocumentRagRequest, ScoredChunk, Source, Usage
 
+from .. import explain
 from ..answer import Found, rag_service
 from ..rerank import Reranking, RerankSettings, rerank
 from ..search import FoundChunk, Fusion, RetrievalSettings, search_chunks
@@ -40,6 +41,7 @@ def chunk_retriever(fusion: Fusion, reranking: Reranking | None = None):
         usage = Usage()
         if request.rerank:
             found, usage = await reranked(clients, request.query, found, reranking)
+        explained(found, request.doc_limit)
         found = found[:request.doc_limit]
         return Found(sources=[cited(f) for f in found], template=TEMPLATE,
                      variables=document_variables(request.query,
@@ -61,6 +63,16 @@ async def reranked(clients: Clients, query: str, found: list[FoundChunk],
     for place, chunk in enumerate(ordered, 1):
         chunk.scores["rerank"] = place
     return ordered + found[len(head):], result.usage
+
+
+def explained(found: list[FoundChunk], limit: int) -> None:
+    """The chunks this answer's retrieval considered, best first, with what each
+    retriever (and the reranker) scored them; the first ``limit`` kept."""
+    explanation = explain.current()
+    if explanation is not None:
+        explanation.consider(explain.Candidate(
+            "chunk", f.chunk.chunk_id, f.chunk.text, f.scores, n < limit, f.chunk.document_id)
+            for n, f in enumerate(found))
 
 
 # Vector retrieval with the old signature, for callers outside this service (the agent).

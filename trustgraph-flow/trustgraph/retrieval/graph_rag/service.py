@@ -44,6 +44,7 @@ from trustgraph.schema import (
     Term,
 )
 
+from .. import explain
 from ..answer import Found, rag_service
 from ..search import (
     FoundChunk,
@@ -54,7 +55,7 @@ from ..search import (
     search_chunks,
     search_vectors,
 )
-from .ranking import best, by_document, rank_triples
+from .ranking import RankedTriple, best, by_document, rank_triples
 
 NAME = "graph-rag"
 ERROR = f"{NAME}-error"
@@ -116,11 +117,15 @@ def triple_retriever(fusion: Fusion | None):
         scores: list[dict[str, float] | None] = [None] * len(used)
         if fusion is not None:
             with timed("ranking"):
-                ranked = rank_triples(used, seeds, chunk_ranks, fusion.k)
+                considered = rank_triples(used, seeds, chunk_ranks, fusion.k)
                 documents = document_ranks(chunks)
-                ranked = by_document(best(ranked, request.max_subgraph_size, documents),
+                ranked = by_document(best(considered, request.max_subgraph_size, documents),
                                      documents)
+            explained(seeds, chunks, considered, ranked, labels)
             used, scores = [r.evidence for r in ranked], [r.scores for r in ranked]
+        else:
+            everything = [RankedTriple(e, {}) for e in used]
+            explained(seeds, chunks, everything, everything, labels)
         found = {f.chunk.chunk_id: f.chunk for f in chunks}
         statements = [statement(e, labels) for e in used]
         sources = [cited(e, words, score, labels, found.get(e.chunk_id))
@@ -128,6 +133,25 @@ def triple_retriever(fusion: Fusion | None):
         return Found(sources=sources, template=TEMPLATE,
                      variables=kg_variables(request.query, statements))
     return retrieve_triples
+
+
+def explained(seeds: list[ScoredEntity], chunks: list[FoundChunk],
+              considered: list[RankedTriple], kept: list[RankedTriple],
+              labels: dict[str, str]) -> None:
+    """What this answer's retrieval started from and considered, with the scores of
+    each ranking and which edges were kept, for its explanation (if it has one)."""
+    explanation = explain.current()
+    if explanation is None:
+        return
+    explanation.seed(seeds)
+    explanation.consider((explain.Candidate(
+        "chunk", f.chunk.chunk_id, f.chunk.text, f.scores, True, f.chunk.document_id)
+        for f in chunks), chunk_seeds=True)
+    chosen = {id(r.evidence) for r in kept}
+    explanation.consider(explain.Candidate(
+        "edge", r.evidence.chunk_id or "", " | ".join(statement(r.evidence, labels)),
+        r.scores, id(r.evidence) in chosen, r.evidence.document_id or "")
+        for r in considered)
 
 
 def cited(evidence: Evidence, words: tuple[str, str, str], score: dict[str, float] | None,

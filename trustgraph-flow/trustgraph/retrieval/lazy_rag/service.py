@@ -50,12 +50,13 @@ from trustgraph.schema import (
 )
 
 from ...storage.owner import collection_service
+from .. import explain
 from ..answer import Found, answer_frames, metadata_frame
 from .cache import CommunityCache, CommunityStore
 from .context import TEMPLATE, Result, prompt_variables
 from .graph import BusGraph
 from .retrieve import find, retrieve
-from .settings import LazyRagSettings, Limits
+from .settings import LazyRagParameters, LazyRagSettings, Limits
 from .subgraph import ERROR
 
 log = logging.getLogger(__name__)
@@ -73,7 +74,9 @@ def query_handler(settings: LazyRagSettings, cache: CommunityCache
     async def handle(request: LazyRagRequest, ctx: Context
                      ) -> AsyncIterator[Yielded[LazyRagResponse]]:
         started = time.perf_counter()
-        retrieval = await find(request, Limits.of(request, settings), cache, ctx.clients)
+        explanation = explain.begin(NAME, request.query)  # None: not traced
+        limits = Limits.of(request, settings, ctx.parameters.of(LazyRagParameters))
+        retrieval = await find(request, limits, cache, ctx.clients)
         try:
             # The sources are known: they go out before the communities, confidence
             # and prompt, which only the answer needs.
@@ -87,9 +90,11 @@ def query_handler(settings: LazyRagSettings, cache: CommunityCache
                  len(result.relationships), len(result.communities),
                  result.coverage.confidence, _ms(started))
         found = Found(result.sources, TEMPLATE, prompt_variables(request.query, result))
+        explained(explanation, result, found)
         prompts = PromptClient(await ctx.clients.get("prompt"))
 
         def last(answer: PromptResponse | Usage) -> dict[str, Any]:
+            explain.finish(explanation, answer.model, answer.in_token, answer.out_token)
             return {**result.fields(), "generation_time_ms": _ms(started),
                     "in_token": answer.in_token, "out_token": answer.out_token,
                     "model": answer.model}
@@ -102,6 +107,23 @@ def query_handler(settings: LazyRagSettings, cache: CommunityCache
         except (ServiceError, RequestTimeout) as failure:
             yield _without_summary(request, result, failure, started)
     return handle
+
+
+def explained(explanation: explain.Explanation | None, result: Result, found: Found
+              ) -> None:
+    """The seeds (entities that matched the question), the relationships given to
+    the summary, communities and coverage, for the answer's explanation."""
+    if explanation is None:
+        return
+    explanation.seeds = [{"entity": e.id, "label": e.label, "score": round(e.score, 6)}
+                         for e in result.entities if e.hops == 0][:explain.MAX_ITEMS]
+    explanation.consider(explain.Candidate("edge", r.chunk_id, r.text, {}, True,
+                                           r.document_id) for r in result.relationships)
+    explanation.extra = {"entities": len(result.entities),
+                         "communities": len(result.communities),
+                         "confidence": result.coverage.confidence,
+                         "missing_info": result.coverage.missing_info}
+    explanation.prompt(found.template, found.variables)
 
 
 def _without_summary(request: LazyRagRequest, result: Result,
@@ -125,7 +147,8 @@ def expand_handler(settings: LazyRagSettings, cache: CommunityCache
                    ) -> Handler[LazyRagExpandRequest, LazyRagExpandResponse]:
     async def expand(request: LazyRagExpandRequest, ctx: Context) -> LazyRagExpandResponse:
         started = time.perf_counter()
-        result = await retrieve(request, Limits.of(request, settings), cache, ctx.clients)
+        limits = Limits.of(request, settings, ctx.parameters.of(LazyRagParameters))
+        result = await retrieve(request, limits, cache, ctx.clients)
         return LazyRagExpandResponse(generation_time_ms=_ms(started), **result.fields())
     return expand
 

@@ -1,15 +1,33 @@
 """LazyRAG's settings (environment variables, or flags of ``tg-run lazy-rag``) and the
-limits one request runs with: its own, else these."""
+limits one request runs with: its own, else its flow's, else these."""
 from dataclasses import dataclass
+from typing import TypeVar
 
-from trustgraph.base import ProcessorSettings
+from trustgraph.base import FlowParameters, ProcessorSettings
 from trustgraph.schema import LazyRagExpandRequest
 from trustgraph.schema.lazy_rag import LazyRagOptions
+
+T = TypeVar("T")
 
 
 class LazyRagSettings(ProcessorSettings, LazyRagOptions):
     """The processor's settings and LazyRAG's own (``LAZY_RAG_*``, shared with the
     gateway)."""
+
+
+class LazyRagParameters(FlowParameters):
+    """A flow's LazyRAG caps (``lazy-rag-max-entities``, ...)."""
+
+    lazy_rag_max_entities: int | None = None
+    lazy_rag_max_hops: int | None = None
+    lazy_rag_use_communities: bool | None = None
+
+
+def _chosen(*values: T | None) -> T:
+    """The first that is set (the last always is)."""
+    value = next((value for value in values if value is not None), None)
+    assert value is not None
+    return value
 
 
 @dataclass(frozen=True)
@@ -19,9 +37,12 @@ class Limits:
     use_communities: bool
 
     @classmethod
-    def of(cls, request: LazyRagExpandRequest, settings: LazyRagSettings) -> "Limits":
-        def chosen(value, default):
-            return default if value is None else value
-        return cls(chosen(request.max_entities, settings.lazy_rag_max_entities),
-                   chosen(request.max_hops, settings.lazy_rag_max_hops),
-                   chosen(request.use_communities, settings.lazy_rag_use_communities))
+    def of(cls, request: LazyRagExpandRequest, settings: LazyRagSettings,
+           flow: LazyRagParameters | None = None) -> "Limits":
+        flow = flow or LazyRagParameters()
+        return cls(
+            _chosen(request.max_entities, flow.lazy_rag_max_entities,
+                    settings.lazy_rag_max_entities),
+            _chosen(request.max_hops, flow.lazy_rag_max_hops, settings.lazy_rag_max_hops),
+            _chosen(request.use_communities, flow.lazy_rag_use_communities,
+                    settings.lazy_rag_use_communities))

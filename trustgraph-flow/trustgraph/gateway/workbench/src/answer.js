@@ -8,16 +8,20 @@
 //
 // The answer arrives as the events reader.js makes of its frames (`show`); every
 // call they make is also logged (`this.log`), so a finished turn can be kept
-// (history.js) and drawn again by replaying it through the same methods.
+// (history.js) and drawn again by replaying it through the same methods. The final
+// frame's trace id gives the turn a Trace button: the waterfall and, for a RAG answer,
+// why it cited what it cited (trace-view.js).
 import { fill, h, seconds, termText } from "./dom.js";
 import { renderMarkdown } from "./markdown.js";
+import { tracePanel } from "./trace-view.js";
 
 const STEP_LABELS = { thought: "Thought", action: "Action", observation: "Observation" };
 const SOURCES_SHOWN = 8; // the rest behind "Show all": a graph answer can cite 150 triples
 
 export class AnswerView {
-  constructor(mode, question, { onStop, onGraph, onFinish = () => {} }) {
+  constructor(mode, question, { onStop, onGraph, onFinish = () => {}, readTrace = null }) {
     this.mode = mode;
+    this.readTrace = readTrace;
     this.question = question;
     this.log = [];
     this.onFinish = onFinish;
@@ -166,6 +170,25 @@ export class AnswerView {
         renderMarkdown(this.answer, this.text);
       });
     }
+  }
+
+  // The request's trace id (its final frame's): a button opening its trace.
+  traced(traceId) {
+    this.log.push(["traced", traceId]);
+    if (!this.readTrace || this.traceButton) return;
+    this.traceButton = h("button", { type: "button", class: "secondary show-trace",
+      "aria-expanded": "false", onclick: () => this.toggleTrace(traceId) }, "Trace");
+    this.actions.append(this.traceButton);
+  }
+
+  toggleTrace(traceId) {
+    if (!this.tracePanel) {
+      this.tracePanel = tracePanel(traceId, this.readTrace);
+      this.element.append(this.tracePanel);
+    } else {
+      this.tracePanel.hidden = !this.tracePanel.hidden;
+    }
+    this.traceButton.setAttribute("aria-expanded", String(!this.tracePanel.hidden));
   }
 
   // The answer's end (reader.js's done event): its usage, and the service's result.

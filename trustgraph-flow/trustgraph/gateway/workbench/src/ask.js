@@ -14,6 +14,7 @@ import { $ } from "./dom.js";
 import { agentSession, forgetTurns, keep, keptTurns } from "./history.js";
 import { ABSENT, MODES, absence } from "./modes.js";
 import { answerReader } from "./reader.js";
+import { readTrace } from "./trace-view.js";
 
 const FIRST_DRAW_WAIT = 100; // ms: below what a person notices as a delay
 
@@ -29,7 +30,8 @@ export class AskPanel {
     this.modeNote = $("#mode-note", root);
     this.session = agentSession();
     this.current = null;
-    this.handlers = { onGraph, onFinish: (view) => keep(view.kept()) };
+    this.handlers = { onGraph, onFinish: (view) => keep(view.kept()),
+      readTrace: (traceId) => readTrace(traceId, this.gateway.token) };
     for (const kept of keptTurns()) {
       this.history.append(AnswerView.replay(kept, this.handlers).element);
     }
@@ -91,8 +93,9 @@ export class AskPanel {
     const read = answerReader();
     const handle = this.gateway.request(spec.service, spec.request(question, settings, this.session), {
       flow: settings.flow || "default",
-      onFrame: (response, complete) => {
+      onFrame: (response, complete, traceId) => {
         draw();
+        if (traceId) view.traced(traceId); // before the done event keeps the turn
         for (const event of read(response, complete)) view.show(event);
       },
     });

@@ -71,7 +71,7 @@ export class Gateway extends EventTarget {
     if (frame.error) return this.fail(frame.id, request, frame.error.type, frame.error.message);
     const error = frame.response && frame.response.error;
     if (error) return this.fail(frame.id, request, error.type, error.message);
-    request.onFrame(frame.response, frame.complete);
+    request.onFrame(frame.response, frame.complete, frame.trace_id);
     if (frame.complete) {
       this.pending.delete(frame.id);
       request.resolve(frame.response);
@@ -101,8 +101,8 @@ export class Gateway extends EventTarget {
 
   // --- requests -----------------------------------------------------------------
 
-  // Starts one request. `onFrame(response, complete)` sees every response object in
-  // order; the returned `done` settles with the last one, or rejects with a
+  // Starts one request. `onFrame(response, complete, traceId)` sees every response
+  // object in order (the last with the request's trace id, when it is traced); the returned `done` settles with the last one, or rejects with a
   // GatewayError (a gateway error, a service's error, a lost connection).
   request(service, request, { flow = "default", onFrame = () => {} } = {}) {
     const id = `wb-${Date.now().toString(36)}-${++this.counter}`;

@@ -3,6 +3,7 @@
 // websocket API.
 import { AskPanel } from "./ask.js";
 import { $ } from "./dom.js";
+import { FlowPicker } from "./flows.js";
 import { Gateway, socketUrl } from "./gateway.js";
 import { GraphPanel } from "./graph-panel.js";
 import { Identity } from "./identity.js";
@@ -25,6 +26,7 @@ const ask = new AskPanel($("#ask-view"), { gateway, settings, onGraph: (triples)
   graph.showTriples(triples);
 } });
 const library = new LibraryPanel($("#load-view"), { gateway, settings });
+const flows = new FlowPicker($("#settings [name=flow]"), { gateway });
 new LoadPanel($("#load-view"), { gateway, settings, onLoaded: () => {
   library.refresh();
   identity.collections();
@@ -72,6 +74,7 @@ gateway.addEventListener("state", ({ detail: { state, detail } }) => {
       performance.mark("tg:connected");
       probeModes(gateway, gateway.token).then((modes) => ask.setModes(modes));
       showLlmNotice($("#llm-notice"), gateway.token); // again: a key may be needed
+      flows.refresh();
       identity.refresh(gateway.token).then(() => {
         if (!$("#load-view").hidden) library.refresh();
       });
