@@ -280,6 +280,12 @@ def test_collections(shell, stack, tmp_path_factory):
     assert status == 0 and "old-notes" not in out, (out, err)
 
 
+def test_flows(shell, stack):
+    run_document("docs/flows.md", shell)
+    status, out, err = run_command("tg-show-flows", ["-u", stack.gateway_url])
+    assert status == 0 and "small-chunks" not in out and "default" in out, (out, err)
+
+
 def test_knowledge_cores(shell, stack, tmp_path_factory):
     load(stack, corpus(tmp_path_factory.mktemp("research"), ACME), "research")
     run_document("docs/knowledge-cores.md", shell)
@@ -310,6 +316,7 @@ def test_gateway_last(shell, history):
 # --- what holds without a stack ----------------------------------------------------------
 
 RUN_HERE = {"README.md", "docs/cli.md", "docs/collections.md", "docs/evaluation.md",
+            "docs/flows.md",
             "docs/knowledge-cores.md", "docs/openai.md", "docs/gateway.md"}
 
 
