@@ -353,7 +353,7 @@ async def test_a_chunk_delivered_again_whose_vector_is_stored_is_not_embedded_ag
     stored = ChunkCountRequest(documents=[ChunkSet(id="d1", version=1, index=0)])
     try:
         chunk_stage = next(p for p in pipeline.processors if p.spec.name == "chunk-embeddings")
-        [runner] = chunk_stage._stages
+        [runner] = list(chunk_stage._serving.stages())
         handler = runner.stage.handler
         deliveries = []
 

@@ -98,8 +98,9 @@ class Slots:
     else to the oldest bulk one that bulk's share allows."""
 
     def __init__(self, limit: int, reserved: int = 0) -> None:
-        self.limit = max(1, limit)
-        self.bulk_limit = max(1, self.limit - max(0, reserved))
+        self.limit = max(0, limit)  # 0: takes nothing (a replica held back on purpose)
+        # bulk keeps at least one slot whatever is reserved, or a load would never run
+        self.bulk_limit = min(self.limit, max(1, self.limit - max(0, reserved)))
         self.in_use = 0
         self.bulk_in_use = 0
         self._waiters = _Waiters()
