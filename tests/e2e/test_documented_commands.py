@@ -68,6 +68,11 @@ EXCEPTIONS = {
         "the example's key: the test exports the one tg-create-key printed above",
     ("docs/gateway.md", "tg-revoke-key 9f8e7d6c5b4a3921"):
         "the example's key id: the test revokes one tg-create-key made",
+    ("docs/observability.md", "pip install arize-phoenix && phoenix serve"):
+        "installs Arize Phoenix and serves it in the foreground; test_tracing_e2e.py "
+        "runs a Phoenix of its own",
+    ("docs/observability.md", "OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:6006 tg-start"):
+        STACK,
     ("docs/openai.md", "TG_GATEWAY_HOST=0.0.0.0 TG_GATEWAY_TOKEN=change-me tg-start"): STACK,
     ("docs/openai.md", "docker run -d -p 3000:8080"): "docker, and Open WebUI's image",
     ("docs/operations.md", "OPENAI_API_KEY=sk-... tg-start"): STACK,
@@ -286,6 +291,12 @@ def test_flows(shell, stack):
     assert status == 0 and "small-chunks" not in out and "default" in out, (out, err)
 
 
+def test_prompts(shell, stack):
+    run_document("docs/prompts.md", shell)
+    status, out, err = run_command("tg-show-prompts", ["-u", stack.gateway_url])
+    assert status == 0 and "my-people" in out, (out, err)
+
+
 def test_knowledge_cores(shell, stack, tmp_path_factory):
     load(stack, corpus(tmp_path_factory.mktemp("research"), ACME), "research")
     run_document("docs/knowledge-cores.md", shell)
@@ -316,7 +327,7 @@ def test_gateway_last(shell, history):
 # --- what holds without a stack ----------------------------------------------------------
 
 RUN_HERE = {"README.md", "docs/cli.md", "docs/collections.md", "docs/evaluation.md",
-            "docs/flows.md",
+            "docs/flows.md", "docs/prompts.md",
             "docs/knowledge-cores.md", "docs/openai.md", "docs/gateway.md"}
 
 

@@ -180,7 +180,7 @@ async def test_a_stopped_flow_is_not_found_on_every_transport(stack, client):
 # Every command that asks a flow's services, with what it needs besides -f.
 FLOW_COMMANDS = {
     "tg-invoke-llm": ["", "hello"],
-    "tg-invoke-prompt": ["query-rewrite", "query=hello"],
+    "tg-invoke-prompt": ["document-prompt", "query=hello", "documents:=[]"],
     "tg-invoke-document-rag": ["-q", "hello"],
     "tg-invoke-graph-rag": ["-q", "hello"],
     "tg-invoke-lazy-rag": ["-q", "hello"],

@@ -16,7 +16,13 @@ import os
 import signal
 import sys
 
-from trustgraph.base import Processor, ProcessorSpec, load_settings, serve_together
+from trustgraph.base import (
+    Processor,
+    ProcessorSpec,
+    exit_process,
+    load_settings,
+    serve_together,
+)
 from trustgraph.base.settings import start_tracing
 
 from .registry import (
@@ -81,6 +87,7 @@ def serve(label: str, specs: list[ProcessorSpec], argv: list[str]) -> None:
     start_tracing(settings[0], label)  # before the processors: their runners take tracers
     processors = [Processor(spec, each) for spec, each in zip(specs, settings, strict=True)]
     asyncio.run(serve_together(processors))
+    exit_process(0)  # stopped cleanly: no interpreter finalization (base/exiting.py)
 
 
 def _under_supervisor(supervisor_pid: str | None) -> None:
