@@ -53,8 +53,11 @@ TOOL = {"name": "ask-llm", "kind": "text-completion", "group": ["bench"],
         "arguments": [{"name": "question", "type": "string"}]}
 THOUGHT = "I should ask the model about this before answering the question."
 ANSWER = "The answer, from what the model said, is forty two."
-FIRST_THOUGHT_WORD = 1  # "Thought: " is a marker, held; the thought starts with word 1
-FIRST_ANSWER_WORD = words(final(THOUGHT, ANSWER)).index("Answer: ") + 1
+# A step is JSON (the step schema), streamed a word at a time: '{"thought": ' opens
+# it, and the thought starts with word 1; the answer with the word after
+# '{"final_answer": '.
+FIRST_THOUGHT_WORD = 1
+FIRST_ANSWER_WORD = words(final(THOUGHT, ANSWER)).index('{"final_answer": ') + 1
 # Which baseline each call is compared with.
 BASELINE = {"R1 thought": ("stream",), "tool call": ("json",), "R2 thought": ("stream",),
             "R2 answer": ("return",), "classify+reformulate": ("outbound",),

@@ -108,8 +108,8 @@ async def test_set_prompt_refuses_a_bad_template_and_stores_nothing(stack, args,
 
 
 async def test_invoke_prompt_streams_a_text_template(stack):
-    assert await tg(stack, "tg-invoke-prompt", "query-rewrite", "query=RDF? [tokens=30]") \
-        == (0, expected_text(30) + "\n", "")
+    assert await tg(stack, "tg-invoke-prompt", "document-prompt", "query=RDF? [tokens=30]",
+                    "documents:=[]") == (0, expected_text(30) + "\n", "")
 
 
 async def test_invoke_prompt_without_streaming_and_with_usage(stack):
@@ -135,15 +135,15 @@ async def test_invoke_prompt_errors_are_one_line(stack, args, expected):
 
 
 async def test_invoke_prompt_keeps_the_text_before_an_llm_error(stack):
-    code, stdout, stderr = await tg(stack, "tg-invoke-prompt", "query-rewrite",
-                                    "query=[tokens=6 fail_after=2]")
+    code, stdout, stderr = await tg(stack, "tg-invoke-prompt", "document-prompt",
+                                    "query=[tokens=6 fail_after=2]", "documents:=[]")
     assert (code, stdout) == (1, expected_text(2) + "\n")
     assert stderr.startswith("tg-invoke-prompt: llm-error: ") and stderr.count("\n") == 1
 
 
 async def test_invoke_prompt_ctrl_c_stops_quietly(stack):
-    process = await start(stack, "tg-invoke-prompt", "query-rewrite",
-                          "query=[tokens=1000 delay=0.01]")
+    process = await start(stack, "tg-invoke-prompt", "document-prompt",
+                          "query=[tokens=1000 delay=0.01]", "documents:=[]")
     first = await asyncio.wait_for(process.stdout.readexactly(5), DEADLINE)
     assert first == b"tok0 "
     process.send_signal(signal.SIGINT)

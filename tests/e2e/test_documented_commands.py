@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.agent_llm import SYSTEM
+from tests.support.agent_llm import SYSTEM, final
 from tests.support.cli import run_command
 from tests.support.doc_examples import (
     ROOT,
@@ -36,6 +36,7 @@ from tests.support.doc_examples import (
 )
 from tests.support.pdf import minimal_pdf
 from tests.support.stack import SCRUBBED_PREFIXES, Stack, openai_server_thread
+from trustgraph.prompt.defaults import DEFAULT_TEMPLATES
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -67,8 +68,9 @@ EXCEPTIONS = {
         "the example's key: the test exports the one tg-create-key printed above",
     ("docs/gateway.md", "tg-revoke-key 9f8e7d6c5b4a3921"):
         "the example's key id: the test revokes one tg-create-key made",
-    ("docs/observability.md", "pip install arize-phoenix"):
-        "installs Arize Phoenix and serves it in the foreground; test_tracing_e2e.py runs one",
+    ("docs/observability.md", "pip install arize-phoenix && phoenix serve"):
+        "installs Arize Phoenix and serves it in the foreground; test_tracing_e2e.py "
+        "runs a Phoenix of its own",
     ("docs/observability.md", "OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:6006 tg-start"):
         STACK,
     ("docs/openai.md", "TG_GATEWAY_HOST=0.0.0.0 TG_GATEWAY_TOKEN=change-me tg-start"): STACK,
@@ -125,10 +127,13 @@ def answered(ran: Ran) -> bool:
 # --- the stack and the user's shell ----------------------------------------------------
 
 def agent_replies(prompt: str) -> str | None:
-    """The agent's ReAct prompt gets a finished thought; everything else the server's
-    scripted tokens."""
+    """The agent's ReAct prompt gets a finished step, and the query rewrite (a JSON
+    template the docs invoke) a query, each in its schema's shape; everything else
+    the server's scripted tokens."""
     if SYSTEM["agent-react"] in prompt:
-        return "Thought: The documents answer it.\nFinal Answer: What the documents say."
+        return final("The documents answer it.", "What the documents say.")
+    if DEFAULT_TEMPLATES["query-rewrite"].system in prompt:
+        return json.dumps({"query": "what Acme did in 2019"})
     return None
 
 
@@ -280,6 +285,18 @@ def test_collections(shell, stack, tmp_path_factory):
     assert status == 0 and "old-notes" not in out, (out, err)
 
 
+def test_flows(shell, stack):
+    run_document("docs/flows.md", shell)
+    status, out, err = run_command("tg-show-flows", ["-u", stack.gateway_url])
+    assert status == 0 and "small-chunks" not in out and "default" in out, (out, err)
+
+
+def test_prompts(shell, stack):
+    run_document("docs/prompts.md", shell)
+    status, out, err = run_command("tg-show-prompts", ["-u", stack.gateway_url])
+    assert status == 0 and "my-people" in out, (out, err)
+
+
 def test_knowledge_cores(shell, stack, tmp_path_factory):
     load(stack, corpus(tmp_path_factory.mktemp("research"), ACME), "research")
     run_document("docs/knowledge-cores.md", shell)
@@ -318,8 +335,8 @@ def test_gateway_last(shell, history):
 # --- what holds without a stack ----------------------------------------------------------
 
 RUN_HERE = {"README.md", "docs/cli.md", "docs/collections.md", "docs/evaluation.md",
-            "docs/knowledge-cores.md", "docs/openai.md", "docs/gateway.md",
-            "docs/observability.md", "docs/flows.md"}
+            "docs/flows.md", "docs/prompts.md", "docs/observability.md",
+            "docs/knowledge-cores.md", "docs/openai.md", "docs/gateway.md"}
 
 
 def test_every_document_with_commands_has_its_run_here():

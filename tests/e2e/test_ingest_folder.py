@@ -9,7 +9,8 @@ must count the files, bytes and chunks. Then the stores must hold exactly what t
 pipeline's own parts make of those 50 documents (tests/support/ingest.py works it
 out here): every chunk with its text, every triple with its (document, chunk)
 provenance, and a vector for every entity, each once. A folder with a PDF that has
-no text shows how ``--wait`` reports a document the pipeline cannot read.
+no text shows how ``--wait`` reports a document the pipeline cannot read, and
+``--wait-graph`` returns only once every chunk's graph is stored.
 """
 import asyncio
 import re
@@ -19,7 +20,7 @@ import pytest
 import pytest_asyncio
 
 from tests.support.cli import tg_command
-from tests.support.ingest import check_graph_stored, expected, prose
+from tests.support.ingest import check_graph_stored, expected, prose, stored_provenance
 from tests.support.pdf import minimal_pdf
 from tests.support.stack import Stack
 from trustgraph.api import AsyncTrustGraph
@@ -127,3 +128,26 @@ async def test_wait_reports_a_document_the_pipeline_cannot_read(stack, tmp_path)
                         out), out
     assert err.startswith(f"tg-load-pdf: {tmp_path / 'scan.pdf'}: not processed: "
                           "application/pdf: the PDF has no text layer"), err
+
+
+async def test_wait_graph_returns_once_every_chunk_s_graph_is_stored(stack, client, tmp_path):
+    """``--wait-graph``: when the command returns, the triples store holds every
+    triple of the documents with its provenance and every entity has its vector,
+    with no waiting here (extraction settles after the chunk vectors, which is all
+    ``--wait`` waits for)."""
+    collection = "graph-wait"
+    documents = []
+    for n, text in enumerate(prose(6)):
+        (tmp_path / f"g-{n}.txt").write_text(text)
+        documents.append((DocumentMetadata(id=f"g-{n}.txt", title=f"g-{n}.txt", kind=PLAIN,
+                                           user=USER, collection=collection),
+                          text.encode()))
+    want = await asyncio.to_thread(expected, documents)
+    code, out, err = await tg(stack, "tg-load-text", str(tmp_path), "-U", USER,
+                              "-C", collection, "--wait-graph")
+    assert (code, err) == (0, ""), err
+    assert f"{len(want.chunks)} chunks stored with their graph, in " in out, out
+    assert set(stored_provenance(stack.data_dir, USER, collection)) == want.provenance
+    [probe] = await client.embeddings(["anything"])
+    found = await client.graph_embeddings(probe, limit=1000, user=USER, collection=collection)
+    assert {e["entity"]["i"] for e in found} == want.entities

@@ -238,17 +238,19 @@ def test_the_flow_picker_lists_the_running_flows_and_asks_the_one_chosen(page, c
                                                                         llm):
     client.start_flow("wb-picked", "default", "the picked flow", {"llm-model": "picked"})
     picker = Select(page.find("#settings [name=flow]"))
+
+    def listed() -> list[str]:  # read at once: the picker's options are replaced as listed
+        return page.js("return [...document.querySelector('#settings [name=flow]').options]"
+                       ".map((option) => option.text)")
     try:
         page.find("#settings [name=flow]").click()  # opening it lists the flows again
-        page.wait(lambda: "wb-picked — the picked flow" in
-                  [option.text for option in picker.options], "the new flow listed")
+        page.wait(lambda: "wb-picked — the picked flow" in listed(), "the new flow listed")
         picker.select_by_value("wb-picked")
         turn = page.ask("document", "Who walked on the Moon? [tokens=5]")
         assert turn["state"] == "done" and llm.asked()["model"] == "picked"
         client.stop_flow("wb-picked")
         page.find("#settings [name=flow]").click()
-        page.wait(lambda: "wb-picked (not running)" in
-                  [option.text for option in picker.options], "the stopped flow marked")
+        page.wait(lambda: "wb-picked (not running)" in listed(), "the stopped flow marked")
     finally:
         picker.select_by_value("default")
 

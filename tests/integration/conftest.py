@@ -1,7 +1,7 @@
 """What several integration modules share: a Bolt server (``arcadedb``), a ``bus`` on
 the session's broker, a data
 directory for processors that store (in memory when the machine has some; one per
-test or per module), and
+test or per module), the provider contract suite's ``case``, and
 ``frames_of`` for the modules that drive a gateway's websocket, and ``ws`` / ``http``
 for the modules whose ``rig`` fixture is a gateway (``rig.url``)."""
 import asyncio
@@ -15,6 +15,7 @@ import pytest_asyncio
 
 from tests.support.arcadedb import ArcadeDb
 from tests.support.local_llm import local_llm, local_llm_long  # noqa: F401  (fixtures)
+from tests.support.provider_cases import case  # noqa: F401  (a fixture)
 from trustgraph.pubsub import Bus
 from trustgraph.pubsub.embedded import free_port
 

@@ -186,11 +186,14 @@ async def test_a_failing_tool_is_an_observation(agent):
 
 
 async def test_an_error_is_the_one_last_frame(agent):
+    # The one step is asked for under the answer-only schema: a tool call is refused
+    # (text-completion's check), told to the model, and the iterations are spent.
     agent.replies.react["Never done"] = [step("Again.", "add", a=1, b=1)]
     frames = await agent.frames(question="Never done", group=["math"], max_iterations=1,
                                 session_id="err")
     *steps, last = frames
-    assert sequence(steps) == ["thought", "thought.", "action.", "observation."]
+    assert sequence(steps) == ["thought", "thought.", "observation."]
+    assert steps[-1].content.startswith("Your reply could not be used: ")
     assert (last.chunk_type, last.message_type, last.end_of_message, last.end_of_dialog) == (
         "error", "error", True, True)
     assert last.error.type == "agent-error"

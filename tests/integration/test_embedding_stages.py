@@ -18,6 +18,7 @@ from trustgraph.base import (
     Service,
     Stage,
     Timing,
+    delivery,
 )
 from trustgraph.base.stage import Emitters
 from trustgraph.embeddings.provider import EmbeddingsSettings
@@ -26,7 +27,10 @@ from trustgraph.ingest import embedding_stages as stages
 from trustgraph.pubsub import Bus
 from trustgraph.schema import (
     Chunk,
+    ChunkCountRequest,
+    ChunkCountResponse,
     ChunkEntities,
+    ChunkSet,
     ChunkVector,
     DocumentEmbeddingsRequest,
     DocumentEmbeddingsResponse,
@@ -297,5 +301,74 @@ async def test_end_to_end_with_the_real_model_and_vector_store(broker, data_dir)
         nobody = await requesters["document-embeddings"].call(DocumentEmbeddingsRequest(
             vector=question, user="carol"), DocumentEmbeddingsResponse)
         assert nobody.chunks == []
+    finally:
+        await pipeline.stop()
+
+
+async def test_an_entity_is_embedded_once_per_collection(pipeline, script):
+    """Each mention still gets its vector (the store lists every document naming an
+    entity), but the service embeds an entity once per collection: again only for
+    a richer text (a definition), or in another collection."""
+    records = [(doc("d1"), [entity("cat"), entity("mat")]),
+               (doc("d2"), [entity("cat"), entity("hat")]),
+               (doc("d3"), [entity("cat", "a small feline")]),
+               (doc("d4"), [entity("cat")]),
+               (doc("d5", collection="other"), [entity("cat")])]
+    for n, (document, entities) in enumerate(records, 1):
+        await pipeline.emit("entities", ChunkEntities(document=document, chunk_id=f"c{n}",
+                                                      entities=entities))
+        await pipeline.handled.until("entity-vectors", n)
+    assert script.requests == [["cat", "mat"], ["hat"], ["cat: a small feline"], ["cat"]]
+    by_chunk = {r.chunk_id: r for r in pipeline.entity_vectors}
+    assert sorted(by_chunk) == ["c1", "c2", "c3", "c4", "c5"]  # each names its chunk
+    cat = {n: next(e.vector[0] for e in by_chunk[f"c{n}"].entities if e.label == "cat")
+           for n in range(1, 6)}
+    assert cat == {1: 3, 2: 3, 3: len("cat: a small feline"), 4: len("cat: a small feline"),
+                   5: 3}  # the richest text seen in its collection, then remembered
+
+
+async def test_a_chunk_without_entities_still_says_it_is_done(pipeline, script):
+    await pipeline.emit("entities", ChunkEntities(document=doc(), chunk_id="d1/c7",
+                                                  entities=[]))
+    await pipeline.handled.until("entity-vectors", 1)
+    assert [(r.chunk_id, r.entities) for r in pipeline.entity_vectors] == [("d1/c7", [])]
+    assert script.requests == []
+
+
+async def test_a_chunk_delivered_again_whose_vector_is_stored_is_not_embedded_again(
+        broker, data_dir, script):
+    """The first delivery stores its vector, then fails (as a crash after the write
+    would): the second finds the vector stored (chunk-count, the real vector store)
+    and is done without asking for it again."""
+    pipeline = Pipeline(broker, scripted_spec(script))
+    await pipeline.start(collect=False)
+    base = dict(pulsar_url=broker.url, tg_flows=[pipeline.flow], tg_data_dir=str(data_dir))
+    store = Processor(ProcessorSpec(service_vectors.NAME, service_vectors.VectorStoreSettings,
+                                    pipeline.handled.wrap(service_vectors.services)),
+                      service_vectors.VectorStoreSettings(**base))
+    await store.start()
+    pipeline.processors.append(store)
+    counter = Requester(pipeline.bus, "chunk-count", pipeline.flow, uuid.uuid4().hex[:8])
+    await counter.start()
+    stored = ChunkCountRequest(documents=[ChunkSet(id="d1", version=1, index=0)])
+    try:
+        chunk_stage = next(p for p in pipeline.processors if p.spec.name == "chunk-embeddings")
+        [runner] = list(chunk_stage._serving.stages())
+        handler = runner.stage.handler
+        deliveries = []
+
+        async def first_fails_once_stored(record, ctx):
+            deliveries.append(delivery())
+            await handler(record, ctx)
+            if len(deliveries) == 1:  # stored before the failure: the redelivery finds it
+                await eventually(lambda: counter.call(stored, ChunkCountResponse),
+                                 "the vector stored", accept=lambda a: a.stored == [1])
+                raise RuntimeError("crashed after the write, before the acknowledgement")
+        runner.stage.handler = first_fails_once_stored
+        await pipeline.emit("chunks", Chunk(document=DocumentRef(id="d1", version=1),
+                                            id="d1/c0", index=0, text="only once"))
+        await pipeline.handled.until("chunks", 2, timeout=30)  # each delivery's handling
+        assert deliveries == [1, 2]
+        assert script.requests == [["only once"]]
     finally:
         await pipeline.stop()

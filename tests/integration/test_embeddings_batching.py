@@ -1,5 +1,6 @@
 """The embeddings batcher (no broker needed): concurrent requests share model
-runs, short texts go first and run apart from long ones, order is kept,
+runs, a question's texts go before a load's and have a run of their own, a load's
+short and long texts go in order of arrival and run apart, order is kept,
 cancelled work is skipped, a failing run fails only its own requests."""
 import asyncio
 import threading
@@ -7,6 +8,7 @@ import threading
 import numpy as np
 import pytest
 
+from trustgraph.base import BULK, set_lane
 from trustgraph.embeddings.minilm.batcher import SHORT_TEXT, Batcher
 
 LONG = "x" * (SHORT_TEXT + 1)
@@ -42,6 +44,7 @@ async def test_vectors_come_back_in_order_for_every_request():
 
 
 async def test_concurrent_one_text_requests_share_runs():
+    set_lane(BULK)  # a load's requests: one run at a time here (runs=1)
     model = FakeModel()
     model.gate.clear()  # hold the first run so that the rest queue up behind it
     batcher = Batcher(model, batch=4)
@@ -55,23 +58,87 @@ async def test_concurrent_one_text_requests_share_runs():
     assert [int((await r)[0][0]) for r in rest] == [len(LONG) + 1] * 8
 
 
-async def test_short_texts_go_first_and_run_apart():
+async def test_bulk_short_and_long_texts_go_in_order_of_arrival_and_run_apart():
+    set_lane(BULK)  # a load's requests: one run at a time here (runs=1)
     model = FakeModel()
     model.gate.clear()
     batcher = Batcher(model, batch=2, short_batch=8)
     running = asyncio.ensure_future(batcher.embed([LONG + "running"]))
     await asyncio.sleep(0.05)
     chunks = [asyncio.ensure_future(batcher.embed([LONG + str(i)])) for i in range(4)]
-    queries = [asyncio.ensure_future(batcher.embed([f"query {i}"])) for i in range(3)]
+    labels = [asyncio.ensure_future(batcher.embed([f"label {i}"])) for i in range(3)]
     await asyncio.sleep(0.05)
     model.gate.set()
-    await asyncio.gather(running, *chunks, *queries)
-    assert model.runs[1] == ["query 0", "query 1", "query 2"]  # next after the running one
-    assert all(len(t) > SHORT_TEXT for run in model.runs[2:] for t in run)
-    assert [len(run) for run in model.runs[2:]] == [2, 2]
+    await asyncio.gather(running, *chunks, *labels)
+    # The labels came last: they wait their turn, and then run together, apart.
+    assert model.runs[1:] == [[LONG + "0", LONG + "1"], [LONG + "2", LONG + "3"],
+                              ["label 0", "label 1", "label 2"]]
+
+
+class HeldModel:
+    """Records each run as it starts; a run holding a text of ``held`` waits for
+    that text's event (in the model's own thread), every other run ends at once."""
+
+    def __init__(self, *held: str) -> None:
+        self.held = {text: threading.Event() for text in held}
+        self.runs: list[list[str]] = []
+
+    def __call__(self, texts: list[str]) -> np.ndarray:
+        self.runs.append(list(texts))
+        for text in texts:
+            if text in self.held:
+                assert self.held[text].wait(10), f"{text!r} was never released"
+        return np.array([[len(t), 0] for t in texts], dtype=np.float32)
+
+
+async def bulk_embed(batcher: Batcher, texts: list[str]):
+    set_lane(BULK)  # this task's: a load's request
+    return await batcher.embed(texts)
+
+
+async def test_a_question_goes_before_long_texts_and_any_bulk_text():
+    """Both runs busy (a load's, and a question's kept one), then a load's labels,
+    long interactive texts and questions queue: as the question's run frees, the
+    questions go first, then the long texts; the labels wait for the load's run."""
+    model = HeldModel("held question", "held chunk")
+    batcher = Batcher(model, batch=2, short_batch=8, runs=1)
+    load = asyncio.ensure_future(bulk_embed(batcher, ["held chunk"]))
+    asked = asyncio.ensure_future(batcher.embed(["held question"]))
+    labels = asyncio.ensure_future(bulk_embed(batcher, ["label 0", "label 1"]))
+    chunks = [asyncio.ensure_future(batcher.embed([LONG + str(i)])) for i in range(2)]
+    queries = [asyncio.ensure_future(batcher.embed([f"query {i}"])) for i in range(2)]
+    await asyncio.sleep(0)  # every request queued
+    model.held["held question"].set()
+    await asyncio.gather(asked, *chunks, *queries)
+    assert model.runs[2:] == [["query 0", "query 1"], [LONG + "0", LONG + "1"]]
+    assert not labels.done()
+    model.held["held chunk"].set()
+    await asyncio.gather(load, labels)
+    assert model.runs[-1] == ["label 0", "label 1"]
+
+
+async def test_a_question_is_served_while_a_bulk_backlog_waits():
+    """A load's runs held (an event, in the model's own thread), a backlog of its
+    requests queued behind them: a question's run goes on the run kept for
+    interactive work, and its vector comes back while the load still waits."""
+    hold = threading.Event()
+
+    def model(texts: list[str]) -> np.ndarray:
+        if any(t.startswith("chunk") for t in texts):
+            assert hold.wait(10), "the bulk run was never released"
+        return np.array([[len(t), 0] for t in texts], dtype=np.float32)
+
+    batcher = Batcher(model, batch=1, runs=1)
+    backlog = [asyncio.ensure_future(bulk_embed(batcher, [f"chunk {i}"])) for i in range(20)]
+    question = await asyncio.wait_for(batcher.embed(["what is a cockatoo?"]), 10)
+    assert int(question[0][0]) == len("what is a cockatoo?")
+    assert not any(load.done() for load in backlog)
+    hold.set()
+    assert len(await asyncio.gather(*backlog)) == 20
 
 
 async def test_cancelled_requests_are_not_run():
+    set_lane(BULK)  # one run at a time here (runs=1)
     model = FakeModel()
     model.gate.clear()
     batcher = Batcher(model, batch=1)
@@ -87,6 +154,7 @@ async def test_cancelled_requests_are_not_run():
 
 
 async def test_a_failing_run_fails_its_requests_only():
+    set_lane(BULK)  # one run at a time here (runs=1)
     model = FakeModel(fail_on="bad")
     model.gate.clear()
     batcher = Batcher(model, batch=2)

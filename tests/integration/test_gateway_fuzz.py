@@ -61,8 +61,9 @@ DEADLINE = 15.0  # a hang guard: every answer comes long before
 TRACEBACK = ("Traceback (most recent call last)", 'File "/')
 # The one 5xx allowed: 502, a service's own failure record (PROTOCOL §3), of the types
 # this rig's scripted LLM causes (it never answers in the agent's format, nor in a
-# JSON template's schema). Anything else at 5xx is the gateway's fault.
-SERVICE_FAILURES = {"agent-error", "prompt-error"}
+# JSON template's schema, nor in one a fuzzed request gives). Anything else at 5xx is
+# the gateway's fault.
+SERVICE_FAILURES = {"agent-error", "prompt-error", "off-schema"}
 
 @dataclass(frozen=True)
 class Route:

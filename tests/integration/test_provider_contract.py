@@ -1,54 +1,24 @@
 """One contract, every LLM provider: each runs through its real SDK against a local
 server speaking that provider's streaming wire format (tests/support/*_server.py,
-each listing its ``CASES``)."""
+each listing its ``CASES``; the ``case`` fixture: tests/support/provider_cases.py).
+Answers under a JSON Schema: test_provider_schemas.py."""
 import asyncio
-import importlib
+import json
 import os
-import pkgutil
 import signal
 
 import pytest
 
-import tests.support
 from tests.support.local_llm import LOCAL_MAX_TOKENS, generating, predicted
 from tests.support.scripted_llm import PROMPT_TOKENS, answered, collect, expected_text
 from tests.support.waiting import eventually
-from trustgraph.base import Context
-from trustgraph.model.text_completion.choice import provider_module
+from trustgraph.base import Context, Items
 from trustgraph.model.text_completion.provider import LlmError, Options, Usage
 from trustgraph.model.text_completion.retry import Retrying
 from trustgraph.model.text_completion.service import completion_handler
 from trustgraph.schema import TextCompletionRequest
 
 SETTINGS = Options()  # a request asking nothing of its own: the settings apply
-
-
-def _cases():
-    for info in pkgutil.iter_modules(tests.support.__path__):
-        if info.name.endswith("_server"):
-            yield from importlib.import_module(f"tests.support.{info.name}").CASES
-
-
-CASES = sorted(_cases(), key=lambda case: case.name)
-
-
-@pytest.fixture(params=CASES, ids=[case.name for case in CASES])
-async def case(request):
-    case = request.param
-    server = await case.server().start()
-    module = provider_module(case.provider)
-    settings = module.Settings(**case.settings(server))
-
-    made = []
-
-    def provider(retries: int = 0) -> Retrying:
-        made.append(Retrying(module.make(settings), retries, base_delay=0.01))
-        return made[-1]
-
-    yield case, server, provider
-    for each in made:
-        await each.aclose()
-    await server.stop()
 
 
 async def test_streams_deltas_in_order_then_usage(case):
@@ -62,8 +32,8 @@ async def test_streams_deltas_in_order_then_usage(case):
 async def test_non_streaming_is_the_collected_stream(case):
     case, server, provider = case
     handler = completion_handler(provider())
-    records = [r async for r in handler(TextCompletionRequest(prompt="[tokens=9]"),
-                                        Context("t", "default", None))]
+    records = [r async for r in Items(handler(TextCompletionRequest(prompt="[tokens=9]"),
+                                              Context("t", "default", None)))]
     assert len(records) == 1 and records[0].end_of_stream
     assert records[0].response == expected_text(9)
     assert (records[0].in_token, records[0].out_token, records[0].model) == \
@@ -82,14 +52,14 @@ async def test_a_request_s_options_reach_the_wire_for_that_request_alone(case):
     honours = getattr(case, "honours", set(OPTIONS))
     asked = {**ASKED, "model": getattr(case, "asked_model", ASKED["model"])}
     handler = completion_handler(provider())
-    [record] = [r async for r in handler(TextCompletionRequest(prompt="[tokens=4]", **asked),
-                                         Context("t", "default", None))]
+    [record] = [r async for r in Items(handler(
+        TextCompletionRequest(prompt="[tokens=4]", **asked), Context("t", "default", None)))]
     assert record.response == expected_text(4)
     sent = server.asked()
     assert {name: sent[name] for name in honours} == {name: asked[name] for name in honours}
     assert all(sent[name] != asked[name] for name in set(OPTIONS) - honours)
-    [record] = [r async for r in handler(TextCompletionRequest(prompt="[tokens=2]"),
-                                         Context("t", "default", None))]
+    [record] = [r async for r in Items(handler(TextCompletionRequest(prompt="[tokens=2]"),
+                                               Context("t", "default", None)))]
     assert record.response == expected_text(2)
     settled = server.asked()
     assert all(settled[name] != asked[name] for name in OPTIONS)
@@ -160,11 +130,31 @@ class TestLocalModel:
 
     async def test_non_streaming_is_one_record_with_real_counts(self, local_llm):
         handler = completion_handler(Retrying(local_llm, 0))
-        records = [r async for r in handler(
+        records = [r async for r in Items(handler(
             TextCompletionRequest(system="Be brief.", prompt="Name a fruit."),
-            Context("t", "default", None))]
+            Context("t", "default", None)))]
         assert len(records) == 1 and records[0].end_of_stream and records[0].response
         assert records[0].in_token > 0 and 0 < records[0].out_token <= LOCAL_MAX_TOKENS
+
+    async def test_an_answer_under_a_schema_is_held_to_it_by_the_grammar(self, local_llm):
+        # llama.cpp's json_schema becomes a grammar that constrains sampling: even the
+        # demo model answers in the shape, with words it would hardly choose unasked,
+        # streamed as it writes them and checked at the end.
+        # Written in the schema's order (not sorted: the agent's thought comes first).
+        schema = {"type": "object", "additionalProperties": False,
+                  "required": ["count", "colour"],
+                  "properties": {"count": {"type": "integer", "minimum": 1, "maximum": 9},
+                                 "colour": {"type": "string", "enum": ["vermilion", "teal"]}}}
+        handler = completion_handler(Retrying(local_llm, 0))
+        for streaming in (False, True):
+            records = [r async for r in Items(handler(TextCompletionRequest(
+                prompt="Name a colour and a number.", json_schema=schema,
+                streaming=streaming), Context("t", "default", None)))]
+            text = "".join(getattr(r, "text", None) or r.response for r in records)
+            value = json.loads(text)
+            assert value["colour"] in ("vermilion", "teal") and 1 <= value["count"] <= 9
+            assert list(value) == ["count", "colour"]
+            assert records[-1].end_of_stream and (len(records) > 2) == streaming
 
     async def test_a_request_s_options_apply_to_it_alone_but_its_model_is_the_gguf(
             self, local_llm):

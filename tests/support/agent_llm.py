@@ -20,11 +20,13 @@ SYSTEM = {id: template.system for id, template in AGENT_TEMPLATES.items()}
 
 
 def step(thought: str, tool: str, **arguments) -> str:
-    return f"Thought: {thought}\nAction: {tool}\nArgs: {json.dumps(arguments)}\n"
+    """A ReAct step calling ``tool``, as the step schema shapes it."""
+    return json.dumps({"thought": thought, "next": {"tool": tool, "arguments": arguments}})
 
 
 def final(thought: str, answer: str) -> str:
-    return f"Thought: {thought}\nFinal Answer: {answer}"
+    """A ReAct step giving the final answer, as the step schema shapes it."""
+    return json.dumps({"thought": thought, "next": {"final_answer": answer}})
 
 
 @dataclass

@@ -1,8 +1,12 @@
 """Anthropic Messages wire format: SSE events ``message_start`` (input tokens),
 ``content_block_start``, ``ping``, ``content_block_delta`` (``text_delta``) per token,
 ``content_block_stop``, ``message_delta`` (output tokens), ``message_stop``; errors as
-an ``error`` event, or an HTTP status with Anthropic's JSON error body. Also Claude
-on Vertex AI: the same stream behind Vertex's ``:streamRawPredict`` path."""
+an ``error`` event, or an HTTP status with Anthropic's JSON error body. A request
+forcing a tool (``tool_choice`` ``{"type": "tool"}``: how a schema is asked for) is
+answered with that tool's input instead: a ``tool_use`` block whose JSON streams as
+``input_json_delta`` pieces, stopping with ``tool_use``. Also Claude on Vertex AI: the
+same stream behind Vertex's ``:streamRawPredict`` path."""
+import contextvars
 import json
 
 from aiohttp import web
@@ -12,6 +16,8 @@ from .scripted_llm import PROMPT_TOKENS, Script, ScriptedServer, expected_text  
 ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error",
                403: "permission_error", 404: "not_found_error", 413: "request_too_large",
                429: "rate_limit_error", 500: "api_error", 529: "overloaded_error"}
+
+_forced = contextvars.ContextVar("forced_tool", default=False)  # this request's answer
 
 
 class AnthropicServer(ScriptedServer):
@@ -25,10 +31,28 @@ class AnthropicServer(ScriptedServer):
     def routes(self, app: web.Application) -> None:
         app.router.add_post("/v1/messages", self.handle)
 
-    def asked(self) -> dict:
-        body = self.last_body or {}
+    def options(self, body: dict) -> dict:
         return {"model": body.get("model"), "max_tokens": body.get("max_tokens"),
                 "temperature": body.get("temperature"), "stop": body.get("stop_sequences")}
+
+    def shape(self, body: dict) -> dict | None:
+        """The ``input_schema`` of the tool ``tool_choice`` forces."""
+        tool = self._forced_tool(body)
+        return None if tool is None else {"mechanism": "forced tool input_schema",
+                                          "schema": tool["input_schema"]}
+
+    async def handle(self, request: web.Request, body: dict | None = None
+                     ) -> web.StreamResponse:
+        body = body if body is not None else await request.json()
+        _forced.set(self._forced_tool(body) is not None)
+        return await super().handle(request, body)
+
+    @staticmethod
+    def _forced_tool(body: dict) -> dict | None:
+        choice = body.get("tool_choice") or {}
+        if choice.get("type") != "tool":
+            return None
+        return next(tool for tool in body.get("tools", ()) if tool["name"] == choice["name"])
 
     def prompt_text(self, body: dict) -> str:
         parts = [body.get("system") or ""]
@@ -59,14 +83,18 @@ class AnthropicServer(ScriptedServer):
             **self._message([], None),
             "usage": {"input_tokens": PROMPT_TOKENS, "output_tokens": 1,
                       "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}}})
+        block = {"type": "tool_use", "id": "toolu_fake", "name": "answer", "input": {}} \
+            if _forced.get() else {"type": "text", "text": ""}
         await self._event(response, {"type": "content_block_start", "index": 0,
-                                     "content_block": {"type": "text", "text": ""}})
+                                     "content_block": block})
         await self._event(response, {"type": "ping"})
         return response
 
     async def write_token(self, response: web.StreamResponse, text: str) -> None:
+        delta = {"type": "input_json_delta", "partial_json": text} if _forced.get() \
+            else {"type": "text_delta", "text": text}
         await self._event(response, {"type": "content_block_delta", "index": 0,
-                                     "delta": {"type": "text_delta", "text": text}})
+                                     "delta": delta})
 
     async def write_error(self, response: web.StreamResponse, message: str) -> None:
         await self._event(response, {"type": "error", "error": {
@@ -76,7 +104,8 @@ class AnthropicServer(ScriptedServer):
         await self._event(response, {"type": "content_block_stop", "index": 0})
         await self._event(response, {
             "type": "message_delta",
-            "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+            "delta": {"stop_reason": "tool_use" if _forced.get() else "end_turn",
+                      "stop_sequence": None},
             "usage": {"output_tokens": script.tokens}})
         await self._event(response, {"type": "message_stop"})
 
@@ -115,9 +144,9 @@ class VertexClaudeServer(AnthropicServer):
                           "region": request.match_info["region"], "method": method}
         return await self.handle(request)
 
-    def asked(self) -> dict:
+    def options(self, body: dict) -> dict:
         """The model is in the path (the SDK moves it there from the body)."""
-        return {**super().asked(), "model": (self.last_path or {}).get("model")}
+        return {**super().options(body), "model": (self.last_path or {}).get("model")}
 
     def error_response(self, status: int, message: str) -> web.Response:
         if status == 429:
@@ -134,6 +163,7 @@ class Case:
     """How the provider contract suite runs the ``anthropic`` provider against this server."""
 
     name = "anthropic"
+    mechanism = "forced tool input_schema"
     provider = "anthropic"
     server = AnthropicServer
     model = AnthropicServer.model
@@ -146,6 +176,7 @@ class Case:
 
 class VertexClaudeCase:
     name = "vertexai-claude"
+    mechanism = "forced tool input_schema"
     provider = "vertexai-claude"
     server = VertexClaudeServer
     model = VertexClaudeServer.model

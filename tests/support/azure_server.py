@@ -30,9 +30,9 @@ class AzureServer(OpenAiServer):
             return self.error_response(404, "Resource not found (no api-version)")
         return await self.handle(request)
 
-    def asked(self) -> dict:
+    def options(self, body: dict) -> dict:
         """Azure routes by deployment: the model asked for is the one in the path."""
-        return {**super().asked(), "model": self.calls[-1][0]}
+        return {**super().options(body), "model": self.calls[-1][0]}
 
     async def open_stream(self, request: web.Request, body: dict) -> web.StreamResponse:
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
@@ -48,6 +48,7 @@ class Case:
     """How the provider contract suite runs the ``azure`` provider against this server."""
 
     name = "azure"
+    mechanism = "response_format json_schema strict"
     provider = "azure"
     server = AzureServer
     model = AzureServer.model

@@ -6,8 +6,12 @@ those 8 bytes), headers (name length byte, name, type byte 7 = string, uint16 va
 length, value), the JSON payload, then the CRC32 of everything before it. Headers
 ``:message-type`` event|exception, ``:event-type`` (messageStart, contentBlockDelta,
 contentBlockStop, messageStop, metadata) or ``:exception-type``, ``:content-type``.
-HTTP errors carry ``x-amzn-ErrorType`` and a JSON ``{"message": ...}``.
+HTTP errors carry ``x-amzn-ErrorType`` and a JSON ``{"message": ...}``. A request
+forcing a tool (``toolConfig.toolChoice.tool``: how a schema is asked for) is
+answered with that tool's input: a ``toolUse`` block whose JSON streams as
+``toolUse.input`` deltas, stopping with ``tool_use``.
 """
+import contextvars
 import json
 import struct
 import zlib
@@ -19,6 +23,8 @@ from .scripted_llm import PROMPT_TOKENS, Script, ScriptedServer
 ERROR_TYPES = {400: "ValidationException", 403: "AccessDeniedException",
                404: "ResourceNotFoundException", 429: "ThrottlingException",
                500: "InternalServerException", 503: "ServiceUnavailableException"}
+
+_forced = contextvars.ContextVar("forced_tool", default=False)  # this request's answer
 
 
 def frame(headers: dict[str, str], payload: dict) -> bytes:
@@ -60,7 +66,9 @@ class BedrockServer(ScriptedServer):
         self.model_ids.append(request.match_info["model_id"])
         if not request.headers.get("Authorization", "").startswith("AWS4-HMAC-SHA256 "):
             return self.error_response(403, "the request is not SigV4-signed")
-        return await self.handle(request)
+        body = await request.json()
+        _forced.set(self._forced_tool(body) is not None)
+        return await self.handle(request, body)
 
     def prompt_text(self, body: dict) -> str:
         blocks = [*body.get("system", ())]
@@ -71,10 +79,23 @@ class BedrockServer(ScriptedServer):
     def wants_stream(self, body: dict) -> bool:
         return True  # only the streaming operation is served
 
-    def asked(self) -> dict:
+    def shape(self, body: dict) -> dict | None:
+        """The ``inputSchema`` of the tool ``toolChoice`` forces."""
+        tool = self._forced_tool(body)
+        return None if tool is None else {"mechanism": "forced tool inputSchema",
+                                          "schema": tool["inputSchema"]["json"]}
+
+    @staticmethod
+    def _forced_tool(body: dict) -> dict | None:
+        config = body.get("toolConfig") or {}
+        name = ((config.get("toolChoice") or {}).get("tool") or {}).get("name")
+        specs = [tool["toolSpec"] for tool in config.get("tools", ())]
+        return next((spec for spec in specs if spec["name"] == name), None)
+
+    def options(self, body: dict) -> dict:
         """The model is the path's ``modelId``, the sampling options in
         ``inferenceConfig``."""
-        config = (self.last_body or {}).get("inferenceConfig") or {}
+        config = body.get("inferenceConfig") or {}
         return {"model": self.model_ids[-1], "max_tokens": config.get("maxTokens"),
                 "temperature": config.get("temperature"), "stop": config.get("stopSequences")}
 
@@ -89,18 +110,23 @@ class BedrockServer(ScriptedServer):
             "x-amzn-RequestId": "00000000-0000-0000-0000-000000000000"})
         await response.prepare(request)
         await response.write(event("messageStart", {"role": "assistant"}))
+        if _forced.get():
+            await response.write(event("contentBlockStart", {"contentBlockIndex": 0, "start": {
+                "toolUse": {"toolUseId": "tooluse_fake", "name": "answer"}}}))
         return response
 
     async def write_token(self, response: web.StreamResponse, text: str) -> None:
+        delta = {"toolUse": {"input": text}} if _forced.get() else {"text": text}
         await response.write(event("contentBlockDelta",
-                                   {"contentBlockIndex": 0, "delta": {"text": text}}))
+                                   {"contentBlockIndex": 0, "delta": delta}))
 
     async def write_error(self, response: web.StreamResponse, message: str) -> None:
         await response.write(exception("modelStreamErrorException", message))
 
     async def write_end(self, response: web.StreamResponse, body: dict, script: Script) -> None:
         await response.write(event("contentBlockStop", {"contentBlockIndex": 0}))
-        await response.write(event("messageStop", {"stopReason": "end_turn"}))
+        await response.write(event("messageStop", {
+            "stopReason": "tool_use" if _forced.get() else "end_turn"}))
         await response.write(event("metadata", {
             "usage": {"inputTokens": PROMPT_TOKENS, "outputTokens": script.tokens,
                       "totalTokens": PROMPT_TOKENS + script.tokens},
@@ -111,6 +137,7 @@ class Case:
     """How the provider contract suite runs the ``bedrock`` provider against this server."""
 
     name = "bedrock"
+    mechanism = "forced tool inputSchema"
     provider = "bedrock"
     server = BedrockServer
     model = BedrockServer.model  # the provider's default model id, reported as the model

@@ -21,10 +21,17 @@ class CohereServer(ScriptedServer):
     def routes(self, app: web.Application) -> None:
         app.router.add_post("/v2/chat", self.handle)
 
-    def asked(self) -> dict:
-        body = self.last_body or {}
+    def options(self, body: dict) -> dict:
         return {"model": body.get("model"), "max_tokens": body.get("max_tokens"),
                 "temperature": body.get("temperature"), "stop": body.get("stop_sequences")}
+
+    def shape(self, body: dict) -> dict | None:
+        """Cohere's ``response_format`` ``json_object`` with its ``json_schema``."""
+        format = body.get("response_format") or {}
+        if format.get("type") != "json_object" or "json_schema" not in format:
+            return None
+        return {"mechanism": "response_format json_object json_schema",
+                "schema": format["json_schema"]}
 
     def prompt_text(self, body: dict) -> str:
         return " ".join(str(m.get("content", "")) for m in body.get("messages", []))
@@ -80,6 +87,7 @@ class Case:
     """How the provider contract suite runs the ``cohere`` provider against this server."""
 
     name = "cohere"
+    mechanism = "response_format json_object json_schema"
     provider = "cohere"
     server = CohereServer
     model = CohereServer.model

@@ -51,13 +51,24 @@ class GeminiServer(ScriptedServer):
     def wants_stream(self, body: dict) -> bool:
         return _streaming.get()
 
-    def asked(self) -> dict:
+    def options(self, body: dict) -> dict:
         """The model is in the path (``.../models/{model}:method``), the sampling
         options in ``generationConfig``."""
-        config = (self.last_body or {}).get("generationConfig") or {}
+        config = body.get("generationConfig") or {}
         return {"model": self.last_path.rpartition("/models/")[2].partition(":")[0],
                 "max_tokens": config.get("maxOutputTokens"),
                 "temperature": config.get("temperature"), "stop": config.get("stopSequences")}
+
+    def shape(self, body: dict) -> dict | None:
+        """``generationConfig.responseJsonSchema`` (JSON Schema as it is), which
+        needs ``responseMimeType: application/json``."""
+        config = body.get("generationConfig") or {}
+        if "responseJsonSchema" not in config:
+            return None
+        if config.get("responseMimeType") != "application/json":
+            raise AssertionError("responseJsonSchema without the JSON MIME type")
+        return {"mechanism": "generationConfig responseJsonSchema",
+                "schema": config["responseJsonSchema"]}
 
     def error_response(self, status: int, message: str) -> web.Response:
         return web.json_response(self._error(status, message), status=status)
@@ -105,6 +116,7 @@ class GoogleAiStudioCase:
     """How the provider contract suite runs ``googleaistudio`` against this server."""
 
     name = "googleaistudio"
+    mechanism = "generationConfig responseJsonSchema"
     provider = "googleaistudio"
     server = GeminiServer
     model = GeminiServer.model
@@ -120,6 +132,7 @@ class VertexAiCase:
     a fixed OAuth access token so no Google credentials are needed."""
 
     name = "vertexai"
+    mechanism = "generationConfig responseJsonSchema"
     provider = "vertexai"
     server = GeminiServer
     model = GeminiServer.model

@@ -54,6 +54,7 @@ class Case:
     """How the provider contract suite runs the ``mistral`` provider against this server."""
 
     name = "mistral"
+    mechanism = "response_format json_schema strict"
     provider = "mistral"
     server = MistralServer
     model = MistralServer.model

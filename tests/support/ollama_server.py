@@ -21,11 +21,15 @@ class OllamaServer(ScriptedServer):
     def routes(self, app: web.Application) -> None:
         app.router.add_post("/api/chat", self.handle)
 
-    def asked(self) -> dict:
-        body = self.last_body or {}
+    def options(self, body: dict) -> dict:
         options = body.get("options") or {}
         return {"model": body.get("model"), "max_tokens": options.get("num_predict"),
                 "temperature": options.get("temperature"), "stop": options.get("stop")}
+
+    def shape(self, body: dict) -> dict | None:
+        """Ollama's ``format``: "json", or a JSON Schema."""
+        schema = body.get("format")
+        return {"mechanism": "format", "schema": schema} if isinstance(schema, dict) else None
 
     def prompt_text(self, body: dict) -> str:
         return " ".join(str(m.get("content", "")) for m in body.get("messages", []))
@@ -72,6 +76,7 @@ class Case:
     """How the provider contract suite runs the ``ollama`` provider against this server."""
 
     name = "ollama"
+    mechanism = "format"
     provider = "ollama"
     server = OllamaServer
     model = OllamaServer.model

@@ -1,5 +1,7 @@
 """OpenAI chat-completions wire format: SSE ``data: {chunk}`` lines, a usage chunk
-when ``stream_options.include_usage`` is set, then ``data: [DONE]``."""
+when ``stream_options.include_usage`` is set, then ``data: [DONE]``. A schema is
+read from ``response_format`` ``json_schema`` (as OpenAI, Azure, Mistral, vLLM and
+LM Studio take it)."""
 import json
 
 from aiohttp import web
@@ -30,9 +32,18 @@ class OpenAiServer(ScriptedServer):
         return {"max_tokens": body.get("max_tokens"), "temperature": body.get("temperature"),
                 "stop": body.get("stop")}
 
-    def asked(self) -> dict:
-        body = self.last_body or {}
+    def options(self, body: dict) -> dict:
         return {"model": body.get("model"), **self.sampled(body)}
+
+    def shape(self, body: dict) -> dict | None:
+        """OpenAI's structured outputs: ``response_format`` ``json_schema`` (its
+        ``strict`` flag said in the mechanism)."""
+        format = body.get("response_format") or {}
+        if format.get("type") != "json_schema":
+            return None
+        spec = format["json_schema"]
+        strict = " strict" if spec.get("strict") else ""
+        return {"mechanism": f"response_format json_schema{strict}", "schema": spec["schema"]}
 
     def error_response(self, status: int, message: str) -> web.Response:
         return web.json_response({"error": {"message": message, "type": "server_error"}},
@@ -85,6 +96,7 @@ class Case:
     """How the provider contract suite runs the ``openai`` provider against this server."""
 
     name = "openai"
+    mechanism = "response_format json_schema strict"
     provider = "openai"
     server = OpenAiServer
     model = OpenAiServer.model

@@ -51,7 +51,7 @@ class RagLlm(OpenAiServer):
     """Answers the query-rewrite and query-decompose prompts as a model would (they
     are told apart by their system prompts); every other prompt as scripted."""
 
-    answers = {DEFAULT_TEMPLATES["query-rewrite"].system: REWRITE,
+    answers = {DEFAULT_TEMPLATES["query-rewrite"].system: json.dumps({"query": REWRITE}),
                DEFAULT_TEMPLATES["query-decompose"].system: json.dumps(SUBQUERIES)}
 
     async def handle(self, request, body=None):

@@ -9,10 +9,13 @@ cut the connection after N tokens; garble_after: a line of malformed JSON after 
 tokens, then the connection held open, silent; status: answer with that HTTP status
 instead (only the first ``fail_times`` such requests when given, then normally).
 
-A test that needs particular words (an agent's "Thought: ... Action: ...") sets
+A test that needs particular words (an agent's step, an answer under a schema) sets
 ``server.reply``: a function of the prompt text returning the answer for that
 request, or None for the scripted tokens. The answer is streamed a word at a time
-(``words``), with the directive's timing and failures.
+(``words``), with the directive's timing and failures; a request that asks for a
+JSON Schema in the format's own way is answered where that format puts such an
+answer (Anthropic's and Bedrock's forced tool: the tool's input), whatever the reply
+says, so a test can send an off-schema answer.
 """
 import asyncio
 import re
@@ -141,10 +144,15 @@ class ScriptedServer:
     def prompt_text(self, body: dict) -> str:
         raise NotImplementedError
 
-    def asked(self) -> dict:
-        """What the last request asked besides its text, as it was sent: its
-        ``model``, ``max_tokens``, ``temperature`` and ``stop`` (the provider
-        ``Options`` names), None where it sent none."""
+    def options(self, body: dict) -> dict:
+        """What a request asked besides its text, as it was sent: its ``model``,
+        ``max_tokens``, ``temperature`` and ``stop`` (the provider ``Options``
+        names), None where it sent none."""
+        raise NotImplementedError
+
+    def shape(self, body: dict) -> dict | None:
+        """The JSON Schema a request asked the answer to match, read the way this
+        server reads it: ``{"mechanism": <where it was>, "schema": <it>}``, or None."""
         raise NotImplementedError
 
     def wants_stream(self, body: dict) -> bool:
@@ -169,6 +177,12 @@ class ScriptedServer:
         raise NotImplementedError
 
     # --- common behaviour ---------------------------------------------------------
+    def asked(self) -> dict:
+        """What the last request asked besides its text (``options``), and its
+        ``schema`` (``shape``)."""
+        body = self.last_body or {}
+        return {**self.options(body), "schema": self.shape(body)}
+
     @property
     def prompts(self) -> list[str]:
         """Every prompt text, in the order the requests arrived."""

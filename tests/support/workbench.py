@@ -11,6 +11,7 @@ import re
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 
+from tests.support.agent_llm import final
 from tests.support.browser import wait_until
 from tests.support.openai_server import OpenAiServer
 from tests.support.scripted_llm import Script
@@ -21,9 +22,9 @@ CANNED = {
     "xss": 'Safe **bold** text. <script>window.__xss = "script"</script>'
            '<img src="x" onerror="window.__xss = \'img\'"> '
            '<a href="javascript:window.__xss=\'link\'">link</a> end.',
-    # A ReAct step that ends the dialog (the agent service's format).
-    "react": "Thought: The Apollo document names them.\n"
-             "Final Answer: Neil **Armstrong** and Buzz Aldrin walked on the Moon.",
+    # A ReAct step that ends the dialog (the agent's step schema).
+    "react": final("The Apollo document names them.",
+                   "Neil **Armstrong** and Buzz Aldrin walked on the Moon."),
 }
 
 

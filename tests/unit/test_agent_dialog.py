@@ -4,9 +4,11 @@ limits, the ask pattern's routes, sessions saved only after the answer, and a cl
 dialog closing its LLM stream."""
 import asyncio
 from contextlib import aclosing
+from dataclasses import dataclass
 
 import pytest
 
+from tests.support.agent_llm import final, step
 from trustgraph.agent.ask import AskLimits, Prepared, ask, final_prompt, parse_route
 from trustgraph.agent.dialog import Dialog, run_dialog
 from trustgraph.agent.react import MAX_MALFORMED, ReactLimits, react
@@ -26,33 +28,48 @@ from trustgraph.schema import (
     Usage,
     encode,
 )
+from trustgraph.schema.text_completion import OFF_SCHEMA
 
-STEP_1 = 'Thought: I need facts.\nAction: knowledge-query\nArgs: {"question": "Who?"}\n'
-STEP_2 = "Thought: Now I know.\nFinal Answer: Neil Armstrong."
+STEP_1 = step("I need facts.", "knowledge-query", question="Who?")
+STEP_2 = final("Now I know.", "Neil Armstrong.")
 LLM_IN, LLM_OUT, RAG_IN, RAG_OUT = 100, 20, 7, 3
+
+
+@dataclass
+class Refused:
+    """A reply that text-completion's check refuses once it has streamed: off the
+    step schema, or cut short."""
+    text: str
+    problem: str
 
 
 class ScriptedPrompts:
     """``PromptClient``: each call answers the next scripted text (streamed in
-    4-character deltas), or a json template its object; remembers the calls and
-    closed streams."""
+    4-character deltas; a ``Refused`` one then fails), or a json template its
+    object; remembers the calls, their schemas and closed streams."""
 
     def __init__(self, texts: list[str], objects: dict[str, object] | None = None,
                  block_after: int | None = None) -> None:
         self.texts = list(texts)
         self.objects = objects or {}
         self.calls: list[tuple[str, dict]] = []
+        self.schemas: list[dict | None] = []
         self.closed = 0
         self.block_after = block_after  # deltas a stream sends before it stalls
 
-    async def stream(self, id, variables, last, model=None):
+    async def stream(self, id, variables, last, model=None, schema=None):
         self.calls.append((id, variables))
+        self.schemas.append(schema)
         text = self.texts.pop(0)
+        text, error = (text.text, Error(type=OFF_SCHEMA, message=text.problem)) \
+            if isinstance(text, Refused) else (text, None)
         try:
             for i in range(0, len(text), 4):
                 yield Delta(text[i:i + 4])
                 if self.block_after is not None and i // 4 + 1 >= self.block_after:
                     await asyncio.Event().wait()  # an LLM that goes quiet mid-answer
+            if error is not None:
+                raise ServiceError(error)
             yield last(PromptResponse(text="", end_of_stream=True, in_token=LLM_IN,
                                       out_token=LLM_OUT, model="m"))
         except GeneratorExit:
@@ -176,25 +193,76 @@ async def test_not_streaming_is_the_same_dialog_collected(sessions):
     assert frame.out_token == 2 * LLM_OUT + RAG_OUT
 
 
-async def test_malformed_steps_are_told_to_the_model_then_fail(sessions):
-    bad = ["Thought: hmm.", "Thought: t\nAction: no-such-tool\nArgs: {}",
-           'Thought: t\nAction: knowledge-query\nArgs: {broken']
+NO_NEXT = "the model's answer does not match its schema at /: 'next' is a required property"
+CUT = "the model's answer is not valid JSON (EOF while parsing a string)"
+
+
+async def test_replies_off_the_step_schema_are_told_to_the_model_then_fail(sessions):
+    bad = [Refused('{"thought": "hmm."}', NO_NEXT),
+           Refused('{"thought": "t", "next": {"tool": "knowledge-query", "argu', CUT),
+           Refused('{"thought": "t", "next": {"tool": "knowledge-query", "arguments": {', CUT)]
     prompts = ScriptedPrompts(bad[:MAX_MALFORMED] + [STEP_2])
     frames = await frames_of(dialog(prompts, rag_clients(), streaming=True), react_pattern(),
                              sessions)
     told = [f.content for f in frames if f.chunk_type == "observation"]
-    assert len(told) == MAX_MALFORMED
-    assert told[0].startswith("Your reply had no Action and no Final Answer")
-    assert "no tool called 'no-such-tool'" in told[1]
+    assert told == [f"Your reply could not be used: {NO_NEXT}",
+                    f"Your reply could not be used: {CUT}"]
+    # Each refused step's thought streamed, and ended, before what the model is told.
+    assert collapsed(frames)[:3] == [("thought", False, False), ("thought", True, False),
+                                     ("observation", True, False)]
     assert frames[-1].end_of_dialog and frames[-1].chunk_type == "answer"
 
     prompts = ScriptedPrompts(bad)
     with pytest.raises(HandledError, match="could not be followed 3 times; last: the "
-                                           "arguments are not JSON"):
+                                           "model's answer is not valid JSON"):
         await frames_of(dialog(prompts, rag_clients(), streaming=True), react_pattern(),
                         sessions)
     assert await sessions.turns("ann", "s1", 10) == [Turn("Who walked on the Moon?",
                                                           "Neil Armstrong.")]
+
+
+async def test_a_tool_the_server_let_through_unoffered_is_told_to_the_model(sessions):
+    prompts = ScriptedPrompts([step("t", "no-such-tool"), STEP_2])
+    frames = await frames_of(dialog(prompts, rag_clients(), streaming=True), react_pattern(),
+                             sessions)
+    [told] = [f.content for f in frames if f.chunk_type == "observation"]
+    assert "there is no tool called 'no-such-tool'" in told
+
+
+async def test_an_answer_cut_short_ends_the_dialog_as_it_stands(sessions):
+    prompts = ScriptedPrompts([Refused('{"thought": "I know.", "next": {"final_answer": '
+                                       '"Neil Arm', CUT)])
+    frames = await frames_of(dialog(prompts, rag_clients(), streaming=True), react_pattern(),
+                             sessions)
+    assert "".join(f.content for f in frames if f.chunk_type == "answer") == "Neil Arm"
+    assert frames[-1].end_of_dialog and not any(f.chunk_type == "error" for f in frames)
+
+
+def offers_tools(schema: dict) -> bool:
+    return "anyOf" in schema["properties"]["next"]
+
+
+async def test_each_step_is_asked_under_the_step_schema_the_last_one_answer_only(sessions):
+    prompts = ScriptedPrompts([STEP_1, STEP_2])
+    await frames_of(dialog(prompts, rag_clients(), streaming=True), react_pattern(2), sessions)
+    first, last = prompts.schemas
+    assert offers_tools(first) and not offers_tools(last)
+    tools = [choice["properties"]["tool"]["enum"] for choice in
+             first["properties"]["next"]["anyOf"] if "tool" in choice["properties"]]
+    assert tools == [["document-query"], ["knowledge-query"]]
+    assert last["properties"]["next"]["required"] == ["final_answer"]
+
+
+async def test_a_repeated_call_is_not_run_again_and_the_next_step_must_answer(sessions):
+    prompts = ScriptedPrompts([STEP_1, STEP_1, STEP_2])
+    services = rag_clients()
+    frames = await frames_of(dialog(prompts, services, streaming=True), react_pattern(),
+                             sessions)
+    # Its observation is the earlier call's result, given again.
+    assert [f.content for f in frames if f.chunk_type == "observation"] == [
+        "Armstrong (ann/space)", "Armstrong (ann/space)"]
+    assert len((await services.get("graph-rag")).requests) == 1
+    assert [offers_tools(schema) for schema in prompts.schemas] == [True, True, False]
 
 
 async def test_max_iterations_ends_with_a_clear_error(sessions):
@@ -208,7 +276,7 @@ async def test_max_iterations_ends_with_a_clear_error(sessions):
 
 
 async def test_closing_the_dialog_closes_the_llm_stream_and_saves_nothing(sessions):
-    prompts = ScriptedPrompts([STEP_2], block_after=3)  # "Thou", "ght:", " Now"
+    prompts = ScriptedPrompts([STEP_2], block_after=4)  # ... '"Now': the thought begins
     d = dialog(prompts, rag_clients(), sessions=sessions, streaming=True)
     async with aclosing(Items(run_dialog(d, react_pattern()).stream)) as frames:
         first = await anext(frames)
@@ -218,8 +286,8 @@ async def test_closing_the_dialog_closes_the_llm_stream_and_saves_nothing(sessio
 
 async def test_an_llm_failure_mid_thought_is_a_clear_agent_error(sessions):
     class Failing(ScriptedPrompts):
-        async def stream(self, id, variables, last, model=None):
-            yield Delta("Thought: I ")
+        async def stream(self, id, variables, last, model=None, schema=None):
+            yield Delta('{"thought": "I ')
             raise ServiceError(Error(type="text-completion-error", message="rate limited"))
 
     with pytest.raises(HandledError, match=r"asking the model \(agent-react\) failed: "

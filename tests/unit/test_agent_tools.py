@@ -2,8 +2,7 @@
 each kind calls with the request's scope and arguments."""
 import pytest
 
-from trustgraph.agent.react_parser import BadArguments
-from trustgraph.agent.tool_calls import ToolFailed, question_of, run_tool
+from trustgraph.agent.tool_calls import BadArguments, ToolFailed, question_of, run_tool
 from trustgraph.agent.toolbox import DEFAULT_TOOLS, Toolbox, described
 from trustgraph.base import ServiceError
 from trustgraph.base.requester import Calls

@@ -23,6 +23,7 @@ from trustgraph.base import (
     Timing,
 )
 from trustgraph.base.clients import Clients
+from trustgraph.base.lanes import Slots
 from trustgraph.base.local import LocalRequester, LocalServices
 from trustgraph.base.service import ServiceRunner
 from trustgraph.schema import (
@@ -46,7 +47,7 @@ def runner(handler, concurrency: int = 8, backlog: int = 100) -> ServiceRunner:
     service = Service("llm", TextCompletionRequest, TextCompletionResponse, handler,
                       error_type="llm-error")
     runtime = Runtime("test", "test-1", ProcessorSettings(), None, None, TIMING)
-    return ServiceRunner(None, service, "default", runtime, {}, asyncio.Semaphore(concurrency),
+    return ServiceRunner(None, service, "default", runtime, {}, Slots(concurrency),
                          backlog, None)
 
 
@@ -193,7 +194,7 @@ async def test_leaving_early_closes_the_handler_before_returning():
     assert decode(TextCompletionResponse, data).response == "first " and not final
     await frames.aclose()
     assert handler.closed.is_set()  # at once: no waiting for it
-    assert serving._inflight == {} and not serving._limit.locked()
+    assert serving._inflight == {} and serving._limit.in_use == 0
 
 
 async def test_cancelling_the_callers_task_closes_the_handler():

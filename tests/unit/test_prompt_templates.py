@@ -145,7 +145,29 @@ def test_the_shipped_defaults():
     assert "- calc: d\n" in templates.get("agent-react").render(examples["agent-react"])[1]
     history = {**examples["agent-react"], "history": [
         {"thought": "t", "action": "calc", "arguments": {"e": "2+2"}, "observation": "4"}]}
-    assert 'Args: {"e": "2+2"}\nObservation: 4' in templates.get("agent-react").render(history)[1]
+    assert 'Tool: calc {"e": "2+2"}\nObservation: 4' in templates.get("agent-react").render(
+        history)[1]
+
+
+def test_every_shipped_json_template_has_a_schema_that_bounds_its_answer():
+    # A model held to the schema ends its answer: every string and list is bounded.
+    def bounded(schema):
+        kind = schema.get("type")
+        if kind == "string" and "enum" not in schema:
+            assert schema.get("maxLength"), schema
+        if kind == "array":
+            assert schema.get("maxItems") and bounded(schema["items"]) is None, schema
+        for inner in (schema.get("properties") or {}).values():
+            bounded(inner)
+    shaped = {id: template.json_schema for id, template in DEFAULT_TEMPLATES.items()
+              if template.response_type != "text"}
+    assert set(shaped) == {"extract-definitions", "extract-relationships", "query-rewrite",
+                           "query-decompose", "rerank", "eval-judge", "agent-classify"}
+    for id, schema in shaped.items():
+        assert schema is not None, id
+        bounded(schema)
+    assert shaped["agent-classify"]["properties"]["route"]["enum"] == [
+        "knowledge", "code", "conversational"]
 
 
 def test_default_json_schemas_accept_their_own_examples():

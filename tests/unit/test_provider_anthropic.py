@@ -4,7 +4,7 @@ import pytest
 
 from tests.support.anthropic_server import AnthropicServer, VertexClaudeServer, expected_text
 from tests.support.scripted_llm import answered
-from trustgraph.base import Context
+from trustgraph.base import Context, Items
 from trustgraph.model.text_completion.anthropic import provider as anthropic_provider
 from trustgraph.model.text_completion.provider import LlmError, Options, Overloaded
 from trustgraph.model.text_completion.retry import Retrying
@@ -73,9 +73,9 @@ async def test_overload_after_the_first_text_is_an_llm_error_and_not_retried(ser
     # The text-completion service reads the rest of the answer from the provider's own
     # generator: an overload there ends the answer with an LlmError, the text kept.
     server.stream_error_type = "overloaded_error"
-    answer = completion_handler(claude(server, retries=2))(
+    answer = Items(completion_handler(claude(server, retries=2))(
         TextCompletionRequest(prompt="[tokens=5 fail_after=2]", streaming=True),
-        Context("t", "default", None))
+        Context("t", "default", None)))
     texts = []
     with pytest.raises(LlmError, match="overloaded mid-answer") as error:
         async for delta in answer:

@@ -158,6 +158,25 @@ async def test_keep_alives_hold_a_quiet_request_until_its_timeout(clock):
         await waiting
 
 
+async def test_a_request_queued_behind_other_work_is_not_timed_out(clock):
+    """Keep-alives that say ``queued`` (the service is busy, not stuck) start the wait
+    for a record again; once they stop saying it, the timeout runs from the last."""
+    request = call()
+    request.accept(queued=True)
+    waiting = await pending(request.next())
+    for _ in range(int(3 * TIMING.timeout / TIMING.keep_alive)):  # three timeouts long
+        await clock.advance(TIMING.keep_alive)
+        request.accept(queued=True)
+    assert not waiting.done()
+    for _ in range(int(TIMING.timeout / TIMING.keep_alive) - 1):  # working: not queued
+        await clock.advance(TIMING.keep_alive)
+        request.accept()
+    assert not waiting.done()
+    await clock.advance(TIMING.keep_alive)
+    with pytest.raises(RequestTimeout, match="sent nothing for 30 s"):
+        await waiting
+
+
 async def test_each_record_gives_the_next_its_own_timeout(clock):
     timing = Timing(timeout=3.0, keep_alive=2.0)  # liveness 10 s: the timeout decides
     request = call(timing)
@@ -232,6 +251,20 @@ async def test_keep_alives_only_for_a_request_that_sent_nothing_since(clock):
     await reply.keep_alive()  # quiet again
     assert [properties.get("accepted") for _, _, properties in producer.messages] == [
         "1", None, "1"]
+
+
+async def test_a_reply_waiting_behind_other_work_says_queued(clock):
+    producer = Producer()
+    reply = BusReply(producer, TextCompletionResponse, "r1")
+    reply.queued += 1  # a wait for a slot, or in the model's queue (lanes.queued_until)
+    reply.open(TIMING)
+    await clock.advance(TIMING.accept_after)
+    await reply.keep_alive()
+    reply.queued -= 1
+    await reply.keep_alive()
+    assert [properties for _, _, properties in producer.messages] == [
+        {"id": "r1", "accepted": "1", "queued": "1"},
+        {"id": "r1", "accepted": "1", "queued": "1"}, {"id": "r1", "accepted": "1"}]
 
 
 async def test_in_process_a_delta_is_handed_over_and_a_record_encoded(clock):

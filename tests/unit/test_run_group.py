@@ -20,6 +20,20 @@ def test_an_entry_names_one_processor_or_a_group():
     assert members("prompt + text-completion-openai") == ["prompt", "text-completion-openai"]
 
 
+def test_callers_stop_before_the_services_they_call():
+    """tg-start's stop order (registry.STOP_ORDER): a group in the wave of its
+    earliest member, a provider's text-completion with the answering services, a
+    processor not named with the services."""
+    assert registry.stop_waves(registry.DEFAULT_STACK) == [
+        ["gateway"],
+        ["librarian", "decoder", "embeddings+chunk-embeddings+entity-embeddings", "extract"],
+        ["prompt+text-completion+graph-rag+document-rag+agent+lazy-rag"],
+        ["triples-store", "vector-store"],
+        ["config"]]
+    assert registry.stop_waves(["config", "text-completion-openai", "someday", "gateway"]) \
+        == [["gateway"], ["text-completion-openai"], ["someday"], ["config"]]
+
+
 @pytest.mark.parametrize("entry, message", [
     ("prompt+", r"empty name in process group 'prompt\+'"),
     ("prompt+prompt", "a name appears twice in process group"),

@@ -246,6 +246,13 @@ async def test_chunks_are_counted_per_document_and_version(store, scope):
     assert await store.stored_chunks(user, collection, []) == []
 
 
+async def test_one_chunk_of_a_version_is_counted_by_its_index(store, scope):
+    user, collection = scope
+    await store.upsert_chunks(user, collection, indexed("a", 3, 1))
+    assert await store.stored_chunks(user, collection, [
+        ("a", 1, 0), ("a", 1, 2), ("a", 1, 3), ("a", 2, 0), ("a", 1)]) == [1, 1, 0, 0, 3]
+
+
 def indexed(document: str, count: int, version: int) -> list[ChunkVector]:
     return [ChunkVector(chunk_id=f"{document}/c{n}", document=document,
                         vector=vec(f"{document}{n}{version}"), text=f"v{version} {n}",

@@ -214,12 +214,16 @@ class LibraryCalls:
         return totals
 
     async def load_status(self, ids: Iterable[str], *, user: str | None = None,
-                          collection: str | None = None, flow: str = "default"
-                          ) -> list[dict[str, Any]]:
+                          collection: str | None = None, flow: str = "default",
+                          graph: bool = False) -> list[dict[str, Any]]:
         """How far ``flow``'s pipeline has got with each loaded document, in order:
         ``{"id", "state", "version", "chunks"?, "stored", "error"?}`` with ``state``
         unknown | decoding | embedding | done | failed (``chunks``: how many the
-        document became; ``stored``: how many of them have their vector stored)."""
-        response = await final_response(self.request("load-status", {
-            "documents": list(ids), **scope(user, collection)}, flow))
+        document became; ``stored``: how many of them have their vector stored).
+        ``graph``: also, once decoded, ``"triples"`` and ``"entities"`` (chunks whose
+        triples / entity vectors are stored) and ``"graph"``: extracting | done."""
+        body: dict[str, Any] = {"documents": list(ids), **scope(user, collection)}
+        if graph:
+            body["graph"] = True
+        response = await final_response(self.request("load-status", body, flow))
         return response["documents"]

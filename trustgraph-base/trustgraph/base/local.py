@@ -95,7 +95,7 @@ class LocalReply(Reply):
         self.final = False
 
     async def _accept(self) -> None:
-        self._call.accept()
+        self._call.accept(self.queued > 0)
 
     async def send(self, item: Any, final: bool) -> None:
         self._sending()

@@ -33,6 +33,7 @@ from ..schema.state import ProcessorState
 from . import rpc
 from .flows import Flow, flows_of, pinned
 from .heap import freeze_startup_heap
+from .lanes import Slots
 from .local import LocalServices
 from .rpc import ReplyProducers
 from .runtime import Runtime
@@ -76,7 +77,7 @@ class Processor:
         self._services: Sequence[Part] = []
         self._global: list[ServiceRunner] = []  # services outside flows
         self._serving: FlowServing | None = None
-        self._limit = asyncio.Semaphore(settings.tg_concurrency)
+        self._limit = Slots(settings.tg_concurrency, settings.tg_interactive_slots)
         self._replies = ReplyProducers(self.bus)
         self._keeping_alive: asyncio.Task | None = None
         # Its state record, every TG_STATE_PERIOD (GET /api/v1/status).
@@ -168,7 +169,8 @@ class Processor:
                     context = StageContext(flow.id, clients, partial(runtime.emit, flow.id),
                                            flow.parameters)
                     stage = StageRunner(self.bus, part, context, self._limit,
-                                        self.settings.tg_max_deliveries, self.spec.name)
+                                        self.settings.tg_max_deliveries,
+                                        self.settings.tg_stage_in_flight, self.spec.name)
                     served.stages.append(stage)
                     await stage.start()
                 else:

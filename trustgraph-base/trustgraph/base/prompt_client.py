@@ -42,7 +42,8 @@ class PromptClient:
 
     def stream(self, id: str, variables: dict[str, Any],
                last: Callable[[PromptResponse], R], model: str | None = None,
-               sampling: dict[str, Any] | None = None) -> AsyncGenerator[Delta | R, None]:
+               sampling: dict[str, Any] | None = None, schema: dict[str, Any] | None = None
+               ) -> AsyncGenerator[Delta | R, None]:
         """Run text template ``id`` streaming: its deltas as they arrive (those
         already waiting joined into one), then ``last(the final record)``, which has
         the token totals and no text. The requester reads ahead into its own bounded
@@ -50,9 +51,11 @@ class PromptClient:
         Closing the stream (a cancel, a break) cancels the prompt request and its LLM
         stream at once. A service error raises ``ServiceError``. ``model``: answer
         with that model of the configured provider instead of its own; ``sampling``:
-        the caller's ``max_tokens``, ``temperature``, ``stop`` (``Sampling.sampling()``)."""
+        the caller's ``max_tokens``, ``temperature``, ``stop`` (``Sampling.sampling()``);
+        ``schema``: a JSON Schema the answer must match (streamed all the same, and
+        checked at its end: a failure raises ``ServiceError`` ``off-schema``)."""
         request = PromptRequest(id=id, variables=variables, streaming=True, model=model,
-                                **(sampling or {}))
+                                json_schema=schema, **(sampling or {}))
         return relay(self.requester.frames(request), PromptResponse, last)
 
     async def invoke(self, id: str, variables: dict[str, Any], model: str | None = None,

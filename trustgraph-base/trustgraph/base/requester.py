@@ -26,8 +26,21 @@ from ..schema import (
     request_topic,
     response_topic,
 )
+from .lanes import BULK, LANE, current_lane
 from .relay import BusFrame, Frame, as_record
-from .rpc import ACCEPTED, END, ID, REPLY_TO, SEQ, TIMING, YES, Call, ServiceError, Timing
+from .rpc import (
+    ACCEPTED,
+    END,
+    ID,
+    QUEUED,
+    REPLY_TO,
+    SEQ,
+    TIMING,
+    YES,
+    Call,
+    ServiceError,
+    Timing,
+)
 
 log = logging.getLogger(__name__)
 
@@ -126,7 +139,7 @@ class Requester(Calls):
         if call is None:
             return  # late response for a request that was cancelled or timed out
         if properties.get(ACCEPTED):
-            call.accept()
+            call.accept(properties.get(QUEUED) == YES)
             return
         seq = properties.get(SEQ)
         call.put((message.data(), properties.get(END) == YES),
@@ -137,11 +150,14 @@ class Requester(Calls):
         """Send ``request`` and yield its response frames in order, as batches of
         whatever has already arrived, ending after the final frame. Leaving the loop
         early (a break, an exception, a cancelled task) sends a cancel for the
-        request, so the service stops and closes its LLM stream."""
+        request, so the service stops and closes its LLM stream. The request goes in
+        the lane of the work asking it (``lanes``)."""
         request_id = request_id or uuid.uuid4().hex
         # Encoded before registering: a record that cannot be encoded (e.g. a lone
         # surrogate in its text) must leave nothing behind in ``_calls``.
         data, properties = encode(request), {ID: request_id, REPLY_TO: self._reply_to}
+        if current_lane() == BULK:
+            properties[LANE] = BULK
         assert self._producer is not None, "Requester.start() first"
         producer = self._producer
         # The caller's span of this request; its context goes with the request.

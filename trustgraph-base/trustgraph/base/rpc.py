@@ -7,7 +7,9 @@ message answering it carries the same ``id``:
 
 * ``accepted: "1"`` and no payload: a replica has the request. Sent only once the
   request has gone ``Timing.accept_after`` without a record (a first record says as
-  much), and again every ``Timing.keep_alive`` while it sends nothing;
+  much), and again every ``Timing.keep_alive`` while it sends nothing; with
+  ``queued: "1"`` while the request waits behind other work of the service (a
+  concurrency slot, the model's queue: ``lanes.queued_until``);
 * the response records, numbered by ``seq`` ("0", "1", ...) so that a record lost in
   transit is noticed; the last one also carries ``end: "1"``.
 
@@ -15,8 +17,9 @@ The requester sends its request again every ``Timing.resend`` until it is accept
 non-persistent topic drops what no consumer is ready for; a runner ignores an id it
 has in hand or answered lately) and gives up after ``Timing.accept_timeout``
 (``no-service``). Once accepted, the request fails when no record comes for
-``Timing.timeout``, or no word at all (keep-alives included) for
-``Timing.liveness``. A requester that stops listening sends ``Cancel{id}`` on the
+``Timing.timeout`` (time spent ``queued`` does not count: a busy service is not a
+stuck one), or no word at all (keep-alives included) for ``Timing.liveness`` (a
+dead one). A requester that stops listening sends ``Cancel{id}`` on the
 cancel topic.
 
 ``Call`` is one request at its requester, driven by the bus ``Requester`` and the
@@ -36,6 +39,7 @@ log = logging.getLogger(__name__)
 
 # Message properties.
 ID, REPLY_TO, SEQ, ACCEPTED, END = "id", "reply-to", "seq", "accepted", "end"
+QUEUED = "queued"  # on an ``accepted`` marker: the request waits behind others
 YES = "1"
 
 # Records waiting for a caller that has stopped reading; past this the request fails
@@ -136,12 +140,16 @@ class Call:
 
     # -- what the transport hands over ------------------------------------------------
 
-    def accept(self) -> None:
-        """An ``accepted`` marker or a keep-alive: a replica has it and is alive."""
+    def accept(self, queued: bool = False) -> None:
+        """An ``accepted`` marker or a keep-alive: a replica has it and is alive;
+        ``queued``: it waits behind other work, so the wait for a record starts
+        again (a busy service is given ``timeout`` from when it says so last)."""
         self._alive_at = self._loop.time()
         if not self.accepted:
             self.accepted = True
             self._quiet_until = self._alive_at + self.timing.timeout
+        if queued:
+            self._quiet_until = max(self._quiet_until, self._alive_at + self.timing.timeout)
 
     def put(self, frame: tuple[Any, bool], seq: int | None) -> None:
         """A record (a ``relay.Frame``: its JSON, or an in-process ``Delta``, and whether
@@ -242,14 +250,15 @@ class Call:
 class Reply:
     """One request's answer at its serving runner: the deferred ``accepted`` marker,
     keep-alives while it sends nothing, then its records in order, the last final.
-    Subclasses carry it: ``_accept`` says "accepted", ``send`` sends a record or a
-    delta (calling ``_sending`` first)."""
+    Subclasses carry it: ``_accept`` says "accepted" (and ``queued`` while
+    ``queued``), ``send`` sends a record or a delta (calling ``_sending`` first)."""
 
-    __slots__ = ("_marker", "_quiet")
+    __slots__ = ("_marker", "_quiet", "queued")
 
     def __init__(self) -> None:
         self._marker: asyncio.TimerHandle | None = None
         self._quiet = True  # nothing sent since the last keep-alive
+        self.queued = 0  # waits it is in now, behind other work (``lanes.queued_until``)
 
     def open(self, timing: Timing) -> None:
         """Serving starts: unless a record goes first, a marker in ``accept_after``."""
@@ -307,7 +316,10 @@ class BusReply(Reply):
         self._seq = 0
 
     async def _accept(self) -> None:
-        await self._producer.post(b"", {ID: self._id, ACCEPTED: YES})
+        properties = {ID: self._id, ACCEPTED: YES}
+        if self.queued:
+            properties[QUEUED] = YES
+        await self._producer.post(b"", properties)
 
     async def send(self, item: Any, final: bool) -> None:
         """A record, or a ``Delta`` (written as this service's delta record)."""

@@ -30,6 +30,7 @@ from ..pubsub.bus import Consumer
 from ..schema import Error, Record, Response, decode, request_topic
 from .clients import Clients
 from .flows import Parameters
+from .lanes import LANE, Lane, Slots, current_lane, lane_of, serving, set_lane
 from .metrics import SLOT_WAIT, WAITING, RequestTimer
 from .relay import Delta
 from .rpc import (
@@ -248,10 +249,12 @@ def _unmarked(item: object, how: str) -> TypeError:
 
 
 class ServiceRunner:
-    """Serves one ``Service`` on one flow: receive, run the handler, reply."""
+    """Serves one ``Service`` on one flow: receive, run the handler, reply. Each
+    request is served in its lane (``lanes``): it waits for a slot by lane, and its
+    handler's own requests go in that lane."""
 
     def __init__(self, bus: Bus, service: Service, flow: str, runtime: Runtime,
-                 inflight: dict[str, asyncio.Task], limit: asyncio.Semaphore,
+                 inflight: dict[str, asyncio.Task], limit: Slots,
                  backlog: int, replies: ReplyProducers, timing: Timing = TIMING,
                  parameters: Parameters | None = None) -> None:
         self.service = service
@@ -264,7 +267,7 @@ class ServiceRunner:
         self._inflight = inflight
         self._open: dict[str, Reply] = {}  # replies of the requests being served
         self._answered = Answered()
-        self._limit = limit  # requests handled at once
+        self._limit = limit  # requests handled at once, shared by the processor's runners
         self._backlog = backlog  # requests held (handled or waiting), then refused
         self._replies = replies
         self._tracer = tracing.tracer(runtime.name)  # None: this process is not traced
@@ -301,24 +304,26 @@ class ServiceRunner:
         batched = len(self._inflight) >= BATCHED_FROM
         self._take(message.data(), request_id,
                    partial(self._replies.reply, reply_to, self.service.response, request_id,
-                           batched), tracing.extract(properties))
+                           batched), lane_of(properties.get(LANE)),
+                   tracing.extract(properties))
 
     def serve_local(self, data: bytes, request_id: str, reply: Reply) -> asyncio.Task:
         """Serve a request made in this process (``LocalRequester``), answering into
         ``reply``: the same backlog, concurrency limit, handler and errors as a request
-        from the bus, and cancellable by id on the cancel topic like one. Its span is
-        the caller's child: the serving task starts in the caller's context."""
+        from the bus, and cancellable by id on the cancel topic like one; in the lane
+        of the work asking it. Its span is the caller's child: the serving task starts
+        in the caller's context."""
         async def opened() -> Reply:
             return reply
-        return self._take(data, request_id, opened)
+        return self._take(data, request_id, opened, current_lane())
 
     def _take(self, data: bytes, request_id: str, open_reply: Callable[[], Awaitable[Reply]],
-              parent: tracing.Context | None = None) -> asyncio.Task:
+              lane: Lane, parent: tracing.Context | None = None) -> asyncio.Task:
         """``parent``: the trace context the request came with over the bus."""
         overloaded = len(self._inflight) >= self._backlog
         task = asyncio.create_task(
             self._refuse(open_reply) if overloaded else
-            self._serve(data, request_id, open_reply, parent))
+            self._serve(data, request_id, open_reply, lane, parent))
         self._inflight[request_id] = task
         self._taken += 1
         task.add_done_callback(lambda _: self._done(request_id))
@@ -344,31 +349,35 @@ class ServiceRunner:
             except Exception as error:  # the broker away: the next round tries again
                 log.debug("%s: keep-alive not sent: %s", self.service.name, error)
 
-    async def _slot(self, request_id: str) -> None:
-        """One of the TG_CONCURRENCY slots; a request that has to wait for one says so
-        (log, span, and the tg_requests_waiting / tg_slot_wait_seconds metrics): streams
-        that queue are otherwise only slow, with nothing in the log to say why."""
-        if not self._limit.locked():
-            await self._limit.acquire()
+    async def _slot(self, request_id: str, lane: Lane, reply: Reply) -> None:
+        """One of the TG_CONCURRENCY slots, by lane; a request that has to wait for
+        one says so (log, span, the tg_requests_waiting / tg_slot_wait_seconds metrics, and
+        ``queued`` to its requester): streams that queue are otherwise only slow,
+        with nothing in the log to say why."""
+        if self._limit.available(lane):
+            await self._limit.acquire(lane)
             return
         name = self.service.name
-        log.info("id=%s %s waits for a slot: all TG_CONCURRENCY slots are busy", request_id,
-                 name)
+        log.info("id=%s %s waits for a slot: the TG_CONCURRENCY slots %s may take are busy",
+                 request_id, name, f"{lane} work")
         started = time.perf_counter()
         WAITING.labels(name).inc()
         self.waiting += 1
+        reply.queued += 1
         try:
-            await self._limit.acquire()
+            await self._limit.acquire(lane)
         finally:
             self.waiting -= 1
+            reply.queued -= 1
             WAITING.labels(name).dec()
             waited = time.perf_counter() - started
             SLOT_WAIT.labels(name).observe(waited)
             tracing.note(tracing.names.SLOT_WAIT_MS, round(waited * 1000, 3))
 
     async def _serve(self, data: bytes, request_id: str,
-                     open_reply: Callable[[], Awaitable[Reply]],
+                     open_reply: Callable[[], Awaitable[Reply]], lane: Lane,
                      parent: tracing.Context | None) -> None:
+        set_lane(lane)  # this task's own context: the handler's requests go in it too
         started = time.perf_counter()
         timer = RequestTimer(self.service.name)
         scope = self._scope(request_id, parent)
@@ -378,8 +387,9 @@ class ServiceRunner:
         try:
             reply = await open_reply()
             self._open[request_id] = reply
+            serving(reply)
             reply.open(self.timing)
-            await self._slot(request_id)
+            await self._slot(request_id, lane, reply)
             holding = True
             request = decode(self.service.request, data)
             if scope is not None:
@@ -416,7 +426,7 @@ class ServiceRunner:
                 reply.close()
             self._open.pop(request_id, None)
             if holding:
-                self._limit.release()
+                self._limit.release(lane)
             timer.done()
             log.debug("id=%s %s done in %.1f ms", request_id, self.service.name,
                       (time.perf_counter() - started) * 1000)

@@ -72,7 +72,12 @@ class GatewayEndpoint(Settings):
 
 
 class ProcessorSettings(Settings):
-    tg_concurrency: int = 64  # requests handled at once
+    tg_concurrency: int = 64  # requests and stage records handled at once
+    # Of those, slots bulk work (pipeline stages, and requests they make) never takes:
+    # a question finds one free however deep a load's backlog (base/lanes.py).
+    tg_interactive_slots: int = 16
+    # Records of one pipeline stage on one flow handled at once (base/stage.py).
+    tg_stage_in_flight: int = 16
     tg_backlog: int = 1024  # requests held (handled or waiting); past it, "overloaded"
     # Deliveries of a pipeline record before it goes to its stage's dead-letter topic.
     tg_max_deliveries: int = 10

@@ -12,10 +12,19 @@ as the broker counts them), it goes to the dead-letter topic of its stage and
 subscription, ``persistent://tg/flow/<stage>-<subscription>-dlq:<flow>``, as it was
 (so it can be sent back once the cause is fixed), with properties saying where it
 came from, how often it was tried and the last error; then it is acknowledged.
+
+A stage takes only as much as the services below it can absorb: at most
+``TG_STAGE_IN_FLIGHT`` records of one stage on one flow are handled at once, within
+the processor's bulk share of its slots (``lanes.Slots``); until one is done the
+stage's receive loop takes no more, and the broker holds the rest (a consumer is
+given ``STAGE_PREFETCH`` records ahead). Its handlers run in the bulk lane, so every
+request they make waits behind interactive work, and says it is ``queued`` rather
+than time out while it does.
 """
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -28,6 +37,7 @@ from ..pubsub.pulsar_shim import MAX_RECORD_BYTES
 from ..schema import Record, decode, encode, flow_topic
 from .clients import Clients
 from .flows import Parameters
+from .lanes import BULK, Slots, set_lane
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +53,17 @@ __all__ = ["MAX_RECORD_BYTES"]  # sized by, among others, the stores' answers
 # (measured: prefetch 100 wedged 7 kills in 7, 1000 in 3 of 4, 10 or less none in 18).
 STAGE_PREFETCH = 10
 DEFAULT_MAX_DELIVERIES = 10
+DEFAULT_IN_FLIGHT = 16  # records of one stage on one flow handled at once
 DEAD_LETTER_SUBSCRIPTION = "dead-letter"  # made with the topic, so records are kept
+
+
+_delivery: ContextVar[int] = ContextVar("tg_delivery", default=1)
+
+
+def delivery() -> int:
+    """How many times the record this task handles has been delivered (1: the
+    first time). A handler may skip what an earlier delivery finished."""
+    return _delivery.get()
 
 
 class Rejected(Exception):
@@ -136,14 +156,17 @@ class DeadLetters:
 
 
 class StageRunner:
-    def __init__(self, bus: Bus, stage: Stage, context: StageContext,
-                 limit: asyncio.Semaphore,
-                 max_deliveries: int = DEFAULT_MAX_DELIVERIES, processor: str = "") -> None:
-        """``processor``: whose stage it is (its spans' service name)."""
+    def __init__(self, bus: Bus, stage: Stage, context: StageContext, limit: Slots,
+                 max_deliveries: int = DEFAULT_MAX_DELIVERIES,
+                 in_flight: int = DEFAULT_IN_FLIGHT, processor: str = "") -> None:
+        """``limit``: the processor's slots (this stage takes bulk's share of them);
+        ``in_flight``: records of this stage on this flow handled at once;
+        ``processor``: whose stage it is (its spans' service name)."""
         self.stage = stage
         self.flow = context.flow
         self._bus = bus
         self._limit = limit
+        self._in_flight = asyncio.Semaphore(max(1, in_flight))
         self._max_deliveries = max(1, max_deliveries)
         self._context = context  # the runtime's clients and emitters of the flow
         self._dead = DeadLetters(bus, stage.name, stage.subscription or stage.name,
@@ -177,24 +200,34 @@ class StageRunner:
         self._stopping.set()  # the receive loop, held in _accept, finds it closed
 
     async def _accept(self, message: Message) -> None:
+        """Waits (holding up the receive loop, so the broker keeps the rest) until
+        this stage may take another record."""
         if self._stopping is not None:
             # Held until the consumer is closed: the receive loop takes no more
             # records meanwhile, and this one is redelivered (never acknowledged).
             await self._stopping.wait()
             return
-        await self._limit.acquire()
+        await self._in_flight.acquire()
+        try:
+            await self._limit.acquire(BULK)
+        except BaseException:
+            self._in_flight.release()
+            raise
         task = asyncio.create_task(self._work(message))
         self.tasks.add(task)
         task.add_done_callback(self._done)
 
     def _done(self, task: asyncio.Task) -> None:
-        self._limit.release()
+        self._limit.release(BULK)
+        self._in_flight.release()
         self.tasks.discard(task)
 
     async def _work(self, message: Message) -> None:
         name, consumer = self.stage.name, self._consumer
         assert consumer is not None
         deliveries = message.redelivery_count() + 1
+        set_lane(BULK)  # this task's own context: every request it makes is bulk
+        _delivery.set(deliveries)
         if deliveries > self._max_deliveries:
             # Tried that often already and never settled: its handling may be what
             # kills the process, so it is not handled again.

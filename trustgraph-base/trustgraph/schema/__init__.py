@@ -85,6 +85,7 @@ from .pipeline import (
     EntityContext,
     EntityVector,
     EntityVectors,
+    GraphProgress,
     LoadResponse,
     TextLoadRequest,
 )
@@ -145,7 +146,8 @@ __all__ = [
     "EntityVector", "EntityVectors", "Error", "Evidence", "FLOW_SERVICE_FLOW", "FlowRequest",
     "FlowResponse", "GraphEdge", "GraphEdgesRequest",
     "GraphEdgesResponse", "GraphEmbeddingsRequest", "GraphEmbeddingsResponse",
-    "GraphRagRequest", "GraphRagResponse", "GraphVersionRequest", "GraphVersionResponse",
+    "GraphProgress", "GraphRagRequest", "GraphRagResponse", "GraphVersionRequest",
+    "GraphVersionResponse",
     "KEYS_CHANGED", "KEYS_FLOW", "KeyLimits", "KeyUse", "KeyVerifier", "KeysRequest",
     "KeysResponse", "KnowledgeLoadRequest", "KnowledgeLoadResponse", "LIBRARIAN_FLOW",
     "LazyCommunity", "LazyEntity", "LazyRagExpandRequest", "LazyRagExpandResponse",

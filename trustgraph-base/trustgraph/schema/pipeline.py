@@ -4,6 +4,8 @@ Loading is a request/response service answered once the document is durably in
 the librarian; everything after runs on persistent stage topics, each record small
 (a document is split into chunk records long before the broker's 5 MiB limit).
 """
+from typing import Literal
+
 from .knowledge import Term, Triple
 from .record import Record, Response
 
@@ -89,7 +91,7 @@ class ChunkVector(Record):  # stage "chunk-vectors": to the vector store's owner
 class ChunkTriples(Record):  # stage "triples": to the triples store's owner
     document: DocumentRef
     chunk_id: str
-    triples: list[Triple]
+    triples: list[Triple]  # extraction sends one per chunk, empty when it found nothing
 
 
 class EntityContext(Record):
@@ -114,6 +116,19 @@ class EntityVectors(Record):  # stage "entity-vectors": to the vector store's ow
     document: DocumentRef
     entities: list[EntityVector]
     model: str = ""  # the embedding model that made the vectors ("": not said)
+    # On the last record sent for a chunk's entities (possibly with none): once it is
+    # stored, that chunk's entity vectors all are (``GraphProgress``). "": not one.
+    chunk_id: str = ""
+
+
+class GraphProgress(Record):  # stage "graph-progress": to the librarian (load-status)
+    """A store owner holds a chunk's part of the graph: its triples, or its entity
+    vectors. Sent once the write is durable, for chunks of a loaded document
+    (version 1 and up); counted once, however often it is sent."""
+
+    document: DocumentRef
+    chunk_id: str
+    part: Literal["triples", "entities"]
 
 
 class DocumentRemoved(Record):  # stage "document-removed": every store owner forgets it

@@ -65,6 +65,11 @@ class PromptRequest(Sampling):  # max_tokens, temperature, stop: passed to text-
     terms: dict[str, str] | None = None  # legacy: each value JSON-encoded
     streaming: bool = False
     model: str | None = None  # passed on to text-completion (TextCompletionRequest.model)
+    # Text templates only: a JSON Schema the answer must match (the agent's steps);
+    # the text still streams as written, and is checked at its end. A json/jsonl
+    # template's schema is its own. Read as ``schema`` too.
+    json_schema: dict[str, JsonValue] | None = Field(
+        None, validation_alias=AliasChoices("json_schema", "json-schema", "schema"))
 
 
 class PromptResponse(Response):

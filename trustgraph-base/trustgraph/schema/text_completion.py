@@ -1,10 +1,15 @@
 from typing import Any
 
-from pydantic import Field
+from pydantic import AliasChoices, Field, JsonValue
 
 from .record import Record, Response
 
 MAX_STOP_SEQUENCES = 4  # as OpenAI's chat API allows
+# The error type of an answer that is not JSON matching the schema it was asked for,
+# whose message begins with OFF_SCHEMA_SUBJECT (the prompt service puts the template's
+# name after it).
+OFF_SCHEMA = "off-schema"
+OFF_SCHEMA_SUBJECT = "the model's answer"
 
 
 class Sampling(Record):
@@ -32,6 +37,11 @@ class TextCompletionRequest(Sampling):
     # A model of the configured provider to answer with instead of its own (LazyRAG's
     # LAZY_RAG_SUMMARY_MODEL); unset: the provider's configured model.
     model: str | None = None
+    # A JSON Schema the answer must match: the provider asks its server to constrain
+    # the answer to it, and text-completion checks the answer before it leaves
+    # (docs/providers). Unset: free text. Read as ``schema`` too.
+    json_schema: dict[str, JsonValue] | None = Field(
+        None, validation_alias=AliasChoices("json_schema", "json-schema", "schema"))
 
 
 class TextCompletionResponse(Response):

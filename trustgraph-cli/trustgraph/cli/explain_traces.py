@@ -16,7 +16,7 @@ SHOW = "tg-show-explain-trace"
 
 def _common(prog: str, description: str) -> argparse.ArgumentParser:
     arguments = parser(prog, description)  # -f/--flow-id: accepted, as TrustGraph's
-    arguments.add_argument("-U", "-w", "--user", "--workspace", dest="user", default=None,
+    arguments.add_argument("-U", "--user", default=None,
                            help="only this user's (an admin's key; others see their own)")
     arguments.add_argument("-C", "--collection", default=None,
                            help="only answers about this collection")

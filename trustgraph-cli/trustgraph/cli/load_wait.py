@@ -1,12 +1,14 @@
 """``--wait`` for tg-load-text and tg-load-pdf: follow each loaded document down the
-flow's pipeline until all its chunks have their vectors stored.
+flow's pipeline until all its chunks have their vectors stored (searchable), and
+with ``--wait-graph`` until its graph is stored too (triples and entity vectors of
+every chunk: graph questions find it).
 
 A load is answered before the document is even decoded, so only the pipeline can
 say how many chunks a document became. The ``load-status`` service says it: the
-decoder's count of each document's chunks, and how many of them the vector store
-holds. Polling it for the documents still on their way gives an honest chunk
-counter (chunks stored, not chunks sent) and tells which documents could not be
-read at all.
+decoder's count of each document's chunks, how many of them the vector store
+holds, and (asked) how many have their graph stored. Polling it for the documents
+still on their way gives an honest chunk counter (chunks stored, not chunks sent)
+and tells which documents could not be read at all.
 """
 import asyncio
 import time
@@ -38,15 +40,17 @@ class Pending(Generic[S]):
     state: str = "decoding"
     chunks: int | None = None
     stored: int = 0
+    graph: int = 0  # chunks whose triples and entity vectors are both stored
 
 
 class Waiter(Generic[S]):
     def __init__(self, client: AsyncTrustGraph, user: str | None, collection: str, flow: str,
                  timeout: float, finished: Callable[[S, int, str | None], None],
-                 progressed: Callable[[], None] = lambda: None) -> None:
+                 progressed: Callable[[], None] = lambda: None, graph: bool = False) -> None:
         """``timeout``: seconds without any progress before the documents still
         pending are given up as failed; ``finished(source, chunks, error)``: a
-        document is done (``chunks`` stored) or failed."""
+        document is done (``chunks`` stored, and with ``graph`` its graph) or failed."""
+        self.graph = graph
         self._client = client
         self._user, self._collection, self._flow = user, collection, flow
         self._timeout = timeout
@@ -61,6 +65,11 @@ class Waiter(Generic[S]):
     def stored(self) -> int:
         """Chunks stored so far, of documents done and still pending."""
         return self.stored_done + sum(p.stored for p in self._pending.values())
+
+    @property
+    def graph_stored(self) -> int:
+        """Chunks whose graph is stored so far, of documents done and still pending."""
+        return self.stored_done + sum(p.graph for p in self._pending.values())
 
     @property
     def known_chunks(self) -> int:
@@ -91,7 +100,7 @@ class Waiter(Generic[S]):
             try:
                 statuses = await self._client.load_status(
                     ids[start:start + STATUS_BATCH], user=self._user,
-                    collection=self._collection, flow=self._flow)
+                    collection=self._collection, flow=self._flow, graph=self.graph)
             except TrustGraphError as error:
                 if error.type == "connection":
                     raise
@@ -106,6 +115,9 @@ class Waiter(Generic[S]):
         if pending is None:
             return False
         state, stored = status["state"], status.get("stored") or 0
+        graph = min(status.get("triples") or 0, status.get("entities") or 0)
+        if state == "done" and self.graph and status.get("graph") != "done":
+            state = "extracting"  # searchable; its graph still on its way
         if state == "done":
             del self._pending[status["id"]]
             self.stored_done += status["chunks"]
@@ -118,9 +130,9 @@ class Waiter(Generic[S]):
             self._finished(pending.source, 0, "no longer in the library (removed while "
                                               "it was being processed?)")
         else:
-            moved = (state, status.get("chunks"), stored) != (pending.state, pending.chunks,
-                                                               pending.stored)
-            pending.state, pending.chunks, pending.stored = state, status.get("chunks"), stored
+            now = (state, status.get("chunks"), stored, graph)
+            moved = now != (pending.state, pending.chunks, pending.stored, pending.graph)
+            pending.state, pending.chunks, pending.stored, pending.graph = now
             return moved
         return True
 
@@ -128,6 +140,8 @@ class Waiter(Generic[S]):
         for pending in self._pending.values():
             where = (f"{pending.stored} of {pending.chunks} chunks stored"
                      if pending.chunks is not None else "not decoded yet")
+            if self.graph and pending.chunks is not None:
+                where += f", the graph of {pending.graph}"
             why = f"no progress for {self._timeout:g} s ({where})"
             if self._last_error:
                 why += f"; last status error: {self._last_error}"

@@ -11,7 +11,8 @@ embedding and extraction continue on the pipeline afterwards. By default the
 progress bar therefore counts files and bytes accepted. With ``--wait`` the command
 follows each document down the pipeline (load_wait.py) until all its chunks have
 their vectors stored: the bar then counts files done and chunks stored per second,
-and a document the pipeline could not read is reported as failed.
+and a document the pipeline could not read is reported as failed. ``--wait-graph``
+waits, beyond that, for each chunk's triples and entity vectors.
 """
 import argparse
 import asyncio
@@ -49,6 +50,7 @@ class Outcome:
     bytes: int = 0
     failures: list[tuple[str, str]] = field(default_factory=list)  # (path, why)
     chunks: int | None = None  # with --wait: chunks stored of the documents loaded
+    graph: bool = False  # with --wait-graph: their graph too
 
     def fail(self, path: object, why: str) -> None:
         self.failures.append((str(path), " ".join(why.split())))
@@ -71,6 +73,9 @@ def load_parser(prog: str, what: str, suffixes: tuple[str, ...]) -> argparse.Arg
     arguments.add_argument("--wait", action="store_true", help=(
         "wait until every document's chunks have their vectors stored (searchable), "
         "showing chunks stored per second; documents the pipeline cannot read fail"))
+    arguments.add_argument("--wait-graph", action="store_true", help=(
+        "as --wait, and then until every chunk's triples and entity vectors are stored "
+        "too (graph questions find the documents; extraction often takes longer)"))
     arguments.add_argument("--wait-timeout", type=float, default=DEFAULT_WAIT_TIMEOUT,
                            metavar="SECONDS", help=(
                                "with --wait, give up on the documents still pending when "
@@ -170,9 +175,11 @@ class Progress:
             self.bar.set_postfix_str(_files(self.outcome, self.files))
             return
         rate = self.waiter.stored / max(time.monotonic() - self._started, 1e-9)
+        graph = f", graph {self.waiter.graph_stored}" if self.waiter.graph else ""
         self.bar.set_postfix_str(
             f"accepted {self.accepted}/{self.files}, chunks {self.waiter.stored}/"
-            f"{self.waiter.known_chunks} ({rate:.1f}/s), failed {len(self.outcome.failures)}")
+            f"{self.waiter.known_chunks} ({rate:.1f}/s){graph}, failed "
+            f"{len(self.outcome.failures)}")
 
     def close(self) -> None:
         self.bar.close()
@@ -185,6 +192,7 @@ async def load_all(args: argparse.Namespace, prog: str, sources: list[Source], l
     The gateway unreachable, or the load service missing before anything loaded,
     stops the whole run."""
     slots = asyncio.Semaphore(max(1, args.concurrency))
+    args.wait = args.wait or args.wait_graph
     progress = Progress(prog, sources, outcome, args.wait)
 
     async def one(client: AsyncTrustGraph, source: Source) -> None:
@@ -207,7 +215,9 @@ async def load_all(args: argparse.Namespace, prog: str, sources: list[Source], l
             await client.connect()
             if args.wait:
                 progress.waiter = Waiter(client, args.user, args.collection, args.flow_id,
-                                         args.wait_timeout, progress.finished, progress.show)
+                                         args.wait_timeout, progress.finished, progress.show,
+                                         graph=args.wait_graph)
+                outcome.graph = args.wait_graph
             progress.show()
             async with asyncio.TaskGroup() as group:
                 loads = [group.create_task(one(client, source)) for source in sources]
@@ -256,8 +266,9 @@ def summary(outcome: Outcome, seconds: float) -> str:
     failed = f"{len(outcome.failures)} failed"
     if outcome.chunks is not None:  # --wait: the chunks are what took the time
         rate = outcome.chunks / seconds if seconds > 0 else 0.0
-        return (f"{files}, {outcome.chunks} chunk{'s' * (outcome.chunks != 1)} stored, "
-                f"in {seconds:.1f} s ({rate:.1f} chunks/s); {failed}")
+        graph = " with their graph" if outcome.graph else ""
+        return (f"{files}, {outcome.chunks} chunk{'s' * (outcome.chunks != 1)} stored"
+                f"{graph}, in {seconds:.1f} s ({rate:.1f} chunks/s); {failed}")
     rate = outcome.bytes / seconds if seconds > 0 else 0.0
     return f"{files} in {seconds:.1f} s ({size(rate)}/s); {failed}"
 

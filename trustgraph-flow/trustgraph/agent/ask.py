@@ -12,7 +12,7 @@ of the route's template (``agent-<route>``), built by ``final_prompt``.
 from collections.abc import AsyncIterator
 from contextlib import aclosing
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from trustgraph.base import Delta, HandledError, Relay
 from trustgraph.base.steps import concurrently, step
@@ -20,6 +20,7 @@ from trustgraph.retrieval.answer import Found
 from trustgraph.retrieval.document_rag.service import retrieve_chunks
 from trustgraph.retrieval.graph_rag.service import retrieve_triples
 from trustgraph.schema import AgentResponse, DocumentRagRequest, GraphRagRequest, Source
+from trustgraph.schema.agent import Route
 
 from . import frames
 from .dialog import Dialog, Frames, Pattern
@@ -28,7 +29,7 @@ from .sessions import Turn
 ERROR = "agent-error"
 CLASSIFY = "agent-classify"
 REFORMULATE = "agent-reformulate"
-ROUTES = ("knowledge", "code", "conversational")
+ROUTES: tuple[str, ...] = get_args(Route)  # knowledge, code, conversational
 Retrieval = Literal["document", "graph"]
 
 
@@ -90,8 +91,9 @@ def final_prompt(prepared: Prepared, turns: list[Turn]) -> tuple[str, dict[str, 
 
 
 def parse_route(value: Any) -> str:
-    """The route an ``agent-classify`` answer names: ``{"route": "knowledge"}``, or
-    the bare word; any case, quotes or spaces around it."""
+    """The route an ``agent-classify`` answer names: ``{"route": "knowledge"}`` (the
+    shipped template's schema holds the model to one of the routes), or from a
+    template edited without it the bare word; any case, quotes or spaces around it."""
     if isinstance(value, dict):
         value = value.get("route")
     route = value.strip().strip("\"'.").lower() if isinstance(value, str) else None

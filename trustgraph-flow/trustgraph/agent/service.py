@@ -30,6 +30,7 @@ from .dialog import Dialog, Pattern, run_dialog
 from .mcp_tool import warm_sdk
 from .react import ERROR, ReactLimits, react
 from .sessions import SessionStore
+from .step_schema import ANSWER_CHARS
 from .toolbox import Toolbox, default_values
 
 log = logging.getLogger(__name__)
@@ -42,6 +43,10 @@ class AgentSettings(ProcessorSettings):
         "react", description="the pattern of a request that names none")
     agent_max_iterations: int = Field(
         10, ge=1, le=50, description="ReAct steps before a dialog fails without an answer")
+    agent_answer_chars: int = Field(
+        ANSWER_CHARS, ge=100, le=100_000, description=(
+            "the longest final answer a ReAct step's schema allows (a model held to "
+            "the schema ends its answer there)"))
     agent_history_turns: int = Field(
         10, ge=0, description="earlier turns of a session the model is shown")
     agent_retrieval: Literal["document", "graph"] = Field(
@@ -52,7 +57,8 @@ class AgentSettings(ProcessorSettings):
 
 def agent_handler(settings: AgentSettings, toolbox: Toolbox, sessions: SessionStore
                   ) -> Handler[AgentRequest, AgentResponse]:
-    react_limits = ReactLimits(settings.agent_max_iterations, settings.tg_request_timeout)
+    react_limits = ReactLimits(settings.agent_max_iterations, settings.tg_request_timeout,
+                               settings.agent_answer_chars)
     ask_pattern = ask(AskLimits(settings.agent_retrieval, settings.agent_doc_limit))
 
     async def handle(request: AgentRequest, ctx: Context) -> Relay[AgentResponse]:

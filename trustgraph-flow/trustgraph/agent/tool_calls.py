@@ -22,11 +22,14 @@ from trustgraph.schema import (
 from trustgraph.schema.tool import ToolDefinition
 
 from .mcp_tool import McpToolError, call_mcp_tool
-from .react_parser import BadArguments
 
 
 class ToolFailed(Exception):
     """The tool ran and failed: the model is told, and may try something else."""
+
+
+class BadArguments(ValueError):
+    """The arguments are not what the tool needs: the model is told."""
 
 
 async def run_tool(tool: ToolDefinition, arguments: dict[str, Any], request: AgentRequest,

@@ -28,11 +28,13 @@ class EmbeddingsSettings(ProcessorSettings):
     tg_embeddings_model: str = ""  # remote providers' model name; empty: their default
     tg_embeddings_url: str = ""  # remote providers' base URL; empty: OPENAI_BASE_URL / OLLAMA_HOST
     tg_embeddings_max_texts: int = 256  # per request: bounds work and the reply's size
-    # minilm only: tokens per model run once padded (1024: four full chunks, or
-    # dozens of short queries), onnxruntime threads (0: one per core), and other
-    # files of the same model (an ONNX export and its tokenizer.json).
-    tg_embeddings_run_tokens: int = 1024
-    tg_embeddings_threads: int = 0
+    # minilm only: tokens per model run once padded (256: one full chunk, or a few
+    # dozen entity labels or queries), runs side by side (0: one per core), each on
+    # this many onnxruntime threads (0: one per core), and other files of the same
+    # model (an ONNX export and its tokenizer.json). Why: docs/embeddings.md.
+    tg_embeddings_run_tokens: int = 256
+    tg_embeddings_runs: int = 0
+    tg_embeddings_threads: int = 1
     tg_embeddings_onnx: str = ""
     tg_embeddings_tokenizer: str = ""
     openai_api_key: str = ""

@@ -68,8 +68,15 @@ class ChunkGraph:
             self.add(term, DEFINITION, Term.literal(definition))
         return term
 
+    def sent(self) -> tuple[ChunkTriples, ChunkEntities]:
+        """The records to send: ``records``, or empty ones when nothing was found
+        (each chunk sends both, so its graph is known to be done: load-status)."""
+        document, chunk = self.chunk.document, self.chunk.id
+        return self.records() or (ChunkTriples(document=document, chunk_id=chunk, triples=[]),
+                                  ChunkEntities(document=document, chunk_id=chunk, entities=[]))
+
     def records(self) -> tuple[ChunkTriples, ChunkEntities] | None:
-        """The records to send, or None when nothing was found."""
+        """The records of what was found, or None when nothing was."""
         if not self.triples:
             return None
         document = self.chunk.document

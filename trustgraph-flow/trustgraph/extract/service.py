@@ -93,10 +93,9 @@ def extract_stage(settings: ExtractSettings) -> Stage:
             graph = await llm_graph(chunk, PromptClient(await ctx.clients.get("prompt")))
         else:
             graph = await local[name](chunk)
-        if records := graph.records():
-            triples, entities = records
-            await ctx.emit("triples", triples)
-            await ctx.emit("entities", entities)
+        triples, entities = graph.sent()
+        await ctx.emit("triples", triples)
+        await ctx.emit("entities", entities)
 
     return Stage("chunks", Chunk, extract, subscription=NAME)
 

@@ -14,7 +14,7 @@ import sys
 
 from aiohttp import web
 
-from trustgraph.base import freeze_startup_heap, load_settings
+from trustgraph.base import exit_process, freeze_startup_heap, load_settings
 from trustgraph.base.settings import start_tracing
 from trustgraph.pubsub import Bus
 from trustgraph.schema import CANCEL_TOPIC
@@ -123,3 +123,4 @@ def main(argv: list[str] | None = None) -> None:
     settings = load_settings(GatewaySettings, sys.argv[1:] if argv is None else argv, "gateway")
     start_tracing(settings, "gateway")
     asyncio.run(serve_until_stopped(Gateway(settings)))
+    exit_process(0)  # stopped cleanly: no interpreter finalization (base/exiting.py)

@@ -27,13 +27,23 @@ class Collector:
         self._senders: set[asyncio.Task] = set()
 
     async def vector(self, text: str) -> Any:
-        future = asyncio.get_running_loop().create_future()
-        self._waiting.append((text, future))
-        if len(self._senders) < self._in_flight:
+        return (await self.vectors([text]))[0]
+
+    async def vectors(self, texts: list[str]) -> list[Any]:
+        """One result per text, in order; the first error of any of them is raised."""
+        loop = asyncio.get_running_loop()
+        futures = [loop.create_future() for _ in texts]
+        self._waiting += zip(texts, futures, strict=True)
+        batches = -(-len(self._waiting) // self._max_texts)
+        while len(self._senders) < min(self._in_flight, batches):
             sender = asyncio.create_task(self._sending())
             self._senders.add(sender)
             sender.add_done_callback(self._senders.discard)
-        return await future
+        results = await asyncio.gather(*futures, return_exceptions=True)
+        for result in results:
+            if isinstance(result, BaseException):
+                raise result
+        return results
 
     async def _sending(self) -> None:
         while self._waiting:

@@ -24,6 +24,7 @@ from trustgraph.schema.collections import CollectionOperation
 from trustgraph.schema.operations import per_operation
 
 from .collection_store import CollectionStore
+from .graph_progress import GraphProgressStore
 
 log = logging.getLogger(__name__)
 
@@ -32,11 +33,14 @@ MAX_COLLECTION_CHARS = 256
 
 
 class Collections:
-    def __init__(self, store: CollectionStore, owners: Iterable[str]) -> None:
+    def __init__(self, store: CollectionStore, owners: Iterable[str],
+                 progress: GraphProgressStore | None = None) -> None:
         """``owners``: the store owners' services to ask when deleting (of
-        ``COLLECTION_OWNERS``, those of the processors this deployment runs)."""
+        ``COLLECTION_OWNERS``, those of the processors this deployment runs);
+        ``progress``: the documents' graph progress, forgotten with them."""
         self.store = store
         self.owners = tuple(owners)
+        self.progress = progress
 
     async def handle(self, request: CollectionManagementRequest, ctx: Context
                      ) -> CollectionManagementResponse:
@@ -76,6 +80,8 @@ class Collections:
                 f"{'; '.join(failed)}; deleted so far: {done}. It stays listed: "
                 "delete it again to finish"))
         removed["documents"] = await asyncio.to_thread(self.store.delete, user, collection)
+        if self.progress is not None:
+            await asyncio.to_thread(self.progress.forget, user, collection)
         log.info("id=%s collection %r of %s deleted: %s", ctx.id, collection, user,
                  ", ".join(f"{store} {n}" for store, n in removed.items()))
         return CollectionManagementResponse(removed=removed)

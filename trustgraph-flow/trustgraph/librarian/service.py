@@ -41,6 +41,7 @@ from trustgraph.base import (
     ProcessorSpec,
     Runtime,
     Service,
+    Stage,
 )
 from trustgraph.decoding import MARKDOWN, PDF, PLAIN, guess_kind
 from trustgraph.pubsub.pulsar_shim import MAX_RECORD_BYTES
@@ -51,6 +52,7 @@ from trustgraph.schema import (
     DocumentMetadata,
     DocumentRef,
     DocumentRemoved,
+    GraphProgress,
     LibrarianRequest,
     LibrarianResponse,
     LoadResponse,
@@ -66,6 +68,7 @@ from trustgraph.schema.operations import per_operation
 from .collection_store import CollectionStore
 from .collections import Collections, collections_service, running_owners
 from .core import core_documents_service
+from .graph_progress import GraphProgressStore, progress_stage
 from .status import status_handler
 from .store import LibraryStore
 
@@ -116,6 +119,7 @@ class Library:
                  max_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES,
                  max_upload_bytes: int = DEFAULT_MAX_UPLOAD_BYTES) -> None:
         self.store = store
+        self.progress = GraphProgressStore(store.root)  # each document's graph, per chunk
         self.emit = emit
         self.max_bytes = max_bytes
         self.max_upload_bytes = max_upload_bytes
@@ -277,6 +281,7 @@ class Library:
         for flow in flows:
             await self.emit(flow, "document-removed", DocumentRemoved(document=ref(document)))
         removed = await asyncio.to_thread(self.store.remove, user, collection, id)
+        await asyncio.to_thread(self.progress.forget, user, collection, id)
         log.info("id=%s removed %r of %s/%s; document-removed sent on %s", ctx.id, id,
                  user, collection, ",".join(flows))
         return LibrarianResponse(document=removed, end_of_stream=True)
@@ -363,7 +368,7 @@ def ref(document: DocumentMetadata) -> DocumentRef:
                        title=document.title)
 
 
-def library_services(library: Library, collections: Collections) -> list[Service]:
+def library_services(library: Library, collections: Collections) -> list[Service | Stage]:
     return [
         Service(NAME, LibrarianRequest, LibrarianResponse, library.librarian,
                 global_flow=LIBRARIAN_FLOW),
@@ -372,13 +377,16 @@ def library_services(library: Library, collections: Collections) -> list[Service
         Service("document-load", DocumentLoadRequest, LoadResponse, library.document_load,
                 error_type="load-error"),
         Service("load-status", LoadStatusRequest, LoadStatusResponse,
-                status_handler(library.store), error_type="load-status-error"),
+                status_handler(library.store, library.progress),
+                error_type="load-status-error"),
+        Stage("graph-progress", GraphProgress, progress_stage(library.progress, library.store),
+              subscription=NAME),
         core_documents_service(library.store),
         collections_service(collections),
     ]
 
 
-async def librarian_services(runtime: Runtime) -> list[Service]:
+async def librarian_services(runtime: Runtime) -> list[Service | Stage]:
     settings = runtime.settings
     store = await asyncio.to_thread(LibraryStore, settings.tg_data_dir)
     if removed := await asyncio.to_thread(store.remove_stale_temporaries):
@@ -386,10 +394,10 @@ async def librarian_services(runtime: Runtime) -> list[Service]:
     if removed := await asyncio.to_thread(store.remove_stale_uploads):
         log.info("removed %d uploads abandoned before completion", removed)
     log.info("library at %s", store.root)
-    return library_services(
-        Library(store, runtime.emit, settings.tg_max_document_bytes,
-                settings.tg_max_upload_bytes),
-        Collections(CollectionStore(store), running_owners(settings.lazy_rag_enabled)))
+    library = Library(store, runtime.emit, settings.tg_max_document_bytes,
+                      settings.tg_max_upload_bytes)
+    return library_services(library, Collections(
+        CollectionStore(store), running_owners(settings.lazy_rag_enabled), library.progress))
 
 
 SPEC = ProcessorSpec(NAME, LibrarianSettings, librarian_services)

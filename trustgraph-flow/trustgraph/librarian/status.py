@@ -1,10 +1,12 @@
 """``load-status`` (trustgraph.schema.load_status): how far each document has got.
 
-Two parties know part of the answer: the decoder records in the library how many
-chunks each version of a document became (or why it could not be read), and the
-vector store's owner knows how many of those chunks have their vector stored. This
-handler reads the first and asks the second (``chunk-count``) for the documents
-that have chunks, so a status is never more advanced than what is durable.
+Three parties know part of the answer: the decoder records in the library how many
+chunks each version of a document became (or why it could not be read); the
+vector store's owner knows how many of those chunks have their vector stored; and
+the store owners report each chunk's graph as they store it (graph_progress.py).
+This handler reads the first and the last here and asks the second
+(``chunk-count``) for the documents that have chunks, so a status is never more
+advanced than what is durable.
 """
 import asyncio
 
@@ -18,10 +20,12 @@ from trustgraph.schema import (
     LoadStatusResponse,
 )
 
+from .graph_progress import GraphProgressStore
 from .store import DecoderRecord, LibraryStore
 
 
-def status_of(id: str, record: DecoderRecord | None, stored: int) -> DocumentStatus:
+def status_of(id: str, record: DecoderRecord | None, stored: int,
+              graph: dict[str, int] | None = None) -> DocumentStatus:
     if record is None:
         return DocumentStatus(id=id, state="unknown")
     if record.error is not None:
@@ -29,12 +33,19 @@ def status_of(id: str, record: DecoderRecord | None, stored: int) -> DocumentSta
                               error=record.error)
     if record.chunks is None:
         return DocumentStatus(id=id, state="decoding", version=record.version)
-    return DocumentStatus(id=id, state="done" if stored >= record.chunks else "embedding",
-                          version=record.version, chunks=record.chunks,
-                          stored=min(stored, record.chunks))
+    status = DocumentStatus(id=id, state="done" if stored >= record.chunks else "embedding",
+                            version=record.version, chunks=record.chunks,
+                            stored=min(stored, record.chunks))
+    if graph is not None:
+        triples, entities = (min(graph.get(part, 0), record.chunks)
+                             for part in ("triples", "entities"))
+        status.triples, status.entities = triples, entities
+        status.graph = "done" if min(triples, entities) >= record.chunks else "extracting"
+    return status
 
 
-def status_handler(store: LibraryStore) -> Handler[LoadStatusRequest, LoadStatusResponse]:
+def status_handler(store: LibraryStore, progress: GraphProgressStore
+                   ) -> Handler[LoadStatusRequest, LoadStatusResponse]:
     async def load_status(request: LoadStatusRequest, ctx: Context) -> LoadStatusResponse:
         user, collection = request.user, request.collection
         recorded = await asyncio.to_thread(store.load_status, user, collection,
@@ -51,6 +62,10 @@ def status_handler(store: LibraryStore) -> Handler[LoadStatusRequest, LoadStatus
                 raise HandledError(error.error.type, "cannot count the stored chunks: "
                                    f"{error.error.message}") from None
             stored = {c.id: n for c, n in zip(counted, answer.stored or [], strict=False)}
+        graph = await asyncio.to_thread(progress.counts, user, collection, ctx.flow,
+                                        {c.id: c.version for c in counted}) \
+            if request.graph else {}
         return LoadStatusResponse(documents=[
-            status_of(id, recorded.get(id), stored.get(id, 0)) for id in request.documents])
+            status_of(id, recorded.get(id), stored.get(id, 0), graph.get(id))
+            for id in request.documents])
     return load_status

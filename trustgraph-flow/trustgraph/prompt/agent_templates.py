@@ -5,6 +5,8 @@ Variables (all required unless marked optional):
 agent-react           question; tools: [{name, description, arguments?: [{name, type,
                       description}]}]; history (optional): [{thought, action,
                       arguments, observation}]; context (optional): earlier turns
+                      -> answered under the step schema the agent sends with each
+                      request (agent/step_schema.py), streamed
 agent-classify        question; history: [{question, answer}]   -> json {route}
 agent-reformulate     question; history: [{question, answer}]
 agent-knowledge       question; history; documents (optional): [text];
@@ -12,7 +14,12 @@ agent-knowledge       question; history; documents (optional): [text];
 agent-code            question; history
 agent-conversational  question; history
 """
+from typing import get_args
+
 from trustgraph.schema import PromptTemplate
+from trustgraph.schema.agent import Route
+
+ROUTES: tuple[str, ...] = get_args(Route)  # what agent-classify may answer
 
 # The conversation so far, as the ask templates show it.
 _HISTORY = """\
@@ -25,7 +32,7 @@ Assistant: {{ turn.answer }}
 AGENT_REACT = PromptTemplate(
     system=(
         "You are a careful assistant that answers questions by reasoning step by step "
-        "and using tools when they help. You follow the response format exactly."),
+        "and using tools when they help. You reply with one JSON object."),
     prompt="""\
 Question: {{ question }}
 {% if context is defined and context %}
@@ -41,27 +48,20 @@ Tools:
 {% if history is defined and history %}Steps so far:
 {% for step in history %}
 Thought: {{ step.thought }}
-Action: {{ step.action }}
-Args: {{ step.arguments | json }}
+Tool: {{ step.action }} {{ step.arguments | json }}
 Observation: {{ step.observation }}
 {% endfor %}
 {% endif %}
-Decide the single next step. Reply in exactly one of these two forms.
-
-To use a tool:
-Thought: <what you know so far and why this tool helps>
-Action: <the name of one tool from the list above>
-Args: <a JSON object giving that tool's arguments, on one line>
-
-To give the answer:
-Thought: <why you can answer now>
-Final Answer: <the complete answer to the question>
+Decide the single next step and reply with one JSON object:
+- "thought": what you know so far, and what to do next and why;
+- "next": either {"tool": <the name of one tool from the list>, "arguments": \
+<that tool's arguments>} to use a tool, or {"final_answer": <the complete answer to \
+the question>} to answer.
 
 Rules:
 - Use only tools from the list, with the arguments they declare.
-- Do not write an Observation yourself: it comes from running the tool.
 - Do not repeat a step that is already above with the same arguments.
-- Give the Final Answer as soon as the steps so far are enough. If the tools cannot \
+- Give the final answer as soon as the steps so far are enough. If the tools cannot \
 provide what is needed, give the best answer you can and say what is missing.
 """)
 
@@ -82,8 +82,8 @@ Reply with a JSON object naming the route and nothing else, for example:
 {"route": "knowledge"}
 """,
     response_type="json",
-    json_schema={"type": "object", "required": ["route"],
-                 "properties": {"route": {"type": "string"}}})
+    json_schema={"type": "object", "required": ["route"], "additionalProperties": False,
+                 "properties": {"route": {"type": "string", "enum": list(ROUTES)}}})
 
 AGENT_REFORMULATE = PromptTemplate(
     system="You rewrite questions so that they can be understood without the "

@@ -10,7 +10,7 @@ document-prompt         query; documents: [text]
 extract-definitions     text                         -> json [{entity, definition}]
 extract-relationships   text                         -> json [{subject, predicate,
                                                           object, object-entity}]
-query-rewrite           query
+query-rewrite           query                        -> json {query}
 query-decompose         query; max_subqueries (optional, 4)   -> json [question]
 rerank                  query; passages: [{n, title, text}]   -> json [n] (best first)
 eval-judge              question; answer; sources: [text]; reference (optional)
@@ -28,8 +28,13 @@ from trustgraph.schema import PromptTemplate, template_key
 from trustgraph.schema.prompt import SYSTEM_PROMPT_KEY
 
 from .agent_templates import AGENT_TEMPLATES
+from .shapes import text
 
-_STRING = {"type": "string", "minLength": 1}
+# Every JSON template's schema bounds its answer (items, string lengths): a server
+# that constrains the answer to it then ends it in a bounded number of tokens, so a
+# small model that would repeat itself is cut off by the schema, not by max_tokens.
+NAME = text(100)  # an entity's name, as the extractor stores it
+ITEMS = 12  # what one chunk yields of definitions, or of relationships, at most
 
 KG_PROMPT = PromptTemplate(
     system=(
@@ -96,19 +101,17 @@ Rules:
 - Write each definition so it makes sense on its own, without the text.
 - If the text defines nothing, reply with an empty array: []
 
-Reply with a JSON array of objects and nothing else, for example:
-[{"entity": "Photosynthesis", "definition": "The process by which green plants use \
-sunlight to make sugars from carbon dioxide and water."}]
+Reply with a JSON array of objects and nothing else.
 
 Text:
 {{ text }}
 """,
     response_type="json",
     json_schema={
-        "type": "array",
+        "type": "array", "maxItems": ITEMS,
         "items": {
-            "type": "object",
-            "properties": {"entity": _STRING, "definition": _STRING},
+            "type": "object", "additionalProperties": False,
+            "properties": {"entity": NAME, "definition": text(300)},
             "required": ["entity", "definition"],
         },
     })
@@ -136,22 +139,18 @@ Rules:
 - One fact per object: split lists into separate relationships.
 - If the text states no relationships, reply with an empty array: []
 
-Reply with a JSON array of objects and nothing else, for example:
-[{"subject": "Marie Curie", "predicate": "was born in", "object": "Warsaw", \
-"object-entity": true},
- {"subject": "Marie Curie", "predicate": "was born on", "object": "7 November 1867", \
-"object-entity": false}]
+Reply with a JSON array of objects and nothing else.
 
 Text:
 {{ text }}
 """,
     response_type="json",
     json_schema={
-        "type": "array",
+        "type": "array", "maxItems": ITEMS,
         "items": {
-            "type": "object",
+            "type": "object", "additionalProperties": False,
             "properties": {
-                "subject": _STRING, "predicate": _STRING, "object": _STRING,
+                "subject": NAME, "predicate": text(60), "object": text(200),
                 "object-entity": {"type": "boolean"},
             },
             "required": ["subject", "predicate", "object", "object-entity"],
@@ -159,8 +158,8 @@ Text:
     })
 
 QUERY_REWRITE = PromptTemplate(
-    system="You turn users' questions into clear search queries. You reply with the "
-           "query only.",
+    system="You turn users' questions into clear search queries. You reply with JSON "
+           "only: no commentary, no Markdown.",
     prompt="""\
 Rewrite the question below as one clear, self-contained search query for finding \
 relevant passages in a knowledge base.
@@ -172,10 +171,13 @@ question makes that clear.
 - Expand an abbreviation only if you are sure what it stands for.
 - If the question is already a clear query, return it unchanged.
 
-Reply with the query alone on one line: no quotes, no labels, no explanation.
+Reply with a JSON object whose "query" is the search query, and nothing else.
 
 Question: {{ query }}
-""")
+""",
+    response_type="json",
+    json_schema={"type": "object", "required": ["query"], "additionalProperties": False,
+                 "properties": {"query": text(300)}})
 
 QUERY_DECOMPOSE = PromptTemplate(
     system="You break complex questions into simpler ones. You reply with JSON only: "
@@ -192,13 +194,12 @@ using "it" or "they".
 - Do not add sub-questions the question does not need.
 - If the question is already simple, reply with a one-element array containing it.
 
-Reply with a JSON array of strings and nothing else, for example:
-["Who founded Acme Corp?", "When was Acme Corp's first factory opened?"]
+Reply with a JSON array of the sub-questions, as strings, and nothing else.
 
 Question: {{ query }}
 """,
     response_type="json",
-    json_schema={"type": "array", "items": _STRING, "minItems": 1, "maxItems": 10})
+    json_schema={"type": "array", "items": text(200), "minItems": 1, "maxItems": 10})
 
 RERANK = PromptTemplate(
     system="You rank search results by how well they answer a question. You reply with "
@@ -214,7 +215,8 @@ a JSON array of the passage numbers, for example [3, 1, 2]. Leave out passages t
 have nothing to do with the question.
 """,
     response_type="json",
-    json_schema={"type": "array", "items": {"type": "integer", "minimum": 1}})
+    json_schema={"type": "array", "maxItems": 50,
+                 "items": {"type": "integer", "minimum": 1, "maximum": 50}})
 
 EVAL_JUDGE = PromptTemplate(
     system="You grade answers for an evaluation. You reply with JSON only: no "
@@ -242,12 +244,13 @@ Reply with a JSON object and nothing else, for example:
 {"faithfulness": 0.8, "relevance": 1.0, "reason": "one claim is not in the sources"}
 """,
     response_type="json",
-    json_schema={"type": "object", "required": ["faithfulness", "relevance"],
+    json_schema={"type": "object", "required": ["faithfulness", "relevance", "reason"],
+                 "additionalProperties": False,
                  "properties": {"faithfulness": {"type": "number", "minimum": 0,
                                                  "maximum": 1},
                                 "relevance": {"type": "number", "minimum": 0,
                                               "maximum": 1},
-                                "reason": {"type": "string"}}})
+                                "reason": {"type": "string", "maxLength": 300}}})
 
 LAZY_RAG_SUMMARY = PromptTemplate(
     system=(

@@ -3,9 +3,12 @@ as ``trustgraph.schema.prompt`` says) and asks text-completion.
 
 Text templates relay text-completion's answer (``relay``): its deltas passed on as
 they are (those already waiting as one; none is held back to wait for more), then
-one final record with the token totals and model. JSON/JSONL templates never stream partial
-text: the whole answer is collected, parsed and checked against the template's
-schema, and sent as one record with ``object``, or as a clear error.
+one final record with the token totals and model; a request may give a text
+template a JSON Schema (the agent's steps), which text-completion answers under and
+checks. JSON/JSONL templates never stream partial text: their schema goes to
+text-completion, which has the model's server constrain the answer to it and checks
+it; the whole answer is sent as one record with ``object``, or as a clear error
+naming the template.
 
 Templates are read from config at start (the shipped defaults are put there first if
 config has no prompts) and re-read on every change notification, so edits apply to
@@ -26,6 +29,7 @@ from trustgraph.base import (
     Runtime,
     Service,
     ServiceClient,
+    ServiceError,
     relay,
 )
 from trustgraph.schema import (
@@ -36,9 +40,10 @@ from trustgraph.schema import (
     TextCompletionResponse,
     prompt_config,
 )
+from trustgraph.schema.text_completion import OFF_SCHEMA, OFF_SCHEMA_SUBJECT
 
 from .defaults import default_config
-from .templates import Compiled, Templates
+from .templates import Compiled, PromptError, Templates
 
 log = logging.getLogger(__name__)
 
@@ -76,10 +81,15 @@ def prompt_handler(templates: Templates) -> Handler[PromptRequest, PromptRespons
         if template.response_type == "text":
             return Relay(relay(llm.frames(TextCompletionRequest(
                 system=system, prompt=prompt, streaming=request.streaming,
-                model=request.model, **request.sampling())), TextCompletionResponse,
-                final_text))
+                model=request.model, json_schema=request.json_schema,
+                **request.sampling())), TextCompletionResponse, final_text))
+        if request.json_schema is not None:
+            raise BadRequest(f"template '{template.id}' is {template.response_type} and "
+                             "answers under its own schema: give json_schema only with "
+                             "a text template")
         return await _structured(llm, template, TextCompletionRequest(
-            system=system, prompt=prompt, model=request.model, **request.sampling()))
+            system=system, prompt=prompt, model=request.model,
+            json_schema=template.asked_schema, **request.sampling()))
     return handle
 
 
@@ -92,7 +102,16 @@ def final_text(final: TextCompletionResponse) -> PromptResponse:
 
 async def _structured(llm: ServiceClient, template: Compiled, request: TextCompletionRequest
                       ) -> PromptResponse:
-    answer = await llm.call(request, TextCompletionResponse)
+    """The answer of a json/jsonl template, parsed. An answer text-completion found off
+    the template's schema is this service's ``prompt-error`` naming the template;
+    text-completion's other errors are passed on as it said them."""
+    try:
+        answer = await llm.call(request, TextCompletionResponse)
+    except ServiceError as failure:
+        if failure.error.type != OFF_SCHEMA:
+            raise
+        said = failure.error.message.removeprefix(OFF_SCHEMA_SUBJECT).lstrip()
+        raise PromptError(f"{OFF_SCHEMA_SUBJECT} for template '{template.id}' {said}") from None
     value = template.parse(answer.response)
     return PromptResponse(object=json.dumps(value, ensure_ascii=False), end_of_stream=True,
                           in_token=answer.in_token, out_token=answer.out_token,

@@ -1,5 +1,7 @@
 """Prompt templates: compiled once when config changes, rendered per request, and
-the model's answer to a json/jsonl template parsed and checked against its schema.
+the model's answer to a json/jsonl template parsed and checked against its schema
+(text-completion has the model's server constrain the answer to that schema, and
+checks it too: ``asked_schema``).
 
 Rendering uses a sandboxed Jinja2 environment (templates are data anyone with config
 access can edit) with strict undefined variables: a variable the request does not
@@ -16,6 +18,7 @@ import jsonschema
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from trustgraph.base import HandledError
+from trustgraph.model.text_completion.structured import json_in, unfenced
 from trustgraph.schema import PromptTemplate
 
 log = logging.getLogger(__name__)
@@ -32,7 +35,6 @@ _environment = ImmutableSandboxedEnvironment(
 _environment.filters["json"] = lambda value: json.dumps(value, ensure_ascii=False)
 
 _UNDEFINED_NAME = re.compile(r"^'([^']+)' is undefined$")
-_FENCED = re.compile(r"```[a-zA-Z]*\s*\n?(.*?)```", re.DOTALL)
 
 
 class PromptError(HandledError):
@@ -52,6 +54,15 @@ class Compiled:
     def response_type(self) -> str:
         return self.definition.response_type
 
+    @property
+    def asked_schema(self) -> dict[str, Any] | None:
+        """The schema text-completion answers under: the template's, for jsonl an
+        array of such items (asked as one JSON array, not lines)."""
+        schema = self.definition.json_schema
+        if schema is None or self.response_type != "jsonl":
+            return schema
+        return {"type": "array", "items": schema}
+
     def render(self, variables: dict[str, Any]) -> tuple[str, str]:
         """(system, prompt) for these variables."""
         try:
@@ -67,15 +78,27 @@ class Compiled:
 
     def parse(self, answer: str) -> Any:
         """The model's answer to a json/jsonl template as a checked JSON value (a
-        jsonl answer becomes a list of its lines' values)."""
-        text = _unfenced(answer)
+        jsonl answer becomes a list of its lines' values). Under a schema it is the
+        JSON text-completion checked (jsonl: one array); else the JSON is looked
+        for in what the model wrote (a Markdown fence, a sentence around it)."""
+        if self.asked_schema is not None:
+            try:
+                value = json.loads(answer)
+            except ValueError:
+                pass  # not as text-completion sends it: read it as a model writes
+            else:
+                jsonl = self.response_type == "jsonl"
+                for n, item in enumerate(value if jsonl else [value]):
+                    self._check(item, f"item {n}" if jsonl else "answer")
+                return value
         if self.response_type == "jsonl":
             items = [_loads(self.id, line, f"line {n}")
-                     for n, line in enumerate(text.splitlines(), 1) if line.strip()]
+                     for n, line in enumerate(unfenced(answer).splitlines(), 1)
+                     if line.strip()]
             for n, item in enumerate(items):
                 self._check(item, f"item {n}")
             return items
-        value = _loads(self.id, _outermost_json(text), "answer")
+        value = _loads(self.id, json_in(answer), "answer")
         self._check(value, "answer")
         return value
 
@@ -137,23 +160,6 @@ class Templates:
             known = ", ".join(sorted(self._templates)) or "none"
             raise PromptError(f"no prompt template '{id}' (known: {known})", NOT_FOUND)
         return template
-
-
-def _unfenced(answer: str) -> str:
-    """The content of the first Markdown code fence, if the answer has one."""
-    match = _FENCED.search(answer)
-    return match.group(1).strip() if match else answer.strip()
-
-
-def _outermost_json(text: str) -> str:
-    """Models sometimes wrap the JSON in a sentence: keep from the first bracket to
-    the matching last one."""
-    starts = [i for i in (text.find("{"), text.find("[")) if i >= 0]
-    if not starts or text[:1] in "{[":
-        return text
-    start = min(starts)
-    end = text.rfind("}" if text[start] == "{" else "]")
-    return text[start:end + 1] if end > start else text
 
 
 def _loads(id: str, text: str, what: str) -> Any:

@@ -52,8 +52,12 @@ async def _rewrite(prompts: PromptClient, questions: Questions, error_type: str)
     with step(error_type, f"rewriting the question ({REWRITE})"):
         result = await prompts.invoke(REWRITE, {"query": questions.query})
     questions.count(result)
+    # The shipped template answers {"query": ...} under its schema; one edited into
+    # a text template answers the query as its text.
+    found = result.object.get("query") if isinstance(result.object, dict) else result.text
     # An empty rewrite searches for the question itself rather than for nothing.
-    questions.optimized_query = (result.text or "").strip() or questions.query
+    questions.optimized_query = (found if isinstance(found, str) else "").strip() \
+        or questions.query
 
 
 async def _decompose(prompts: PromptClient, questions: Questions, error_type: str) -> None:

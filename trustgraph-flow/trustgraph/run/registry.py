@@ -102,6 +102,37 @@ def members(entry: str) -> list[str]:
     return names
 
 
+# The order tg-start stops the parts in: callers before the services they call, so
+# that nothing in flight when the stack stops fails for want of a service that
+# stopped first (a pipeline record then waits, unacknowledged, for the next start,
+# rather than fail a delivery). The gateway (every client's way in) first, so no new
+# request comes; then the pipeline's stages, which call the answering group's LLM
+# services (LLM extraction), embeddings and the stores; then the answering group;
+# then what the others call; config (read by every processor) last.
+STOP_ORDER: tuple[tuple[str, ...], ...] = (
+    (GATEWAY,),
+    ("librarian", "decoder", "extract", "chunk-embeddings", "entity-embeddings"),
+    ("agent", "graph-rag", "document-rag", "lazy-rag", "prompt", "text-completion"),
+    ("embeddings", "triples-store", "vector-store"),
+    ("config",),
+)
+
+
+def stop_waves(parts: list[str]) -> list[list[str]]:
+    """``parts`` (TG_PROCESSORS entries) in the waves ``STOP_ORDER`` stops them in,
+    empty waves left out: a group in the wave of its earliest member; a processor
+    not named there with the services the others call."""
+    def wave(name: str) -> int:
+        if name.startswith(PROVIDER_PREFIX):
+            name = "text-completion"
+        found = [n for n, names in enumerate(STOP_ORDER) if name in names]
+        return found[0] if found else len(STOP_ORDER) - 2
+    waves: list[list[str]] = [[] for _ in STOP_ORDER]
+    for part in parts:
+        waves[min(wave(name) for name in members(part))].append(part)
+    return [parts_of_wave for parts_of_wave in waves if parts_of_wave]
+
+
 # What ``tg-start`` runs unless TG_PROCESSORS says otherwise: everything, from loading
 # documents to answering questions about them. Entries whose module is not installed
 # are skipped with a line saying so. The gateway is started alongside the processors

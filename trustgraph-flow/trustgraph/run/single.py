@@ -18,7 +18,13 @@ import sys
 
 from prometheus_client import start_http_server
 
-from trustgraph.base import Processor, ProcessorSpec, load_settings, serve_together
+from trustgraph.base import (
+    Processor,
+    ProcessorSpec,
+    exit_process,
+    load_settings,
+    serve_together,
+)
 from trustgraph.base.settings import start_tracing
 
 from .registry import (
@@ -86,6 +92,7 @@ def serve(label: str, specs: list[ProcessorSpec], argv: list[str]) -> None:
     processors = [Processor(spec, each, process=label)
                   for spec, each in zip(specs, settings, strict=True)]
     asyncio.run(serve_together(processors))
+    exit_process(0)  # stopped cleanly: no interpreter finalization (base/exiting.py)
 
 
 def _under_supervisor(supervisor_pid: str | None) -> None:

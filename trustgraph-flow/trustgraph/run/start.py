@@ -32,6 +32,7 @@ from .registry import (
     PROVIDER_PREFIX,
     RUNNABLES,
     members,
+    stop_waves,
     switched_off,
 )
 from .replicas import ReplicasError, replica_counts, replica_name
@@ -222,13 +223,13 @@ class Platform:
             child.start()
 
     async def stop(self) -> None:
-        """Gateway first (no new requests), then the processors, then the broker."""
+        """Callers before what they call (``registry.stop_waves``: the gateway first,
+        so no new request comes; config last), each wave together; then the broker."""
         self.shutdown.set()  # restart nothing from now on
-        gateways = [c for c in self.children if c.name == GATEWAY]
-        for child in gateways:
-            await child.stop()
-        results = await asyncio.gather(*(c.stop() for c in self.children if c not in gateways),
-                                       return_exceptions=True)
+        results: list[BaseException | None] = []
+        for wave in stop_waves(self.parts):
+            results += await asyncio.gather(*(c.stop() for c in self.children
+                                              if c.argv[-1] in wave), return_exceptions=True)
         if self.broker:
             await self.broker.stop()
         for error in results:

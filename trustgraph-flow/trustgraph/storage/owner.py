@@ -1,8 +1,9 @@
 """What both store owners (``triples-store`` and ``vector-store``) share: reading a
 pipeline record's scope, answering within one broker message, forgetting a removed
-document, and deleting a collection."""
+document, deleting a collection, and reporting a chunk's graph stored."""
 import logging
 from collections.abc import Awaitable, Callable
+from typing import Literal
 
 from trustgraph.base import (
     BadRequest,
@@ -20,6 +21,7 @@ from trustgraph.schema import (
     CollectionDeleteResponse,
     DocumentRef,
     DocumentRemoved,
+    GraphProgress,
     encode,
 )
 
@@ -43,6 +45,15 @@ def fits_one_message(response, count: int, service: str) -> None:
         raise HandledError("response-too-large", (
             f"the {count} results are {size} bytes, over the {MAX_RECORD_BYTES} bytes "
             f"one {service} response can carry: ask with limit {fitting} or less"))
+
+
+async def report_progress(ctx: StageContext, document: DocumentRef, chunk_id: str,
+                          part: Literal["triples", "entities"]) -> None:
+    """Tell the librarian that a chunk's part of the graph is stored (load-status):
+    for chunks of loaded documents only (RDF loaded as it is has no version)."""
+    if chunk_id and document.version:
+        await ctx.emit("graph-progress", GraphProgress(document=document, chunk_id=chunk_id,
+                                                       part=part))
 
 
 def removal_stage(store, kind: str) -> StageHandler[DocumentRemoved]:

@@ -1,46 +1,54 @@
-"""One model, many concurrent requests: runs on one thread, in shared batches.
+"""One model, many concurrent requests: runs on worker threads, in shared batches,
+interactive work first.
 
-The model runs on its own thread because one run takes milliseconds to seconds
+The model runs off the event loop because one run takes milliseconds to seconds
 of CPU, which on the event loop would stall every other request of the process.
-One thread, not a pool: onnxruntime already spreads a run over the cores, and
-two runs at once would only fight over them.
+Runs go side by side, ``runs`` at once (one per core by default), each on one
+onnxruntime thread: measured on 2 cores, a chunk costs ~12 % less CPU run alone
+on one thread, two runs side by side, than on two threads one run at a time, and
+~20 % less in runs of one chunk than of four (minilm/provider.py).
 
-Requests are cut into pieces of at most ``batch`` texts, a request's texts in order
-of length first (a run is padded to its longest text, so a piece of alike lengths
-wastes less; a request of many chunks would otherwise cost ~15 % more CPU per
-chunk than the same chunks sent one per request). Pieces of short texts
-(a user's query, an entity label) go before pieces of long ones (document
-chunks) and run apart from them: a query then waits for at most the run already
-under way, and is not padded to a chunk's length. Each run takes waiting pieces
-of one kind: up to ``short_batch`` short texts, first come first served, or up to
-``batch`` long ones, the oldest and those nearest it in length. A run never waits
-for more work to arrive.
+Requests are cut into pieces of at most ``batch`` long texts (or ``short_batch``
+short ones), a request's texts in order of length first (a run is padded to its
+longest text). Each piece waits in its lane (``trustgraph.base.lanes``: a
+question's embedding is interactive, a pipeline stage's is bulk):
 
-Why those sizes (measured with all-MiniLM-L6-v2 on 2 cores, docs/embeddings.md):
-a chunk costs the least CPU in runs of 1-4 (runs of 16-32 chunks cost 25-30 %
-more per chunk: their activations outgrow the caches), while a short query costs
-half as much in a run of 20 as alone (a run has a fixed cost). Small chunk runs
-also bound how long a query waits behind ingestion. (The model splits what it is
-given into runs by padded tokens as well; see ``MiniLm.embed``.)
+* interactive pieces go first, short ones (a question) before long ones, and one
+  more run than ``runs`` is theirs alone: a question waits for no bulk run, only
+  shares the cores with those under way;
+* bulk pieces go in order of arrival, short (entity labels) and long (chunks)
+  alike, so neither starves the other; a bulk run takes pieces of one kind only
+  (a short text is not padded to a chunk's length): up to ``short_batch`` short
+  texts, or up to ``batch`` long ones, the oldest and those nearest it in length.
+
+A run never waits for more work to arrive. While a request waits for its first
+run it is marked queued (``queued_until``): its requester does not count that
+wait against its timeout.
 """
 import asyncio
 import itertools
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
+
+from trustgraph.base import BULK, INTERACTIVE, current_lane, queued_until
+from trustgraph.base.lanes import Lane
 
 SHORT_TEXT = 300  # characters: about 60-80 tokens
 SHORT_BATCH = 32
 LOOKAHEAD = 64  # waiting long pieces looked at to find ones alike in length
+
+_arrivals = itertools.count()
 
 
 @dataclass
 class _Request:
     texts: list[str]
     future: asyncio.Future
+    started: Callable[[], None]  # its first run began: no longer queued
     vectors: np.ndarray | None = None
     pieces_left: int = 0
 
@@ -50,6 +58,7 @@ class _Piece:
     request: _Request
     indexes: list[int]  # of its texts in the request
     length: int  # of its longest text, as ``Batcher.length`` measures
+    arrival: int = field(default_factory=lambda: next(_arrivals))
 
     @property
     def size(self) -> int:
@@ -60,24 +69,41 @@ class _Piece:
         return [self.request.texts[i] for i in self.indexes]
 
 
+class _Lane:
+    """A lane's waiting pieces: short texts and long ones apart."""
+
+    def __init__(self) -> None:
+        self.short: deque[_Piece] = deque()
+        self.long: deque[_Piece] = deque()
+
+    def __bool__(self) -> bool:
+        return bool(self.short or self.long)
+
+
 class Batcher:
     def __init__(self, run: Callable[[list[str]], np.ndarray], batch: int,
-                 short_batch: int = SHORT_BATCH,
-                 length: Callable[[str], int] = len) -> None:
-        """``length`` measures a text as the model pays for it (its tokens)."""
+                 short_batch: int = SHORT_BATCH, length: Callable[[str], int] = len,
+                 runs: int = 1) -> None:
+        """``run`` embeds a list of texts (thread-safe when ``runs`` > 1); ``length``
+        measures a text as the model pays for it (its tokens); ``runs``: bulk runs
+        at once (interactive work has one more)."""
         self._run = run
         self._length = length
         self._batch = max(1, batch)
         self._short_batch = max(self._batch, short_batch)
-        self._short: deque[_Piece] = deque()
-        self._long: deque[_Piece] = deque()
-        self._executor = ThreadPoolExecutor(1, thread_name_prefix="embeddings-model")
-        self._worker: asyncio.Task | None = None
+        self._lanes: dict[Lane, _Lane] = {INTERACTIVE: _Lane(), BULK: _Lane()}
+        self._bulk_runs = max(1, runs)
+        self._running: dict[Lane, int] = {INTERACTIVE: 0, BULK: 0}
+        self._executor = ThreadPoolExecutor(self._bulk_runs + 1,
+                                            thread_name_prefix="embeddings-model")
+        self._tasks: set[asyncio.Task] = set()
 
     async def embed(self, texts: list[str]) -> np.ndarray:
         if not texts:
             return np.empty((0, 0), dtype=np.float32)
-        request = _Request(texts, asyncio.get_running_loop().create_future())
+        started = queued_until()
+        request = _Request(texts, asyncio.get_running_loop().create_future(), started)
+        lane = self._lanes[current_lane()]
         # Short texts first, then long ones by what the model pays for them.
         lengths = [(1, self._length(t)) if len(t) > SHORT_TEXT else (0, len(t))
                    for t in texts]
@@ -85,28 +111,59 @@ class Batcher:
         for start in range(0, len(order), self._batch):
             piece = _Piece(request, order[start:start + self._batch], 0)
             if max(lengths[i][0] for i in piece.indexes) == 0:
-                self._short.append(piece)
+                lane.short.append(piece)
             else:
                 piece.length = max(lengths[i][1] for i in piece.indexes)
-                self._long.append(piece)
+                lane.long.append(piece)
             request.pieces_left += 1
-        if self._worker is None or self._worker.done():
-            self._worker = asyncio.create_task(self._work())
-        return await request.future  # cancelling this drops the request's pieces
+        self._start_runs()
+        try:
+            return await request.future  # cancelling this drops the request's pieces
+        finally:
+            started()
 
-    async def _work(self) -> None:
-        while self._short or self._long:
-            if self._short:
-                pieces = self._take(self._short, self._short_batch)
+    def _start_runs(self) -> None:
+        """As many runs as may go now: interactive ones up to ``runs`` + 1 at once,
+        bulk ones up to ``runs``."""
+        while sum(self._running.values()) <= self._bulk_runs:
+            lane: Lane
+            if self._lanes[INTERACTIVE]:
+                lane = INTERACTIVE
+            elif self._lanes[BULK] and self._running[BULK] < self._bulk_runs:
+                lane = BULK
             else:
-                pieces = self._take_alike(self._long, self._batch)
-            if pieces:
-                await self._run_pieces(pieces)
+                return
+            pieces = self._next_run(self._lanes[lane], lane)
+            if not pieces:
+                if not self._lanes[lane]:
+                    return
+                continue  # only cancelled pieces were taken off
+            self._running[lane] += 1
+            task = asyncio.create_task(self._run_then_more(pieces, lane))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    def _next_run(self, waiting: _Lane, lane: Lane) -> list[_Piece]:
+        """The next run of a lane: interactive short texts first; in bulk, whichever
+        kind waited longest."""
+        if waiting.short and (lane == INTERACTIVE or not waiting.long
+                              or waiting.short[0].arrival < waiting.long[0].arrival):
+            return self._take(waiting.short, self._short_batch)
+        return self._take_alike(waiting.long, self._batch)
+
+    async def _run_then_more(self, pieces: list[_Piece], lane: Lane) -> None:
+        try:
+            await self._run_pieces(pieces)
+        finally:
+            self._running[lane] -= 1
+            self._start_runs()
 
     async def _run_pieces(self, pieces: list[_Piece]) -> None:
         """One run; if it fails, each piece again on its own, so that a text the
         model cannot take fails only its own request."""
         texts = [t for p in pieces for t in p.texts]
+        for piece in pieces:
+            piece.request.started()
         try:
             vectors = await asyncio.get_running_loop().run_in_executor(
                 self._executor, self._run, texts)

@@ -79,8 +79,10 @@ def prepared(path: Path) -> bytes:
 class MiniLm:
     """The model itself: blocking calls, for a worker thread."""
 
-    def __init__(self, onnx_path: str = "", tokenizer_path: str = "", threads: int = 0,
-                 run_tokens: int = 4 * WINDOW) -> None:
+    def __init__(self, onnx_path: str = "", tokenizer_path: str = "", threads: int = 1,
+                 run_tokens: int = WINDOW) -> None:
+        """``threads``: onnxruntime's per run (0: one per core); ``run_tokens``:
+        padded tokens per run (``embed``). Runs may go side by side (thread-safe)."""
         self.tokenizer = load_tokenizer(tokenizer_path)
         self.tokenizer.enable_truncation(WINDOW)  # [CLS] ... [SEP], 256 at most
         options = onnxruntime.SessionOptions()
@@ -154,10 +156,11 @@ def as_lists(vectors: np.ndarray) -> list[list[float]]:
 class MiniLmEmbedder:
     name = MODEL_NAME
 
-    def __init__(self, model: MiniLm) -> None:
+    def __init__(self, model: MiniLm, runs: int = 1) -> None:
+        """``runs``: model runs side by side (bulk work's; a question has one more)."""
         self.model = model
         self.batcher = Batcher(model.embed, max(1, model.run_tokens // WINDOW),
-                               length=model.count_tokens)
+                               length=model.count_tokens, runs=runs)
 
     async def embed(self, texts: list[str]) -> list[list[float]]:
         return as_lists(await self.batcher.embed(texts))
@@ -166,6 +169,7 @@ class MiniLmEmbedder:
 def make(settings: EmbeddingsSettings) -> MiniLmEmbedder:
     model = MiniLm(settings.tg_embeddings_onnx, settings.tg_embeddings_tokenizer,
                    settings.tg_embeddings_threads, settings.tg_embeddings_run_tokens)
-    log.info("embedding with %s (onnxruntime, %d threads)", MODEL_NAME,
-             model.session.get_session_options().intra_op_num_threads)
-    return MiniLmEmbedder(model)
+    runs = settings.tg_embeddings_runs or os.cpu_count() or 1
+    log.info("embedding with %s (onnxruntime, %d runs side by side of %d thread(s) each)",
+             MODEL_NAME, runs, model.session.get_session_options().intra_op_num_threads)
+    return MiniLmEmbedder(model, runs)

@@ -11,7 +11,7 @@ key, from the processor's environment, as its own provider does (``OPENAI_API_KE
 import asyncio
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pydantic import ValidationError
 
@@ -47,11 +47,11 @@ class Choice:
 
 def options_of(asked: Options, flow: LlmParameters) -> Options:
     """What a request asks, its unset options the flow's."""
-    return Options(model=asked.model or flow.llm_model,
-                   max_tokens=flow.max_tokens if asked.max_tokens is None else asked.max_tokens,
+    return replace(asked, model=asked.model or flow.llm_model,
+                   max_tokens=flow.max_tokens if asked.max_tokens is None
+                   else asked.max_tokens,
                    temperature=flow.temperature if asked.temperature is None
-                   else asked.temperature,
-                   stop=asked.stop)
+                   else asked.temperature)
 
 
 class Providers:

@@ -1,6 +1,13 @@
 """The text-completion processor: one service, its provider chosen by ``TG_LLM``
 (or fixed by ``tg-run text-completion-<provider>``), or by a flow's parameters
-(``flow_providers.py``: a provider per distinct choice the running flows make)."""
+(``flow_providers.py``: a provider per distinct choice the running flows make).
+
+A request with a ``json_schema`` is answered under it (``structured.py``): the
+provider asks its server to constrain the answer, and the answer is checked before
+it leaves. Streaming (the agent's steps) its text goes out as it comes and the check
+is at the end; not streaming, an answer that fails the check is asked for once more
+with what was wrong, then fails as ``off-schema``.
+"""
 import asyncio
 import logging
 from collections.abc import AsyncGenerator
@@ -12,6 +19,7 @@ from trustgraph.base import (
     Delta,
     Handler,
     ProcessorSpec,
+    Relay,
     Runtime,
     Service,
     ServiceError,
@@ -24,6 +32,7 @@ from .flow_providers import LlmParameters, Providers
 from .flow_providers import options_of as flow_options
 from .provider import LlmError, LlmSettings, NotConfigured, Options, Overloaded, Usage
 from .retry import Retrying
+from .structured import OffSchema, Shape, correction, shape_of
 from .traced import answered, asked
 
 log = logging.getLogger(__name__)
@@ -32,8 +41,10 @@ log = logging.getLogger(__name__)
 def options_of(request: TextCompletionRequest) -> Options:
     """What ``request`` asks of the provider besides its text: its ``model`` and its
     sampling options (unset: its flow's, else the provider's settings)."""
+    shape = shape_of(request.json_schema) if request.json_schema is not None else None
     return Options(model=request.model or None, max_tokens=request.max_tokens,
-                   temperature=request.temperature, stop=request.stop or None)
+                   temperature=request.temperature, stop=request.stop or None,
+                   schema=shape.sent if shape is not None else None)
 
 
 def completion_handler(providers: Providers | Retrying, name: str = "", model: str = ""
@@ -45,37 +56,91 @@ def completion_handler(providers: Providers | Retrying, name: str = "", model: s
         providers = Providers("", providers)
 
     async def complete(request: TextCompletionRequest, ctx: Context
-                       ) -> AsyncGenerator[Delta | TextCompletionResponse, None]:
+                       ) -> Relay[TextCompletionResponse]:
         """Streaming: each piece of text as a ``Delta`` (a ``TextCompletionResponse``
         once it leaves the process), then the totals; else the whole answer once.
-        After the first piece, the pieces are read from the provider's own generator
-        (``Retrying.start``): nothing stands between it and this loop."""
-        parts: list[str] = []
-        usage = Usage(None, None, "")
+        Under a schema the answer is checked first (``structured``)."""
         flow = ctx.parameters.of(LlmParameters)
         provider = await providers.get(flow)
         options = flow_options(options_of(request), flow)
-        span = tracing.current_span()
-        asked(span, flow.llm_provider or name, model, request, options)
-        piece, rest = await provider.start(request.system, request.prompt, options)
-        try:
-            async with aclosing(rest):
-                while piece is not None:
-                    if isinstance(piece, Usage):
-                        usage = piece
-                    elif request.streaming:
-                        yield Delta(piece)
-                    else:
-                        parts.append(piece)
-                    piece = await anext(rest, None)
-        except Overloaded as error:  # before the first piece, start() retried it
-            raise LlmError(f"provider overloaded mid-answer: {error.message}") from None
-        text = "".join(parts)
-        answered(span, usage, None if request.streaming else text)
-        yield TextCompletionResponse(
-            response=text, end_of_stream=True, in_token=usage.in_token,
-            out_token=usage.out_token, model=usage.model)
+        asked(tracing.current_span(), flow.llm_provider or name, model, request, options)
+        if options.schema is None:
+            return Relay(_answer(provider, request, options))
+        shape = shape_of(request.json_schema or {})
+        if request.streaming and not shape.wrapped:
+            return Relay(_answer(provider, request, options, checked=shape))
+        return Relay(_checked_whole(provider, request, options, shape))
     return complete
+
+
+async def _answer(provider: Retrying, request: TextCompletionRequest, options: Options,
+                  checked: Shape | None = None
+                  ) -> AsyncGenerator[Delta | TextCompletionResponse, None]:
+    """The provider's answer: streaming, each piece as a ``Delta``, else collected;
+    then a final record with the totals (and, not streaming, the text). Streaming
+    under a schema (``checked``), the final record comes only once the whole text is
+    checked: it cannot be asked for again, the caller has it already. After the
+    first piece, the pieces are read from the provider's own generator
+    (``Retrying.start``): nothing stands between it and this loop."""
+    parts: list[str] = []  # not streaming, or checked: the answer so far
+    keep = not request.streaming or checked is not None
+    usage = Usage(None, None, "")
+    piece, rest = await provider.start(request.system, request.prompt, options)
+    try:
+        async with aclosing(rest):
+            while piece is not None:
+                if isinstance(piece, Usage):
+                    usage = piece
+                else:
+                    if keep:
+                        parts.append(piece)
+                    if request.streaming:
+                        yield Delta(piece)
+                piece = await anext(rest, None)
+    except Overloaded as error:  # before the first piece, start() retried it
+        raise LlmError(f"provider overloaded mid-answer: {error.message}") from None
+    if checked is not None:
+        checked.answer("".join(parts))
+    answered(tracing.current_span(), usage, None if request.streaming else "".join(parts))
+    yield TextCompletionResponse(
+        response="" if request.streaming else "".join(parts), end_of_stream=True,
+        in_token=usage.in_token, out_token=usage.out_token, model=usage.model)
+
+
+async def _checked_whole(provider: Retrying, request: TextCompletionRequest,
+                         options: Options, shape: Shape
+                         ) -> AsyncGenerator[Delta | TextCompletionResponse, None]:
+    """The whole answer, checked; asked once more, told what was wrong, when it
+    fails. Streaming (a schema without an object root: its answer is unwrapped
+    here), it is one delta, then the final record."""
+    usage = Usage()
+    asked = request.model_copy(update={"streaming": False})
+    try:
+        text = shape.answer(await _collected(provider, asked, options, usage))
+    except OffSchema as failure:
+        log.info("off-schema answer, asked again: %s", failure.message)
+        again = asked.model_copy(update={"prompt": correction(request.prompt,
+                                                                failure.message)})
+        try:
+            text = shape.answer(await _collected(provider, again, options, usage))
+        except OffSchema as second:
+            raise OffSchema(f"{second.message} (asked twice)") from None
+    if request.streaming:
+        yield Delta(text)
+    yield TextCompletionResponse(response="" if request.streaming else text,
+                                 end_of_stream=True, in_token=usage.in_token,
+                                 out_token=usage.out_token, model=usage.model)
+
+
+async def _collected(provider: Retrying, request: TextCompletionRequest, options: Options,
+                     usage: Usage) -> str:
+    """The text of a non-streaming answer; its tokens added to ``usage``."""
+    async with aclosing(_answer(provider, request, options)) as pieces:
+        async for final in pieces:
+            assert isinstance(final, TextCompletionResponse)  # not streaming: one record
+            usage.add(Usage.of(final))
+            return final.response
+    raise LlmError("the provider ended without an answer")
 
 
 def spec_for(provider_name: str) -> ProcessorSpec:

@@ -77,7 +77,13 @@ from trustgraph.schema import (
 
 from ...extract.vocabulary import NOT_STATEMENTS, chunk_iri, document_iri
 from ..checks import PROBE_TERM, store_probe
-from ..owner import collection_service, fits_one_message, removal_stage, scope_of
+from ..owner import (
+    collection_service,
+    fits_one_message,
+    removal_stage,
+    report_progress,
+    scope_of,
+)
 from ..settings import StoreSettings
 from .configured import open_triples_store
 from .core import core_triples_service
@@ -108,6 +114,7 @@ def triples_stage(store: TriplesStore) -> StageHandler[ChunkTriples]:
         if good:
             await store.add(user, collection, good, document=record.document.id,
                             chunk=record.chunk_id)
+        await report_progress(ctx, record.document, record.chunk_id, "triples")
         if bad:
             # The good ones are stored; acknowledging (Rejected) keeps the bad ones
             # from coming back forever.

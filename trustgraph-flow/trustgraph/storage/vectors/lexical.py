@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from trustgraph.base import LaneLock
+
 from ...sqlite_transaction import transaction
 from .matches import ChunkMatch
 from .spaces import Space
@@ -92,7 +94,8 @@ class Fts5Index:
                          "PRIMARY KEY (space, row))")
         self._db.execute("CREATE INDEX IF NOT EXISTS chunks_document ON chunks "
                          "(space, document)")
-        self._lock = asyncio.Lock()  # one connection: one statement at a time
+        # One connection: one statement at a time, a question's before a load's.
+        self._lock = LaneLock()
         self._tables: set[str] = set()
 
     async def _run(self, function, *args):

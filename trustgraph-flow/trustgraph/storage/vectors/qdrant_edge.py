@@ -20,6 +20,8 @@ import sys
 import time
 from pathlib import Path
 
+from trustgraph.base import LaneLock
+
 from . import edge_shards
 from .store import Point, Space
 
@@ -41,7 +43,9 @@ class EdgeBackend:
         shard before indexing starts."""
         self._root, self._index_after, self._quiet = Path(root), index_after, quiet
         self._worker: asyncio.subprocess.Process | None = None
-        self._calling = asyncio.Lock()  # one request in flight: replies come in order
+        # One request in flight (replies come in order); a question's waits only for
+        # the call under way, not for a load's queue of writes (base/lanes.py).
+        self._calling = LaneLock()
         self._last_write: dict[str, float] = {}
         self._builds: dict[str, asyncio.Task] = {}
         self._looked_at: set[str] = set()  # spaces checked for a missing index

@@ -33,6 +33,7 @@ import math
 from collections.abc import AsyncIterator
 
 from trustgraph.base import (
+    BULK,
     BadRequest,
     Context,
     Handler,
@@ -45,6 +46,7 @@ from trustgraph.base import (
     StageContext,
     StageHandler,
     Yielded,
+    set_lane,
 )
 from trustgraph.schema import (
     ChunkCountRequest,
@@ -66,7 +68,13 @@ from trustgraph.schema import (
 )
 
 from ..checks import PROBE_TERM, store_probe
-from ..owner import collection_service, fits_one_message, removal_stage, scope_of
+from ..owner import (
+    collection_service,
+    fits_one_message,
+    removal_stage,
+    report_progress,
+    scope_of,
+)
 from ..settings import StoreSettings
 from . import store as stored
 from .configured import open_vector_store
@@ -162,6 +170,7 @@ def entity_vectors_stage(store: VectorStore) -> StageHandler[EntityVectors]:
                 raise Rejected(f"entity vectors of document {document.id!r} not stored in "
                                f"{user}/{collection}: {error}") from None
             raise
+        await report_progress(ctx, document, record.chunk_id, "entities")
     return store_entities
 
 
@@ -213,6 +222,7 @@ def graph_handler(store: VectorStore) -> Handler[GraphEmbeddingsRequest, GraphEm
 def reembed_handler(store: VectorStore) -> Handler[ReembedRequest, ReembedResponse]:
     async def handle(request: ReembedRequest, ctx: Context
                      ) -> AsyncIterator[Yielded[ReembedResponse]]:
+        set_lane(BULK)  # a whole collection's vectors: behind any question's work
         embeddings = await ctx.clients.get("embeddings")
 
         async def embed(texts: list[str]) -> tuple[list[list[float]], str]:
@@ -249,7 +259,9 @@ def _progress(progress, end: bool) -> ReembedResponse:
 def count_handler(store: VectorStore) -> Handler[ChunkCountRequest, ChunkCountResponse]:
     async def count(request: ChunkCountRequest, ctx: Context) -> ChunkCountResponse:
         return ChunkCountResponse(stored=await store.stored_chunks(
-            request.user, request.collection, [(d.id, d.version) for d in request.documents]))
+            request.user, request.collection,
+            [(d.id, d.version) if d.index is None else (d.id, d.version, d.index)
+             for d in request.documents]))
     return count
 
 

@@ -143,12 +143,15 @@ class VectorStore:
         return len(stale)
 
     async def stored_chunks(self, user: str, collection: str,
-                            documents: Sequence[tuple[str, int]]) -> list[int]:
-        """How many chunk vectors each (document, version) has stored."""
+                            documents: Sequence[tuple[str, int] | tuple[str, int, int]]
+                            ) -> list[int]:
+        """How many chunk vectors each (document, version) has stored; a (document,
+        version, index) counts that one chunk (0 or 1)."""
         if not documents:
             return []
         return await self.backend.count_matching(Space(CHUNKS, user, collection), [
-            {"documents": document, "version": version} for document, version in documents])
+            {"documents": which[0], "version": which[1],
+             **({"index": which[2]} if len(which) > 2 else {})} for which in documents])
 
     async def upsert_entities(self, user: str, collection: str,
                               entities: Sequence[EntityVector], model: str = "") -> None:

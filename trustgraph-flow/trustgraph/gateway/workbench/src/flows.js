@@ -2,7 +2,8 @@
 // may ask), each with its description. A flow chosen before and stopped since stays
 // shown, marked, so the page says why its questions fail rather than silently
 // asking another flow. Listed again when the connection opens and when the picker
-// is opened (a flow started meanwhile appears).
+// is focused or opened (a flow started meanwhile appears; the picker may have had
+// the focus since before it started, tabbed into from the collection).
 import { h } from "./dom.js";
 
 export class FlowPicker {
@@ -10,9 +11,16 @@ export class FlowPicker {
     this.select = select;
     this.gateway = gateway;
     select.addEventListener("focus", () => this.refresh());
+    select.addEventListener("mousedown", () => this.refresh());
   }
 
-  async refresh() {
+  // Focus and mousedown come together on a click: one listing answers both.
+  refresh() {
+    this.listing ??= this.list().finally(() => { this.listing = null; });
+    return this.listing;
+  }
+
+  async list() {
     const chosen = this.select.value;
     let ids;
     try {

@@ -6,6 +6,10 @@ token stream is read as raw SSE lines, one ``json.loads`` per event: ``messages.
 rebuilds a snapshot of the whole message on every event, and ``create(stream=True)``
 builds a typed model per event; both cost far more per chunk than the text we need
 (DESIGN §1). Each ``data:`` line carries its own ``type``, so ``event:`` lines are skipped.
+
+A JSON Schema is asked for as a forced tool: one tool whose ``input_schema`` is the
+schema, and ``tool_choice`` naming it, so Claude's reply is that tool's input,
+streamed as ``input_json_delta`` pieces of JSON text.
 """
 import json
 from collections.abc import AsyncGenerator
@@ -19,6 +23,8 @@ from ..provider import LlmError, LlmSettings, Options, Overloaded, Usage, chosen
 DEFAULT_MODEL = "claude-sonnet-5-5"
 OVERLOAD_STATUSES = (429, 503, 529)
 OVERLOAD_TYPES = ("overloaded_error", "rate_limit_error")
+ANSWER_TOOL = "answer"  # the forced tool whose input is an answer under a schema
+ANSWER_TOOL_DESCRIPTION = "Gives the answer, in exactly the shape asked for."
 
 
 class Settings(LlmSettings):
@@ -60,6 +66,12 @@ class AnthropicProvider:
             request["system"] = system
         if options.stop:
             request["stop_sequences"] = options.stop
+        delta_field = "text"  # where a content_block_delta carries the answer
+        if options.schema is not None:
+            request["tools"] = [{"name": ANSWER_TOOL, "description": ANSWER_TOOL_DESCRIPTION,
+                                 "input_schema": options.schema}]
+            request["tool_choice"] = {"type": "tool", "name": ANSWER_TOOL}
+            delta_field = "partial_json"
         usage: dict = {}
         finished = False
         try:
@@ -71,7 +83,7 @@ class AnthropicProvider:
                     event = json.loads(line[5:])
                     kind = event.get("type")
                     if kind == "content_block_delta":
-                        text = event["delta"].get("text")  # absent in tool/thinking deltas
+                        text = event["delta"].get(delta_field)  # absent in other kinds
                         if text:
                             yield text
                     elif kind == "message_start":

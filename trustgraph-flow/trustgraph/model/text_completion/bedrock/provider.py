@@ -5,6 +5,9 @@ Bedrock streams AWS event-stream binary frames; botocore decodes them (checking 
 CRCs) and hands each over as one parsed event: ``contentBlockDelta`` carries text,
 ``metadata`` the token counts, and an exception frame raises ``EventStreamError``.
 Credentials, region and endpoint resolve as every AWS tool does, unless set here.
+A JSON Schema is asked for as a forced tool (``toolConfig``: one tool whose
+``inputSchema`` is the schema, and ``toolChoice`` naming it); its input streams as
+``toolUse`` deltas of JSON text.
 """
 import asyncio
 from collections.abc import AsyncGenerator
@@ -20,6 +23,7 @@ DEFAULT_MODEL = "anthropic.claude-3-5-sonnet-20240620-v1:0"
 # "Slow down" error codes: PascalCase in HTTP answers, camelCase inside a stream.
 OVERLOAD_CODES = {"throttlingexception", "serviceunavailableexception",
                   "modelnotreadyexception", "toomanyrequestsexception"}
+ANSWER_TOOL = "answer"  # the forced tool whose input is an answer under a schema
 
 
 class Settings(LlmSettings):
@@ -76,6 +80,11 @@ class BedrockProvider:
                    "messages": [{"role": "user", "content": [{"text": prompt}]}]}
         if system:
             request["system"] = [{"text": system}]
+        if options.schema is not None:
+            request["toolConfig"] = {"tools": [{"toolSpec": {
+                "name": ANSWER_TOOL, "description": "Gives the answer, in the shape asked for.",
+                "inputSchema": {"json": options.schema}}}],
+                "toolChoice": {"tool": {"name": ANSWER_TOOL}}}
         usage: dict[str, int] = {}  # the stream's token counts, from its metadata event
         events = None
         try:
@@ -83,7 +92,7 @@ class BedrockProvider:
             events = response["stream"]
             async for event in events:
                 if "contentBlockDelta" in event:
-                    text = event["contentBlockDelta"]["delta"].get("text")
+                    text = _answer_text(event["contentBlockDelta"]["delta"], options)
                     if text:
                         yield text
                 elif "metadata" in event:
@@ -101,6 +110,13 @@ class BedrockProvider:
                 # cancel) it drops the HTTP connection so Bedrock stops generating.
                 events.close()
         yield Usage(usage.get("inputTokens"), usage.get("outputTokens"), model)
+
+
+def _answer_text(delta: dict, options: Options) -> str | None:
+    """A delta's part of the answer: text, or under a schema the forced tool's input."""
+    if options.schema is None:
+        return delta.get("text")
+    return (delta.get("toolUse") or {}).get("input")
 
 
 def _error(error: ClientError) -> LlmError:

@@ -5,10 +5,12 @@ retry.py's). The token stream is read as raw SSE lines, one ``json.loads`` per
 event, through ``with_raw_response``: the SDK's own reader builds a typed model per
 event and logs, then skips, any event it cannot parse (DESIGN §1). Each ``data:``
 line carries its own ``type``, so ``event:`` lines are skipped. Cohere's stream
-names no model, so usage reports the one asked for.
+names no model, so usage reports the one asked for. A JSON Schema goes as
+``response_format`` ``{"type": "json_object", "json_schema": <schema>}``.
 """
 import json
 from collections.abc import AsyncGenerator
+from typing import Any
 
 import cohere
 import httpx
@@ -52,13 +54,16 @@ class CohereProvider:
         if system:
             messages.insert(0, cohere.SystemChatMessageV2(content=system))
         model = chosen(options.model, self.model)
+        # Only when asked: the SDK would send an explicit None as null.
+        shaped: dict[str, Any] = {} if options.schema is None else {
+            "response_format": cohere.JsonObjectResponseFormatV2(json_schema=options.schema)}
         end = None
         try:
             async with self.client.with_raw_response.chat_stream(
                     model=model, messages=messages,
                     temperature=chosen(options.temperature, self.temperature),
                     max_tokens=chosen(options.max_tokens, self.max_tokens),
-                    stop_sequences=options.stop or None) as raw:
+                    stop_sequences=options.stop or None, **shaped) as raw:
                 async for line in raw.response.aiter_lines():
                     if not line.startswith("data:"):
                         continue

@@ -7,6 +7,10 @@ a broken stream. It offers no public raw stream, so each chunk becomes a typed
 response: ~0.2 ms of CPU against ~0.03 ms for the providers that read raw SSE
 (DESIGN §1). Gemini sends many tokens per chunk, which narrows the gap per token.
 
+A JSON Schema goes in the generation config as ``responseJsonSchema`` (with
+``responseMimeType: application/json``): Gemini takes JSON Schema there as it is,
+where ``responseSchema`` wants Google's own dialect.
+
 Closing: the SDK's response objects reference themselves, so a stream abandoned
 mid-way is only closed when the garbage collector finds the cycle. The provider
 therefore gives the SDK its own httpx client whose response hook notes each
@@ -117,10 +121,13 @@ class GeminiProvider:
                                                               None]]]:
         """The SDK's first chunk (None: there was none) and the rest of them; the HTTP
         response is closed however they end."""
+        shaped = {} if options.schema is None else {
+            "response_mime_type": "application/json", "response_json_schema": options.schema}
         config = self.config.model_copy(update={
             "system_instruction": system or None, "stop_sequences": options.stop,
             "temperature": chosen(options.temperature, self.config.temperature),
-            "max_output_tokens": chosen(options.max_tokens, self.config.max_output_tokens)})
+            "max_output_tokens": chosen(options.max_tokens, self.config.max_output_tokens),
+            **shaped})
         opened: list[httpx.Response] = []
         try:
             noting = _opened.set(opened)

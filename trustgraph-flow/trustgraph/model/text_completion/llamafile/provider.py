@@ -1,5 +1,6 @@
 """A llamafile (or llama.cpp's llama-server): the OpenAI adapter at its default
 address. It serves the one model it was started with, whatever a request names."""
+from ..openai.formats import llamafile
 from ..openai.provider import OpenAiProvider, compatible
 from ..provider import LlmSettings
 
@@ -11,4 +12,5 @@ class Settings(LlmSettings):
 
 def make(settings: Settings) -> OpenAiProvider:
     return compatible(settings, settings.llamafile_base_url, settings.llamafile_api_key,
-                      default_model="LLaMA_CPP")
+                      default_model="LLaMA_CPP",
+                      schema_format=llamafile)

@@ -31,8 +31,9 @@ import aiohttp
 from trustgraph.base.metrics import SLOT_WAIT, WAITING
 
 from ..demo import bundled_model, model_name
+from ..openai.formats import llama_cpp
 from ..openai.provider import Endpoint, OpenAiProvider
-from ..provider import LlmError, LlmSettings, Options
+from ..provider import LlmError, LlmSettings, Options, chosen
 from .process import ModelProcess, ServerConfig
 
 log = logging.getLogger(__name__)
@@ -41,6 +42,10 @@ METRIC = "local-llm"
 # After a failed stream: how long the server's exit may take to be seen, so that a
 # crash is reported as one (the connection breaks before the exit is reaped).
 EXIT_GRACE = 0.5
+# An answer under a JSON Schema (the agent's steps, extraction) is held to the
+# schema's lengths instead of TG_LLM_MAX_TOKENS, so it may run longer; but one cut
+# short is no answer at all.
+SCHEMA_MAX_TOKENS = 1024
 
 
 class Settings(LlmSettings):
@@ -52,6 +57,7 @@ class Settings(LlmSettings):
     # that, and on (a RAG answer ran to 512 tokens, 77 s on a loaded machine); llama.cpp's
     # DRY sampler did not cure it (4 RAG questions: 52-200 tokens either way).
     tg_llm_max_tokens: int = 256
+    tg_local_schema_max_tokens: int = SCHEMA_MAX_TOKENS  # answers under a JSON Schema
     # The key llama.cpp's server asks for (its address is in the log). Empty: a fresh
     # random one per start, so nothing else on the machine can use the model.
     tg_local_api_key: str = ""
@@ -91,19 +97,23 @@ def make(settings: Settings) -> "LocalProvider":
                           threads=settings.tg_local_threads or default_threads(),
                           context=settings.tg_local_context,
                           parallel=settings.tg_local_parallel)
-    return LocalProvider(ModelProcess(config, settings.tg_local_api_key), settings)
+    return LocalProvider(ModelProcess(config, settings.tg_local_api_key), settings,
+                         settings.tg_local_schema_max_tokens)
 
 
 class LocalProvider(OpenAiProvider):
     """The OpenAI adapter, pointed at the running llama.cpp server for each request,
     once the request has one of the server's sequences (``_turn``)."""
 
-    def __init__(self, process: ModelProcess, settings: LlmSettings) -> None:
+    def __init__(self, process: ModelProcess, settings: LlmSettings,
+                 schema_max_tokens: int = SCHEMA_MAX_TOKENS) -> None:
         # Until the server runs there is no endpoint; ``_turn`` gives each request
-        # the running one's.
+        # the running one's. llama.cpp turns a request's schema into a grammar that
+        # constrains sampling (its ``json_schema`` field).
         super().__init__(Endpoint("", {}, {}, label="the local model"),
                          process.config.name, settings.tg_llm_temperature,
-                         settings.tg_llm_max_tokens)
+                         settings.tg_llm_max_tokens, schema_format=llama_cpp)
+        self.schema_max_tokens = schema_max_tokens
         self.process = process
         self.slots = asyncio.Semaphore(process.config.parallel)
         self.waiting = 0  # requests waiting for a sequence
@@ -114,6 +124,13 @@ class LocalProvider(OpenAiProvider):
         """The GGUF's name: one model is served, and a request naming another is
         answered by it (and told so: llama.cpp would report the name it was sent)."""
         return self.model
+
+    def _max_tokens(self, options: Options) -> int:
+        """Under a schema, ``TG_LOCAL_SCHEMA_MAX_TOKENS``: the schema's lengths bound
+        the answer, and one cut short would be no answer at all."""
+        if options.schema is not None:
+            return chosen(options.max_tokens, self.schema_max_tokens)
+        return super()._max_tokens(options)
 
     @asynccontextmanager
     async def _turn(self, model: str) -> AsyncIterator[Endpoint]:

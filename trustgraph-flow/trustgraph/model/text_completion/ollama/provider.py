@@ -1,7 +1,8 @@
 """Ollama's native chat API: ``POST /api/chat`` streaming NDJSON, one
 ``{"message": {"content": ...}, "done": false}`` line per token and a last
 ``{"done": true, "prompt_eval_count", "eval_count"}`` line; errors as an
-``{"error": ...}`` line or an HTTP status. Ollama ships no async SDK of its own
+``{"error": ...}`` line or an HTTP status. A JSON Schema goes in ``format``, which
+Ollama turns into a grammar that constrains sampling. Ollama ships no async SDK of its own
 that the platform installs, so this speaks the API with aiohttp (it is one POST).
 
 Per line: one ``json.loads`` of the raw bytes, no other parsing (DESIGN §1).
@@ -62,6 +63,8 @@ class OllamaProvider:
             sampling["stop"] = options.stop
         model = chosen(options.model, self.model)
         body = {"model": model, "messages": messages, "stream": True, "options": sampling}
+        if options.schema is not None:
+            body["format"] = options.schema
         if self.session is None or self.session.closed:
             self.session = aiohttp.ClientSession(
                 timeout=TIMEOUT,

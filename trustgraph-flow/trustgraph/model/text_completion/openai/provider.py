@@ -26,6 +26,7 @@ from ..provider import (
     Usage,
     chosen,
 )
+from .formats import SchemaFormat, openai_strict
 
 DEFAULT_MODEL = "gpt-4o-mini"
 
@@ -40,15 +41,18 @@ def make(settings: Settings) -> "OpenAiProvider":
 
 
 def compatible(settings: LlmSettings, base_url: str, api_key: str = "",
-               default_model: str = DEFAULT_MODEL) -> "OpenAiProvider":
+               default_model: str = DEFAULT_MODEL,
+               schema_format: SchemaFormat = openai_strict) -> "OpenAiProvider":
     """The adapter for any server speaking the OpenAI chat API at ``base_url``
-    (empty: OpenAI itself); the presets (vllm, lmstudio, ...) are this with a URL."""
+    (empty: OpenAI itself); the presets (vllm, lmstudio, ...) are this with a URL
+    and the way their server takes a schema (``formats.py``)."""
     # Local OpenAI-compatible servers need no key, but the SDK insists on one.
     client = openai.AsyncOpenAI(api_key=api_key or "not-needed", base_url=base_url or None,
                                 max_retries=0)
     return OpenAiProvider(Endpoint.of(client), settings.tg_llm_model or default_model,
                           settings.tg_llm_temperature, settings.tg_llm_max_tokens,
-                          connections=settings.tg_llm_connections)
+                          connections=settings.tg_llm_connections,
+                          schema_format=schema_format)
 
 
 @dataclass(frozen=True)
@@ -72,12 +76,15 @@ class Endpoint:
 
 class OpenAiProvider:
     """Any server with the OpenAI chat API, at ``endpoint``; ``model``, ``temperature``
-    and ``max_tokens`` are the settings a request's ``Options`` may replace."""
+    and ``max_tokens`` are the settings a request's ``Options`` may replace;
+    ``schema_format`` is how the server takes a request's JSON Schema."""
 
     def __init__(self, endpoint: Endpoint, model: str, temperature: float,
                  max_tokens: int, include_usage: bool = True,
-                 connections: int = DEFAULT_CONNECTIONS) -> None:
+                 connections: int = DEFAULT_CONNECTIONS,
+                 schema_format: SchemaFormat = openai_strict) -> None:
         self.endpoint = endpoint
+        self.schema_format = schema_format
         self.connections = connections  # the HTTP pool's size (TG_LLM_CONNECTIONS)
         self._session: aiohttp.ClientSession | None = None  # made inside the running loop
         self.model = model
@@ -95,9 +102,11 @@ class OpenAiProvider:
         model = self._model(options)
         body = {"model": model, "messages": messages, "stream": True,
                 "temperature": chosen(options.temperature, self.temperature),
-                "max_tokens": chosen(options.max_tokens, self.max_tokens)}
+                "max_tokens": self._max_tokens(options)}
         if options.stop:
             body["stop"] = options.stop
+        if options.schema is not None:
+            body.update(self.schema_format(options.schema))
         if self.stream_options:
             body["stream_options"] = self.stream_options
         async with self._turn(model) as endpoint:
@@ -132,6 +141,10 @@ class OpenAiProvider:
     def _model(self, options: Options) -> str:
         """The model a request is answered by: the one it names, else the setting."""
         return chosen(options.model, self.model)
+
+    def _max_tokens(self, options: Options) -> int:
+        """The most tokens a request's answer may take: its own, else the setting."""
+        return chosen(options.max_tokens, self.max_tokens)
 
     def _turn(self, model: str) -> AbstractAsyncContextManager[Endpoint]:
         """The endpoint a request for ``model`` goes to, held for as long as the

@@ -1,6 +1,7 @@
 """Hugging Face Text Generation Inference through its Messages API (TGI 1.4+): the
 OpenAI adapter at the address of TGI's Docker quick start (``-p 8080:80``). TGI serves
 the one model it was started with; "tgi" is the name its documentation sends."""
+from ..openai.formats import tgi_grammar
 from ..openai.provider import OpenAiProvider, compatible
 from ..provider import LlmSettings
 
@@ -12,4 +13,5 @@ class Settings(LlmSettings):
 
 def make(settings: Settings) -> OpenAiProvider:
     return compatible(settings, settings.tgi_base_url, settings.tgi_api_key,
-                      default_model="tgi")
+                      default_model="tgi",
+                      schema_format=tgi_grammar)

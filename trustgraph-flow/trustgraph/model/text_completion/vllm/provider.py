@@ -1,5 +1,6 @@
 """vLLM's OpenAI-compatible server (``vllm serve <model>``): the OpenAI adapter at
 vLLM's default address. vLLM answers only to the model it serves, so name it."""
+from ..openai.formats import json_schema
 from ..openai.provider import OpenAiProvider, compatible
 from ..provider import LlmSettings
 
@@ -13,4 +14,5 @@ def make(settings: Settings) -> OpenAiProvider:
     if not settings.tg_llm_model:
         raise SystemExit("TG_LLM=vllm needs TG_LLM_MODEL: the model vLLM serves "
                          "(the name given to `vllm serve`, or its --served-model-name)")
-    return compatible(settings, settings.vllm_base_url, settings.vllm_api_key)
+    return compatible(settings, settings.vllm_base_url, settings.vllm_api_key,
+                      schema_format=json_schema)
