@@ -303,10 +303,6 @@ def test_knowledge_cores(shell, stack, tmp_path_factory):
     assert (shell.cwd / "research.tgz").stat().st_size > 0
 
 
-def test_flows(shell):
-    run_document("docs/flows.md", shell)
-
-
 def test_observability(shell):
     run_document("docs/observability.md", shell)
 
