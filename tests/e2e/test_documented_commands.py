@@ -303,6 +303,10 @@ def test_knowledge_cores(shell, stack, tmp_path_factory):
     assert (shell.cwd / "research.tgz").stat().st_size > 0
 
 
+def test_observability(shell):
+    run_document("docs/observability.md", shell)
+
+
 def test_openai(shell):
     shell.env["TG_GATEWAY_TOKEN"] = "change-me"  # the line above started the stack with it
     run_document("docs/openai.md", shell)
@@ -327,7 +331,7 @@ def test_gateway_last(shell, history):
 # --- what holds without a stack ----------------------------------------------------------
 
 RUN_HERE = {"README.md", "docs/cli.md", "docs/collections.md", "docs/evaluation.md",
-            "docs/flows.md", "docs/prompts.md",
+            "docs/flows.md", "docs/prompts.md", "docs/observability.md",
             "docs/knowledge-cores.md", "docs/openai.md", "docs/gateway.md"}
 
 

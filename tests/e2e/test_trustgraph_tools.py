@@ -222,19 +222,24 @@ async def test_flows_through_trustgraphs_client(trustgraph, stack, loaded):
 flows = api.flow()
 out = {{"blueprints": flows.list_blueprints(), "before": flows.list()}}
 blueprint = out["blueprints"][0]
-flows.start(blueprint, "tg-compat", "started by TrustGraph's client")
+flows.start(blueprint, "tg-compat", "started by TrustGraph's client",
+            parameters={{"temperature": "0.2", "doc-limit": "4"}})
 out["during"] = flows.list()
 out["got"] = flows.get("tg-compat")
-answer = flows.id("tg-compat").graph_rag(query="Who wrote it? [tokens=3]",
-                                         collection="{COLLECTION}")
-out["answer"] = answer.text
+flow = flows.id("tg-compat")
+out["answer"] = flow.graph_rag(query="Who wrote it? [tokens=3]", collection="{COLLECTION}").text
+out["documents"] = flow.document_rag(query="Who wrote it? [tokens=4]",
+                                     collection="{COLLECTION}").text
 flows.stop("tg-compat")
 out["after"] = flows.list()
 print(json.dumps(out))""")
     assert got["blueprints"] and "default" in got["before"]
     assert "tg-compat" in got["during"] and "tg-compat" not in got["after"]
     assert got["got"]["description"] == "started by TrustGraph's client"
+    assert got["got"]["parameters"]["temperature"] == 0.2  # typed as its parameter type
+    assert got["got"]["parameters"]["doc-limit"] == 4
     assert got["answer"] == expected_text(3)
+    assert got["documents"] == expected_text(4)
 
 
 async def test_trustgraphs_flow_commands(trustgraph, stack):

@@ -94,6 +94,8 @@ ROUTES = [
     Route("GET", "/api/v1/openapi.json"),
     Route("GET", "/api/v1/llm"),
     Route("GET", "/metrics"),
+    Route("GET", "/api/v1/status"),  # processors, flows, broker (admins)
+    Route("GET", "/api/v1/usage"),  # LLM tokens per day (admins)
     Route("GET", "/api/v1/whoami"),
     Route("GET", "/api/v1/socket"),  # the websocket itself: test_websocket_frames
     Route("GET", "/"),  # the workbench page

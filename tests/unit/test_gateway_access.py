@@ -110,7 +110,7 @@ def test_allowed_lists_what_a_role_may():
         "get-document-content"})
     assert "keys" not in allowed("user") and "put" not in allowed("user")["config"]
     assert allowed("admin")["keys"] == frozenset({
-        "add-user", "list-users", "create-key", "list-keys", "revoke-key"})
+        "add-user", "list-users", "create-key", "list-keys", "revoke-key", "usage"})
     assert allowed(None) == {}
 
 

@@ -33,6 +33,7 @@ from .lazy_rag import LazyRagCalls
 from .library import LibraryCalls
 from .rag import Answer, RagStream, answer_from, events_from_frames, events_from_lines
 from .socket import CONNECT_TIMEOUT, MAX_INFLIGHT, GatewaySocket
+from .status import StatusCalls
 from .streams import Completion, PromptStream, TextStream
 from .traces import TraceCalls
 from .wire import final_response, given, scope
@@ -47,7 +48,7 @@ QUERY_MODES: dict[str, type[Response]] = {
     "agent": AgentResponse}
 
 
-class AsyncTrustGraph(LibraryCalls, LazyRagCalls, FlowCalls, TraceCalls):
+class AsyncTrustGraph(LibraryCalls, LazyRagCalls, FlowCalls, TraceCalls, StatusCalls):
     """A connection to a TrustGraph gateway: one websocket for any number of
     concurrent requests, opened on first use and reopened if it drops.
 

@@ -19,6 +19,7 @@ import inspect
 import logging
 import os
 import signal
+import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -28,6 +29,7 @@ from pathlib import Path
 from ..pubsub import Bus, Message
 from ..schema import CANCEL_TOPIC, Cancel, decode
 from ..schema.flows import DEFAULT_FLOW, FLOW_CONFIG_TYPE
+from ..schema.state import ProcessorState
 from . import rpc
 from .flows import Flow, flows_of, pinned
 from .heap import freeze_startup_heap
@@ -39,6 +41,7 @@ from .service import Service, ServiceRunner
 from .serving import FlowServing, Served
 from .settings import ProcessorSettings
 from .stage import Stage, StageContext, StageRunner
+from .state import StatePublisher
 
 log = logging.getLogger(__name__)
 
@@ -56,10 +59,13 @@ class ProcessorSpec:
 
 class Processor:
     def __init__(self, spec: ProcessorSpec, settings: ProcessorSettings,
-                 local: LocalServices | None = None, timing: rpc.Timing = rpc.TIMING) -> None:
+                 local: LocalServices | None = None, timing: rpc.Timing = rpc.TIMING,
+                 process: str = "") -> None:
         self.spec = spec
         self.settings = settings
         self.instance = f"{spec.name}-{uuid.uuid4().hex[:8]}"
+        self.process = process or spec.name  # tg-start's name for this process
+        self.started = time.time()
         # The request/response protocol's times, with this processor's request timeout.
         self.timing = replace(timing, timeout=settings.tg_request_timeout)
         self.bus = Bus(settings.pulsar_url, replica=settings.tg_replica)
@@ -74,6 +80,9 @@ class Processor:
         self._limit = Slots(settings.tg_concurrency, settings.tg_interactive_slots)
         self._replies = ReplyProducers(self.bus)
         self._keeping_alive: asyncio.Task | None = None
+        # Its state record, every TG_STATE_PERIOD (GET /api/v1/status).
+        self.state = StatePublisher(self.bus, self._state, settings.tg_state_period)
+        self._publishing: asyncio.Task | None = None
 
     @property
     def flows(self) -> Mapping[str, Flow]:
@@ -83,7 +92,7 @@ class Processor:
 
     async def start(self) -> None:
         runtime = self.runtime = Runtime(self.spec.name, self.instance, self.settings,
-                                         self.bus, self.local, self.timing)
+                                         self.bus, self.local, self.timing, self.state)
         made = self.spec.services(runtime)
         services = await made if inspect.isawaitable(made) else made
         self._services = services
@@ -97,6 +106,7 @@ class Processor:
         if any(self._in_flows(part) for part in services):
             await self._follow_flows()
         self._keeping_alive = asyncio.create_task(self._keep_alive(), name="keep-alive")
+        self._publishing = asyncio.create_task(self.state.run(), name="state")
         names = ", ".join(s.name for s in services)
         log.info("%s serving [%s] on flows %s via %s", self.spec.name, names,
                  ",".join(self.flows) or "(none yet)", self.settings.pulsar_url)
@@ -131,7 +141,21 @@ class Processor:
 
     async def _flows_changed(self, config: dict[str, dict[str, object]], version: int) -> None:
         assert self._serving is not None
+        before = set(self.flows)
         await self._serving.apply(flows_of(self.spec.name, config.get(FLOW_CONFIG_TYPE, {})))
+        if set(self.flows) != before and self._publishing is not None:
+            await self.state.send()  # a flow started or stopped shows at once
+
+    def _state(self) -> ProcessorState:
+        """This processor's state record, from what it keeps anyway."""
+        runners = self._runners()
+        stages = list(self._serving.stages()) if self._serving is not None else []
+        return ProcessorState(
+            processor=self.spec.name, instance=self.instance, process=self.process,
+            started=self.started, flows=sorted(self.flows),
+            services=sorted({part.name for part in self._services}),
+            in_flight=len(self._inflight) + sum(len(stage.tasks) for stage in stages),
+            waiting=sum(runner.waiting for runner in runners))
 
     async def _start_flow(self, flow: Flow) -> Served:
         """The runners of every part of this processor on ``flow``, started; if one
@@ -196,6 +220,10 @@ class Processor:
         tasks = list(self._inflight.values())
         if self._keeping_alive is not None:
             tasks.append(self._keeping_alive)
+        if self._publishing is not None:
+            self._publishing.cancel()
+            await asyncio.gather(self._publishing, return_exceptions=True)
+            await self.state.send(up=False)  # known stopped at once, not after 3 periods
         if self._serving is not None:
             tasks += self._serving.shutdown()
             for stage in self._serving.stages():

@@ -19,6 +19,7 @@ from .flows import Flow
 from .local import LocalServices
 from .rpc import Timing
 from .stage import Emitters
+from .state import StatePublisher, StoreProbe
 
 # Told the flows a processor serves, after each change to them.
 FlowsChanged = Callable[[Mapping[str, Flow]], Awaitable[None]]
@@ -30,7 +31,8 @@ class Runtime:
     (closed when the processor stops)."""
 
     def __init__(self, name: str, instance: str, settings: Any, bus: Bus,
-                 local: LocalServices | None, timing: Timing) -> None:
+                 local: LocalServices | None, timing: Timing,
+                 state: StatePublisher | None = None) -> None:
         self.name = name
         self.instance = instance  # unique per process: names its own subscriptions
         self.settings = settings
@@ -43,6 +45,13 @@ class Runtime:
         self._config: asyncio.Future | None = None
         self._watchers = 0
         self._flow_listeners: list[FlowsChanged] = []
+        self._state = state
+
+    def check_store(self, store: str, probe: StoreProbe) -> None:
+        """Have ``probe`` (a read, then a write taken back) check ``store`` for the
+        processor's state record (``tg-verify-system-status``)."""
+        if self._state is not None:
+            self._state.check_store(store, probe)
 
     def clients(self, flow: str) -> Clients:
         if flow not in self._clients:

@@ -273,6 +273,7 @@ class ServiceRunner:
         self._tracer = tracing.tracer(runtime.name)  # None: this process is not traced
         self._consumer: Consumer | None = None
         self._taken = 0  # requests taken and not yet ended
+        self.waiting = 0  # requests waiting for a slot (its processor's state record)
 
     async def start(self) -> None:
         self._consumer = await self._bus.consume(
@@ -361,10 +362,12 @@ class ServiceRunner:
                  request_id, name, f"{lane} work")
         started = time.perf_counter()
         WAITING.labels(name).inc()
+        self.waiting += 1
         reply.queued += 1
         try:
             await self._limit.acquire(lane)
         finally:
+            self.waiting -= 1
             reply.queued -= 1
             WAITING.labels(name).dec()
             waited = time.perf_counter() - started

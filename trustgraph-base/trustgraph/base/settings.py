@@ -58,6 +58,9 @@ class Settings(BaseSettings):
     tg_trace_store_mb: float = Field(100.0, ge=0, description=(
         "megabytes of recent traces kept in the data dir (traces.db), oldest dropped; "
         "0 keeps none there"))
+    tg_state_period: float = Field(2.0, gt=0, description=(
+        "seconds between a process's state records (GET /api/v1/status); one not heard "
+        "for three periods is down"))
 
 
 class GatewayEndpoint(Settings):
@@ -80,6 +83,9 @@ class ProcessorSettings(Settings):
     tg_max_deliveries: int = 10
     # Index of this replica among processes serving the same service (see Bus).
     tg_replica: int = 0
+    # Serve this process's Prometheus metrics on this port (/metrics); 0: not served
+    # (tg-start's processes share one machine: docker-compose.yaml sets it per container).
+    tg_metrics_port: int = Field(0, ge=0, le=65535)
 
 
 S = TypeVar("S", bound=Settings)

@@ -20,7 +20,9 @@ create-key   owner, role, name?, expires?,   key, secret (the key itself: shown 
 list-keys    owner? (only that user's)       keys (never a secret or a hash)
 revoke-key   key_id                          key (as revoked)
 verifiers    (none)                          verifiers: the gateway's; not on its routes
-record-use   uses                            (nothing); the gateway's; not on its routes
+record-use   uses, usage                     (nothing); the gateway's; not on its routes
+usage        days, owner? (only that user's)  usage: LLM tokens per day, user, flow,
+                                             model and key (``GET /api/v1/usage``)
 ===========  ==============================  =========================================
 
 A key is ``tg_<id>_<secret>``: ``id`` (16 hex digits) names it in listings, logs and
@@ -49,7 +51,9 @@ Role = Literal["admin", "user", "reader"]
 ROLES: tuple[Role, ...] = get_args(Role)
 
 KeysOperation = Literal["add-user", "list-users", "create-key", "list-keys", "revoke-key",
-                        "verifiers", "record-use"]
+                        "verifiers", "record-use", "usage"]
+
+USAGE_DAYS = 366  # days of LLM usage kept (UsageRow)
 
 USER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,127}$")
 KEY_PREFIX = "tg_"
@@ -97,6 +101,20 @@ class KeyUse(Record):
     tokens: int = Field(default=0, ge=0)
 
 
+class UsageRow(Record):
+    """LLM tokens one user spent on one UTC day, flow and model, through one key
+    (``""``: no key: the gateway's token, an open gateway, a JWT)."""
+
+    day: str
+    user: str
+    flow: str = ""
+    model: str = ""
+    key: str = ""
+    in_tokens: int = Field(default=0, ge=0)
+    out_tokens: int = Field(default=0, ge=0)
+    requests: int = Field(default=0, ge=0)
+
+
 class UserInfo(Record):
     user: str
     created: float = 0.0
@@ -111,6 +129,8 @@ class KeysRequest(Record):
     limits: KeyLimits = KeyLimits()
     key_id: str = ""  # revoke-key
     uses: list[KeyUse] = Field(default=[], max_length=10_000)  # record-use
+    usage: list[UsageRow] = Field(default=[], max_length=10_000)  # record-use
+    days: int = Field(default=1, ge=1, le=USAGE_DAYS)  # usage: today and the days before
 
 
 class KeysResponse(Response):
@@ -119,6 +139,7 @@ class KeysResponse(Response):
     key: ApiKey | None = None
     secret: str | None = None  # create-key only: the key to hand to its user
     verifiers: list[KeyVerifier] | None = None
+    usage: list[UsageRow] | None = None
     end_of_stream: bool = True
 
 

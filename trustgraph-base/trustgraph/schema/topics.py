@@ -15,3 +15,6 @@ def response_topic(service: str, flow: str, requester: str) -> str:
 
 def flow_topic(stage: str, flow: str) -> str:
     return f"persistent://{TENANT_NAMESPACE}/flow/{stage}:{flow}"
+
+# Each processor's periodic state record (``schema/state.py``); gateways listen.
+STATE_TOPIC = f"non-persistent://{TENANT_NAMESPACE}/control/state"

@@ -2,7 +2,7 @@
 cited what it cited (docs/observability.md): the explanations kept with answers'
 traces, newest first, and one in full. Their flags follow TrustGraph's commands of
 these names (``-C``, ``--limit``, ``--format``, ``--max-answer``,
-``--show-provenance``; ``-w/--workspace`` is the user)."""
+``--show-provenance``; ``-U/--user`` names the user)."""
 import argparse
 import json
 import sys

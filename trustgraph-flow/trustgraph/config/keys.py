@@ -13,12 +13,14 @@ from pathlib import Path
 
 from trustgraph.base import BadRequest, HandledError
 from trustgraph.schema.keys import (
+    USAGE_DAYS,
     USER_NAME,
     ApiKey,
     KeyLimits,
     KeyUse,
     KeyVerifier,
     Role,
+    UsageRow,
     UserInfo,
     key_digest,
     new_key,
@@ -44,6 +46,17 @@ CREATE TABLE IF NOT EXISTS api_key (
     expires   REAL,
     revoked   REAL,
     last_used REAL
+);
+CREATE TABLE IF NOT EXISTS llm_usage (
+    day        TEXT NOT NULL,
+    user       TEXT NOT NULL,
+    flow       TEXT NOT NULL,
+    model      TEXT NOT NULL,
+    key        TEXT NOT NULL,
+    in_tokens  INTEGER NOT NULL,
+    out_tokens INTEGER NOT NULL,
+    requests   INTEGER NOT NULL,
+    PRIMARY KEY (day, user, flow, model, key)
 );
 CREATE TABLE IF NOT EXISTS api_key_tokens (
     id     TEXT NOT NULL,
@@ -136,6 +149,30 @@ class KeyStore:
                 "ON CONFLICT (id, day) DO UPDATE SET tokens = tokens + excluded.tokens",
                 [(use.id, use.day, use.tokens) for use in uses if use.tokens and use.day])
             db.execute("DELETE FROM api_key_tokens WHERE day < ?", (utc_day(-1),))
+
+    def record_usage(self, rows: list[UsageRow]) -> None:
+        """Add gateways' counts of LLM tokens; days past ``USAGE_DAYS`` are dropped."""
+        with self._db.transaction(write=True) as db:
+            db.executemany(
+                "INSERT INTO llm_usage VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT (day, user, flow, model, key) DO UPDATE SET "
+                "in_tokens = in_tokens + excluded.in_tokens, "
+                "out_tokens = out_tokens + excluded.out_tokens, "
+                "requests = requests + excluded.requests",
+                [(r.day, r.user, r.flow, r.model, r.key, r.in_tokens, r.out_tokens,
+                  r.requests) for r in rows])
+            db.execute("DELETE FROM llm_usage WHERE day < ?", (utc_day(1 - USAGE_DAYS),))
+
+    def usage(self, days: int, user: str = "") -> list[UsageRow]:
+        """The counts of the last ``days`` UTC days (today included), newest first."""
+        query = ("SELECT day, user, flow, model, key, in_tokens, out_tokens, requests "
+                 "FROM llm_usage WHERE day >= ?" + (" AND user = ?" if user else "") +
+                 " ORDER BY day DESC, user, flow, model, key")
+        with self._db.transaction() as db:
+            rows = db.execute(query, (utc_day(1 - days), *([user] if user else [])))
+            return [UsageRow(day=day, user=who, flow=flow, model=model, key=key,
+                             in_tokens=tokens_in, out_tokens=tokens_out, requests=requests)
+                    for day, who, flow, model, key, tokens_in, tokens_out, requests in rows]
 
 
 def _key(row: tuple) -> ApiKey:

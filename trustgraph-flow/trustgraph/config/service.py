@@ -172,14 +172,19 @@ def _verifiers(store: KeyStore, request: KeysRequest) -> KeysChanged:
 def _record_use(store: KeyStore, request: KeysRequest) -> KeysChanged:
     # How keys are used changes nothing a gateway checks: no notice.
     store.record_use(request.uses)
+    store.record_usage(request.usage)
     return KeysResponse(), False
+
+
+def _usage(store: KeyStore, request: KeysRequest) -> KeysChanged:
+    return KeysResponse(usage=store.usage(request.days, request.owner)), False
 
 
 KEYS_OPERATIONS: Mapping[KeysOperation, Callable[[KeyStore, KeysRequest], KeysChanged]] \
     = per_operation(KeysRequest, {
         "add-user": _add_user, "list-users": _list_users, "create-key": _create_key,
         "list-keys": _list_keys, "revoke-key": _revoke_key, "verifiers": _verifiers,
-        "record-use": _record_use,
+        "record-use": _record_use, "usage": _usage,
     }, "the keys service's operations")
 
 

@@ -16,6 +16,8 @@ import os
 import signal
 import sys
 
+from prometheus_client import start_http_server
+
 from trustgraph.base import (
     Processor,
     ProcessorSpec,
@@ -85,7 +87,10 @@ def serve(label: str, specs: list[ProcessorSpec], argv: list[str]) -> None:
     settings = [load_settings(spec.settings, argv, label) for spec in specs]
     logging.getLogger().setLevel(settings[0].tg_log_level.upper())
     start_tracing(settings[0], label)  # before the processors: their runners take tracers
-    processors = [Processor(spec, each) for spec, each in zip(specs, settings, strict=True)]
+    if settings[0].tg_metrics_port:  # one endpoint for the process (a group's members too)
+        start_http_server(settings[0].tg_metrics_port)
+    processors = [Processor(spec, each, process=label)
+                  for spec, each in zip(specs, settings, strict=True)]
     asyncio.run(serve_together(processors))
     exit_process(0)  # stopped cleanly: no interpreter finalization (base/exiting.py)
 

@@ -14,12 +14,13 @@ API speaking another protocol's errors gives ``errors``); and the request is
 tracked, so shutdown can drain it. What the caller may ask of services is decided
 where every request passes, ``core.client.frames``, given the ``Caller`` the handler
 receives. The core's own routes are the websocket, the service paths (of a flow's
-services, and of those outside flows at ``/api/v1/{kind}``), ``/api/v1/whoami`` and
-``/metrics``. A module that needs something running while the
+services, and of those outside flows at ``/api/v1/{kind}``), ``/api/v1/whoami``,
+``/metrics`` and ``/api/v1/status``. A module that needs something running while the
 gateway serves (a task group of its own) gives ``core.background`` an async context
 manager: entered at start, left at stop, both in one task.
 """
 import asyncio
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ from aiohttp import web
 
 from trustgraph.pubsub import Bus
 from trustgraph.schema import Role
+from trustgraph.schema.state import ProcessorState
 
 from .access import forbidden
 from .auth import Auth, presented_token, whoami
@@ -44,7 +46,10 @@ from .responses import error_response
 from .rest import GLOBAL_PATH, SERVICE_PATH, ServiceRoute
 from .services import SERVICES
 from .settings import CoreSettings
+from .states import ProcessorStates
+from .status import STATUS, StatusRoute
 from .traced import http_scope, on_prepare, stamp
+from .usage import UsageLedger
 from .websocket import Limits as SocketLimits
 from .websocket import SocketEndpoint
 
@@ -65,12 +70,20 @@ class Route:
 class Core:
     def __init__(self, bus: Bus, settings: CoreSettings) -> None:
         self.settings = settings  # the gateway's: they include every API's own
+        self._bus = bus
         limiter = Limiter()
+        ledger = UsageLedger(settings.tg_metrics_max_series)
         self.client = Dispatcher(bus, settings.tg_flows, settings.tg_request_timeout,
-                                 limiter)
+                                 limiter, ledger)
         defaults = Limits(settings.tg_key_concurrent, settings.tg_key_per_minute,
                           settings.tg_key_tokens_per_day)
-        self.keys = KeyRing(bus, self.client.owner, limiter, defaults) \
+        # What the processors say about themselves (GET /api/v1/status), and the
+        # gateway's own record, heard back as the broker's check.
+        self.states = ProcessorStates(bus, self.client.owner, settings.tg_state_period,
+                                      self._own_state)
+        self._publishing: asyncio.Task | None = None
+        self.keys = KeyRing(bus, self.client.owner, limiter, defaults,
+                            settings.tg_usage_report, ledger) \
             if settings.tg_gateway_keys else None
         self.auth = Auth(settings.tg_gateway_token, self.keys, _jwt(settings, defaults))
         self.sockets = SocketEndpoint(self.client, self.auth, SocketLimits(
@@ -78,18 +91,30 @@ class Core:
         self.routes: list[Route] = []
         self._background: list[Callable[[], AbstractAsyncContextManager[object]]] = []
         self.documents = [services_document(SERVICES.values(), self.client.flows)]
+        self._started = time.time()
         self._handlers: set[asyncio.Task] = set()
         self.route("POST", SERVICE_PATH, ServiceRoute(self.client))
         self._global = Route("POST", GLOBAL_PATH, ServiceRoute(self.client))
         self.route("GET", "/api/v1/whoami", whoami)
         self.route("GET", "/metrics", scrape, public=settings.tg_metrics_open, roles=ADMINS)
+        self.route("GET", STATUS, StatusRoute(self.client.flows, self.states), roles=ADMINS)
 
     async def start(self) -> None:
         """Read the running flows and the API keys (waiting up to ``tg_config_wait``
         for the config service; until they are read, keys are answered 503)."""
         wait = self.settings.tg_config_wait
+        await self.states.start()
         await asyncio.gather(self.client.start(wait),
-                             *([self.keys.start(wait)] if self.keys is not None else []))
+                             *([self.keys.start(wait)] if self.keys is not None else []),
+                             *([] if self.client.flows.pinned else [
+                                 self.client.ledger.follow_prices(self._bus, self.client.owner,
+                                                                  wait)]))
+        self._publishing = asyncio.create_task(self.states.publisher.run(), name="state")
+
+    def _own_state(self) -> ProcessorState:
+        return ProcessorState(processor="gateway", instance=self.client.owner,
+                              process="gateway", started=self._started,
+                              flows=list(self.client.flows), in_flight=self.client.in_flight())
 
     def route(self, method: str, path: str, handler: Handler, public: bool = False,
               roles: frozenset[Role] = EVERYONE,
@@ -157,6 +182,10 @@ class Core:
         requests in flight ``grace`` seconds and cancel the rest (and so their bus
         requests), and report how the keys were used."""
         await self.sockets.close_all()
+        if self._publishing is not None:
+            self._publishing.cancel()
+            await asyncio.gather(self._publishing, return_exceptions=True)
+            await self.states.publisher.send(up=False)
         if self._handlers:
             _, late = await asyncio.wait(set(self._handlers), timeout=grace)
             for task in late:
@@ -166,6 +195,7 @@ class Core:
         if self.keys is not None:
             await self.keys.close()
         self.client.flows.close()
+        self.client.ledger.close()
 
 
 def _jwt(settings: CoreSettings, limits: Limits) -> JwtVerifier | None:

@@ -35,6 +35,7 @@ from .limits import Limiter, Meter
 from .metrics import CALLER_REQUESTS, LLM_TOKENS, REFUSED
 from .services import SERVICES, ServiceRow
 from .traced import Watch
+from .usage import MAX_SERIES, UsageLedger
 
 # A bus record's JSON is already its wire form (snake_case, unset optionals left out),
 # so the transports splice those bytes into their frames without decoding them.
@@ -49,9 +50,10 @@ class Dispatcher:
     run without them) and watch a service's answers (``observe``)."""
 
     def __init__(self, bus: Bus, flows: Iterable[str], timeout: float,
-                 limiter: Limiter | None = None) -> None:
+                 limiter: Limiter | None = None, ledger: UsageLedger | None = None) -> None:
         self.flows = RunningFlows(list(flows))  # pinned; none: config's, followed
         self.limiter = limiter or Limiter()
+        self.ledger = ledger or UsageLedger(MAX_SERIES)  # LLM tokens and their cost
         self.owner = f"gateway-{uuid.uuid4().hex[:8]}"  # names this process on the bus
         self._bus = bus
         self._timeout = timeout
@@ -167,7 +169,7 @@ class Dispatcher:
                     raise GatewayError("disabled", f"{error.error.message}; {how}", 404
                                        ) from None
         finally:
-            self._done(caller, meter, usage)
+            self._done(caller, flow, meter, usage)
 
     def _admit(self, caller: Caller, row: ServiceRow, record: Record
                ) -> tuple[Record, Meter | None, Usage | None]:
@@ -182,10 +184,13 @@ class Dispatcher:
         CALLER_REQUESTS.labels(caller.user, caller.role).inc()
         return record, meter, Usage() if needs.llm else None
 
-    def _done(self, caller: Caller, meter: Meter | None, usage: Usage | None) -> None:
+    def _done(self, caller: Caller, flow: str, meter: Meter | None,
+              usage: Usage | None) -> None:
         tokens_in, tokens_out = (usage.in_token or 0, usage.out_token or 0) if usage \
             else (0, 0)
         self.limiter.release(meter, tokens_in + tokens_out)
+        if usage is not None:
+            self.ledger.count(caller, flow, usage)
         if tokens_in:
             LLM_TOKENS.labels(caller.user, caller.role, "in").inc(tokens_in)
         if tokens_out:

@@ -32,7 +32,7 @@ def named_flow(request: web.Request) -> str | None:
 class RunningFlows:
     def __init__(self, pinned: list[str]) -> None:
         self.pinned = bool(pinned)
-        self._flows: dict[str, Mapping[str, JsonValue]] = {flow: {} for flow in pinned}
+        self._flows: dict[str, FlowDefinition | None] = {flow: None for flow in pinned}
         self._watcher: ConfigWatcher | None = None
         self._read = False  # config has answered
 
@@ -50,7 +50,12 @@ class RunningFlows:
 
     def parameters(self, flow: str) -> Mapping[str, JsonValue]:
         """The flow's parameter values (none for a pinned or unknown flow)."""
-        return self._flows.get(flow, {})
+        definition = self._flows.get(flow)
+        return definition.parameters if definition is not None else {}
+
+    def definition(self, flow: str) -> FlowDefinition | None:
+        """The running flow as config holds it (None: pinned, or not running)."""
+        return self._flows.get(flow)
 
     async def start(self, bus: Bus, owner: str, wait: float) -> None:
         """Follow config (not when pinned), waiting ``wait`` seconds for it."""
@@ -62,7 +67,7 @@ class RunningFlows:
         if not await self._watcher.start(wait) and not self._read:
             log.warning("no config service answered within %.0f s: routing flow %s until "
                         "one does", wait, DEFAULT_FLOW)
-            self._flows = {DEFAULT_FLOW: {}}
+            self._flows = {DEFAULT_FLOW: None}
 
     def close(self) -> None:
         """Let go of the watcher (it holds this object: a cycle the pulsar client's
@@ -76,10 +81,10 @@ class RunningFlows:
             await self._watcher.refresh(CONFIG_WAIT)
 
     async def _changed(self, config: dict[str, dict[str, Any]], version: int) -> None:
-        flows: dict[str, Mapping[str, JsonValue]] = {}
+        flows: dict[str, FlowDefinition | None] = {}
         for flow_id, item in config.get(FLOW_CONFIG_TYPE, {}).items():
             try:
-                flows[flow_id] = FlowDefinition.model_validate(item).parameters
+                flows[flow_id] = FlowDefinition.model_validate(item)
             except ValidationError:
                 log.warning("config item flow/%s is not a flow: not routed", flow_id)
         if set(flows) != set(self._flows):

@@ -34,6 +34,7 @@ from trustgraph.schema.keys import key_id_of, key_matches
 from .caller import Caller, auth_failed
 from .errors import GatewayError
 from .limits import Limiter, Limits
+from .usage import UsageLedger
 
 log = logging.getLogger(__name__)
 
@@ -42,8 +43,10 @@ REPORT_EVERY = 30.0  # seconds between reports of the keys' use
 
 class KeyRing:
     def __init__(self, bus: Bus, owner: str, limiter: Limiter, defaults: Limits,
-                 report_every: float = REPORT_EVERY) -> None:
+                 report_every: float = REPORT_EVERY,
+                 ledger: UsageLedger | None = None) -> None:
         self._bus = bus
+        self._ledger = ledger  # LLM tokens per day, user, flow, model: reported too
         self._owner = owner
         self._limiter = limiter
         self._defaults = defaults
@@ -127,14 +130,18 @@ class KeyRing:
         return caller
 
     async def report(self) -> None:
-        """Send what the limiter counted since the last report (its keys only)."""
+        """Send what the limiter counted since the last report (its keys only), and
+        the LLM tokens counted (kept for the next report if this one fails)."""
         uses = self._limiter.uses(self._keys)
-        if not uses:
+        usage = self._ledger.drain() if self._ledger is not None else []
+        if not uses and not usage:
             return
         try:
-            await self._requester.call(KeysRequest(operation="record-use", uses=uses),
-                                       KeysResponse)
+            await self._requester.call(KeysRequest(operation="record-use", uses=uses,
+                                                   usage=usage), KeysResponse)
         except (RequestTimeout, ServiceError) as error:
+            if self._ledger is not None:
+                self._ledger.give_back(usage)
             log.warning("the use of %d API keys was not recorded: %s", len(uses), error)
 
     async def _report_periodically(self) -> None:

@@ -191,7 +191,7 @@ SERVICES: dict[str, ServiceRow] = {row.name: row for row in (
     }, global_flow=FLOW_SERVICE_FLOW, changes_flows=frozenset({"start-flow", "stop-flow"})),
     ServiceRow("keys", KeysRequest, KeysResponse, {
         "add-user": ADMIN, "list-users": ADMIN, "create-key": ADMIN, "list-keys": ADMIN,
-        "revoke-key": ADMIN,
+        "revoke-key": ADMIN, "usage": ADMIN,
         "verifiers": INTERNAL, "record-use": INTERNAL,  # the gateway's own, on the bus
     }, global_flow=KEYS_FLOW),
 )}

@@ -25,3 +25,9 @@ class CoreSettings(GatewayEndpoint):
     # so the limit a client is told is the one that holds
     tg_gateway_max_frame: int = MAX_RECORD_BYTES
     tg_metrics_open: bool = False  # /metrics without the token even when one is set
+    # Label sets of tg_llm_tokens_total (flow, user, key, model) before new ones are
+    # counted as user and key "other": bounds what a scraper stores.
+    tg_metrics_max_series: int = Field(1000, ge=1)
+    # Seconds between reports of the keys' use and the LLM tokens counted to the keys
+    # service (kept there per day: GET /api/v1/usage).
+    tg_usage_report: float = Field(30.0, gt=0)

@@ -76,6 +76,7 @@ from trustgraph.schema import (
 )
 
 from ...extract.vocabulary import NOT_STATEMENTS, chunk_iri, document_iri
+from ..checks import PROBE_TERM, store_probe
 from ..owner import (
     collection_service,
     fits_one_message,
@@ -329,7 +330,11 @@ def knowledge_load_handler(store: TriplesStore
 
 
 async def services(runtime: Runtime) -> list[Service | Stage]:
-    return parts(await open_triples_store(runtime.settings))
+    store = await open_triples_store(runtime.settings)
+    runtime.check_store("triples", store_probe(store.count, lambda user, collection: store.add(
+        user, collection, [Triple(s=PROBE_TERM, p=PROBE_TERM, o=Term.literal("written"))],
+        document="probe"), store.delete_collection))
+    return parts(store)
 
 
 def parts(store: TriplesStore) -> list[Service | Stage]:

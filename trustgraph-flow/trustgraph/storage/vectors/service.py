@@ -67,6 +67,7 @@ from trustgraph.schema import (
     ScoredEntity,
 )
 
+from ..checks import PROBE_TERM, store_probe
 from ..owner import (
     collection_service,
     fits_one_message,
@@ -265,7 +266,12 @@ def count_handler(store: VectorStore) -> Handler[ChunkCountRequest, ChunkCountRe
 
 
 def services(runtime: Runtime) -> list[Service | Stage]:
-    return parts(open_vector_store(runtime.settings))
+    store = open_vector_store(runtime.settings)
+    runtime.check_store("vectors", store_probe(
+        store.count, lambda user, collection: store.upsert_entities(
+            user, collection, [stored.EntityVector(PROBE_TERM, [1.0, 0.0, 0.0], "probe")]),
+        store.delete_collection))
+    return parts(store)
 
 
 def parts(store: VectorStore) -> list[Service | Stage]:
