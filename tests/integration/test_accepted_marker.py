@@ -28,7 +28,8 @@ async def service(broker, request):
     spec = ProcessorSpec(name="marker", settings=ProcessorSettings, services=lambda runtime: [
         Service("text-completion", TextCompletionRequest, TextCompletionResponse, answer)])
     processor = Processor(spec, ProcessorSettings(pulsar_url=broker.url, tg_flows=[flow]),
-                          timing=Timing(accept_after=request.param, resend=10.0))
+                          timing=Timing(accept_after=request.param, first_resend=10.0,
+                                        resend=10.0))
     await processor.start()
     yield flow
     await processor.stop()

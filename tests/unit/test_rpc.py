@@ -98,16 +98,20 @@ async def test_a_reader_that_never_reads_overflows_instead_of_growing(clock):
 
 # --- until a replica accepts it -----------------------------------------------------------
 
-async def test_sent_again_every_resend_until_no_service(clock):
-    request = call()
-    resends = 0
+async def test_sent_again_sooner_at_first_then_every_resend_until_no_service(clock):
+    # times in binary fractions, so the clock's steps add up exactly
+    request = call(Timing(timeout=30.0, first_resend=0.25, resend=1.0, accept_timeout=5.0,
+                          keep_alive=2.0, beats=5, accept_after=0.05))
+    started, sent_at = clock.now, []
     with pytest.raises(ServiceError) as failure:
         while True:
             waiting = await pending(request.next())
-            await clock.advance(TIMING.resend)
+            while not waiting.done():
+                await clock.advance(0.125)
             assert await waiting is None  # send it again
-            resends += 1
-    assert resends == 4  # at 1, 2, 3 and 4 s; at 5 s: given up
+            sent_at.append(clock.now - started)
+    # after 0.25 s, doubling up to every resend (1 s); at 5 s: given up
+    assert sent_at == [0.25, 0.75, 1.75, 2.75, 3.75, 4.75]
     assert failure.value.error.type == "no-service"
     assert "no text-completion processor took the request" in failure.value.error.message
 

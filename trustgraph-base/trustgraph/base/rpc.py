@@ -13,7 +13,8 @@ message answering it carries the same ``id``:
 * the response records, numbered by ``seq`` ("0", "1", ...) so that a record lost in
   transit is noticed; the last one also carries ``end: "1"``.
 
-The requester sends its request again every ``Timing.resend`` until it is accepted (a
+The requester sends its request again, every ``Timing.resend`` at most (sooner at
+first: ``Timing.first_resend``, doubling), until it is accepted (a
 non-persistent topic drops what no consumer is ready for; a runner ignores an id it
 has in hand or answered lately) and gives up after ``Timing.accept_timeout``
 (``no-service``). Once accepted, the request fails when no record comes for
@@ -57,8 +58,13 @@ class Timing:
     under ``resend``."""
 
     timeout: float = 120.0  # TG_REQUEST_TIMEOUT: the longest wait for a record, once accepted
-    resend: float = 1.0  # a request that nobody has accepted is sent again this often,
-    accept_timeout: float = 5.0  # and given up after this: no processor serves it
+    # A request that nobody has accepted is sent again after ``first_resend``, then
+    # after twice as long each time, up to every ``resend``: a flow just started is
+    # subscribed within a few hundred ms, and its first request should not wait a
+    # whole second for that; a service that is down is not asked more than before.
+    first_resend: float = 0.2
+    resend: float = 1.0
+    accept_timeout: float = 5.0  # and it is given up after this: no processor serves it
     # A runner says it still has a request that sent nothing since, this often.
     # Responses travel on non-persistent topics, which drop what is in flight when the
     # broker restarts: a requester takes ``beats`` missed keep-alives as its answer
@@ -82,8 +88,10 @@ class Timing:
     busy_accept_timeout: float = 20.0
 
     def __post_init__(self) -> None:
-        if not self.accept_after < self.resend:  # else deferring the marker re-sends
-            raise ValueError(f"accept_after ({self.accept_after}) must be under resend "
+        if not self.accept_after < min(self.first_resend, self.resend):
+            # else deferring the marker re-sends
+            raise ValueError(f"accept_after ({self.accept_after}) must be under "
+                             f"first_resend ({self.first_resend}) and resend "
                              f"({self.resend}), or requests are sent twice")
 
     @property
@@ -113,7 +121,7 @@ class Call:
 
     __slots__ = ("timing", "service", "flow", "finished", "accepted", "_frames", "_seq",
                  "_failure", "_arrived", "_loop", "_heard", "_alive_at", "_quiet_until",
-                 "_resend_at", "_waited", "_give_up", "_timer", "_timer_at")
+                 "_resend_at", "_resend_every", "_waited", "_give_up", "_timer", "_timer_at")
 
     def __init__(self, timing: Timing, service: str, flow: str,
                  accept_timeout: float | None = None) -> None:
@@ -132,7 +140,8 @@ class Call:
         self._heard = False  # records were read since the last wait
         self._alive_at = now  # the last word from the service
         self._quiet_until = 0.0  # when the next record is due (once accepted)
-        self._resend_at = now + timing.resend
+        self._resend_every = min(timing.first_resend, timing.resend)
+        self._resend_at = now + self._resend_every
         self._waited = timing.accept_timeout if accept_timeout is None else accept_timeout
         self._give_up = now + self._waited
         self._timer: asyncio.TimerHandle | None = None
@@ -208,7 +217,8 @@ class Call:
                 if now >= self._give_up:
                     raise self._no_service()
                 if now >= self._resend_at:
-                    self._resend_at = now + self.timing.resend
+                    self._resend_every = min(2 * self._resend_every, self.timing.resend)
+                    self._resend_at = now + self._resend_every
                     return None
                 deadline = min(self._resend_at, self._give_up)
             # Until something arrives, or the deadline. One timer per call, moved only
