@@ -199,7 +199,9 @@ Reply with a JSON array of the sub-questions, as strings, and nothing else.
 Question: {{ query }}
 """,
     response_type="json",
-    json_schema={"type": "array", "items": text(200), "minItems": 1, "maxItems": 10})
+    # at most 6 of 150 characters: a small model that runs on (a URL, a list of dates) is
+    # stopped by the schema well inside TG_LOCAL_SCHEMA_MAX_TOKENS, not cut short by it
+    json_schema={"type": "array", "items": text(150), "minItems": 1, "maxItems": 6})
 
 RERANK = PromptTemplate(
     system="You rank search results by how well they answer a question. You reply with "
