@@ -23,9 +23,9 @@ import aiohttp
 import pytest
 import pytest_asyncio
 
+from tests.support.core_probe import core_text, knowledge_core
 from tests.support.gateway_rig import gateway_rig
 from tests.support.openai_server import OpenAiServer
-from trustgraph.schema.core_archive import MANIFEST, CoreReader, CoreWriter, manifest, member_name
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -66,26 +66,6 @@ def librarian(operation: str, **fields) -> Callable[[], dict]:
 
 def core_page(operation: str, part: str) -> Callable[[], dict]:
     return lambda: {"operation": operation, "part": part, "collection": "c"}
-
-
-def knowledge_core() -> bytes:
-    """A core of one triple (whoever imports it, into their own collection)."""
-    writer = CoreWriter()
-    row = {"s": f"{IRI}probe-core", "p": f"{IRI}says", "o": "probe", "o_iri": False,
-           "document": "probe-doc"}
-    described = manifest("probe", "c", None, 0, {"documents": 0, "chunks": 0,
-                                                "entities": 0, "triples": 1})
-    return (writer.member(MANIFEST, json.dumps(described).encode())
-            + writer.member(member_name("triples", 1), json.dumps(row).encode() + b"\n")
-            + writer.end())
-
-
-def core_text(data: bytes) -> str:
-    """A knowledge core's members as text: what it shows of whose data."""
-    reader = CoreReader()
-    members = reader.feed(data)
-    reader.end()
-    return "\n".join(body.decode(errors="replace") for _, body in members)
 
 
 PROBES = [
