@@ -309,7 +309,11 @@ def test_an_answer_opens_its_trace_as_a_waterfall_and_why_it_cited(page):
         left: parseFloat(row.querySelector('.span-bar').style.left),
         width: parseFloat(row.querySelector('.span-bar').style.width)}))""", page.turn())
     names = [row["name"].split()[0] for row in rows]
-    assert rows[0]["name"].startswith("websocket graph-rag") and rows[0]["width"] > 99
+    # The request's own span starts the waterfall and spans most of it: a service's
+    # span may end a little after the gateway has sent its last frame (on a busy
+    # machine, several per cent of a short trace), so not all of it.
+    assert rows[0]["name"].startswith("websocket graph-rag") and rows[0]["left"] < 1
+    assert rows[0]["width"] > 80
     assert {"graph-rag", "prompt", "text-completion", "embeddings", "subgraph"} <= set(names)
     assert all(0 <= row["left"] < 100 and row["width"] > 0 for row in rows)
     assert any(row["kind"] == "CLIENT" for row in rows)  # the calls across the broker
