@@ -12,7 +12,7 @@ import asyncio
 import json
 import os
 import sys
-from collections.abc import AsyncIterable, Coroutine
+from collections.abc import AsyncIterable, Callable, Coroutine
 from typing import Any
 
 from trustgraph.api import DEFAULT_URL, AsyncTrustGraph, TrustGraphError, Usage
@@ -123,6 +123,16 @@ async def print_stream(stream: AsyncIterable[str]) -> None:
 def print_json(value: Any) -> None:
     """A JSON value on stdout, indented for people, non-ASCII kept as it is."""
     print(json.dumps(value, indent=2, ensure_ascii=False), flush=True)
+
+
+def print_listing(found: list, as_json: bool, empty: str,
+                  render: Callable[[list], str]) -> None:
+    """A listing: as JSON, else ``empty`` when there is nothing, else ``render``'s
+    text."""
+    if as_json:
+        print_json(found)
+    else:
+        print(render(found) if found else empty, flush=True)
 
 
 def show_usage(usage: Usage) -> None:

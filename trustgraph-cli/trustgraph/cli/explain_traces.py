@@ -7,7 +7,7 @@ import argparse
 import json
 import sys
 
-from .common import connect, parser, positive, run
+from .common import connect, parser, positive, print_listing, run
 from .explain_text import explanation, explanation_list
 
 LIST = "tg-list-explain-traces"
@@ -47,12 +47,8 @@ def parse_show(argv: list[str] | None) -> argparse.Namespace:
 async def list_explanations(args: argparse.Namespace) -> None:
     async with connect(args) as client:
         found = await client.explanations(args.limit, args.collection, args.user)
-    if args.format == "json":
-        print(json.dumps(found, indent=2), flush=True)
-    elif not found:
-        print("No explainability sessions found.", flush=True)
-    else:
-        print(explanation_list(found), flush=True)
+    print_listing(found, args.format == "json", "No explainability sessions found.",
+                  explanation_list)
 
 
 async def show_explanation(args: argparse.Namespace) -> None:

@@ -11,7 +11,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from .common import connect, parser, run
+from .common import connect, parser, print_json, run
 
 PROCESSORS = "tg-show-processor-state"
 FLOW = "tg-show-flow-state"
@@ -100,7 +100,7 @@ async def show_flow(args: argparse.Namespace) -> None:
         status = await client.status()
     if args.format == "json":
         found = [f for f in status["flows"] if f["id"] == args.flow_id]
-        print(json.dumps(found[0] if found else None, indent=2), flush=True)
+        print_json(found[0] if found else None)
     else:
         print(flow_table(status, args.flow_id), flush=True)
 

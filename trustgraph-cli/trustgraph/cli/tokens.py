@@ -20,7 +20,7 @@ from collections.abc import Sequence
 import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
 
-from .common import connect, parser, positive, run
+from .common import connect, parser, positive, print_json, run
 
 SET, SHOW, RATE, USAGE = ("tg-set-token-costs", "tg-show-token-costs", "tg-show-token-rate",
                           "tg-show-usage")
@@ -111,7 +111,7 @@ async def show_usage(args: argparse.Namespace) -> None:
     async with connect(args) as client:
         found = await client.usage(args.days, args.user)
     if args.format == "json":
-        print(json.dumps(found, indent=2), flush=True)
+        print_json(found)
         return
     rows = [("day", "user", "flow", "model", "key", "requests", "in", "out", "cost, $")]
     for row in found["rows"]:

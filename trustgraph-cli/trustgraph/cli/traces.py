@@ -5,7 +5,7 @@ import argparse
 import json
 import sys
 
-from .common import connect, parser, positive, run
+from .common import connect, parser, positive, print_listing, run
 from .trace_tree import trace_list, tree
 
 LIST = "tg-list-traces"
@@ -39,12 +39,8 @@ def parse_show(argv: list[str] | None) -> argparse.Namespace:
 async def list_traces(args: argparse.Namespace) -> None:
     async with connect(args) as client:
         found = await client.traces(args.limit, args.user)
-    if args.format == "json":
-        print(json.dumps(found, indent=2), flush=True)
-    elif not found:
-        print("no traces kept (is TG_TRACING on?)", flush=True)
-    else:
-        print(trace_list(found), flush=True)
+    print_listing(found, args.format == "json", "no traces kept (is TG_TRACING on?)",
+                  trace_list)
 
 
 async def show_trace(args: argparse.Namespace) -> None:
