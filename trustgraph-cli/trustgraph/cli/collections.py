@@ -4,7 +4,7 @@ commands: the token is ``--token``."""
 import argparse
 import sys
 
-from .common import connect, parser, run
+from .common import columns, connect, parser, run
 
 ID_COLUMNS = ("collection", "name", "description", "tags")
 # What a delete counts, in the order it is reported.
@@ -19,13 +19,6 @@ def _parser(prog: str, description: str) -> argparse.ArgumentParser:
     return arguments
 
 
-def table(rows: list[tuple[str, ...]]) -> str:
-    """Columns padded to their widest cell; the last column is not padded."""
-    widths = [max(len(r[i]) for r in [ID_COLUMNS, *rows]) for i in range(len(ID_COLUMNS))]
-    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)
-                               ).rstrip() for r in [ID_COLUMNS, *rows])
-
-
 def row(collection: dict) -> tuple[str, ...]:
     return (collection["collection"], collection.get("name") or "",
             collection.get("description") or "", ", ".join(collection.get("tags") or []))
@@ -34,7 +27,8 @@ def row(collection: dict) -> tuple[str, ...]:
 async def _list(args: argparse.Namespace) -> None:
     async with connect(args) as client:
         found = await client.list_collections(args.tag_filter, user=args.user)
-    print(table([row(c) for c in found]) if found else "no collections", flush=True)
+    print(columns([row(c) for c in found], ID_COLUMNS) if found else "no collections",
+          flush=True)
 
 
 async def _set(args: argparse.Namespace) -> None:
@@ -42,7 +36,7 @@ async def _set(args: argparse.Namespace) -> None:
         stored = await client.set_collection(args.collection, name=args.name,
                                              description=args.description, tags=args.tags,
                                              user=args.user)
-    print(table([row(stored)]), flush=True)
+    print(columns([row(stored)], ID_COLUMNS), flush=True)
 
 
 async def _delete(args: argparse.Namespace) -> None:

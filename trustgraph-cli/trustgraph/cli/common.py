@@ -12,7 +12,7 @@ import asyncio
 import json
 import os
 import sys
-from collections.abc import AsyncIterable, Callable, Coroutine
+from collections.abc import AsyncIterable, Callable, Coroutine, Sequence
 from typing import Any
 
 from trustgraph.api import DEFAULT_URL, AsyncTrustGraph, TrustGraphError, Usage
@@ -123,6 +123,15 @@ async def print_stream(stream: AsyncIterable[str]) -> None:
 def print_json(value: Any) -> None:
     """A JSON value on stdout, indented for people, non-ASCII kept as it is."""
     print(json.dumps(value, indent=2, ensure_ascii=False), flush=True)
+
+
+def columns(rows: Sequence[Sequence[str]], header: Sequence[str]) -> str:
+    """``header`` and ``rows`` in columns padded to their widest cell; the last
+    column is not padded."""
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+    return "\n".join("  ".join(cell.ljust(width) for cell, width in
+                               zip(row, widths, strict=True)).rstrip()
+                     for row in [header, *rows])
 
 
 def print_listing(found: list, as_json: bool, empty: str,

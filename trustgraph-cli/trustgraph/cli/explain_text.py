@@ -3,14 +3,14 @@ of them as a table (``tg-list-explain-traces``). Pure functions of the JSON the
 gateway serves (``GET /api/v1/explain``)."""
 from typing import Any
 
-from .trace_tree import table
+from .common import columns
 
 # How each service's explanation is called, as TrustGraph's commands name the kinds.
 KINDS = {"graph-rag": "GraphRAG", "document-rag": "DocRAG", "lazy-rag": "LazyRAG"}
 
 
 def explanation_list(explanations: list[dict[str, Any]], width: int = 60) -> str:
-    return table([(e["trace_id"], KINDS.get(e["service"], e["service"]),
+    return columns([(e["trace_id"], KINDS.get(e["service"], e["service"]),
                    _short(e.get("question") or "", width), e["time"],
                    f"{e.get('user') or ''}/{e.get('collection') or ''}")
                   for e in explanations],

@@ -12,7 +12,7 @@ import sys
 import time
 from datetime import UTC, datetime
 
-from .common import connect, parser, positive, print_json, run
+from .common import columns, connect, parser, positive, print_json, run
 
 ROLES = ("admin", "user", "reader")
 DURATION = re.compile(r"^(\d+)([smhdw])$")
@@ -51,12 +51,6 @@ def row(key: dict) -> tuple[str, ...]:
     return (key["id"], key["user"], key["role"], key.get("name") or "",
             shown(key.get("created")), shown(key.get("expires")), shown(key.get("revoked")),
             shown(key.get("last_used")), limits)
-
-
-def table(rows: list[tuple[str, ...]]) -> str:
-    widths = [max(len(r[i]) for r in [COLUMNS, *rows]) for i in range(len(COLUMNS))]
-    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)
-                               ).rstrip() for r in [COLUMNS, *rows])
 
 
 # --- the commands --------------------------------------------------------------------
@@ -121,7 +115,7 @@ def list_keys_main(argv: list[str] | None = None) -> int:
         if args.json:
             print_json(keys)
         elif keys:
-            print(table([row(key) for key in keys]), flush=True)
+            print(columns([row(key) for key in keys], COLUMNS), flush=True)
         else:
             print("no keys", flush=True)
 

@@ -8,10 +8,9 @@ address."""
 import argparse
 import json
 import time
-from collections.abc import Sequence
 from typing import Any
 
-from .common import connect, parser, print_json, run
+from .common import columns, connect, parser, print_json, run
 
 PROCESSORS = "tg-show-processor-state"
 FLOW = "tg-show-flow-state"
@@ -60,7 +59,7 @@ def processor_table(status: dict[str, Any]) -> str:
                      str(state.get("waiting", 0)), _error(state)))
     broker = "up" if status["broker"]["up"] else "DOWN (the gateway's own record did not " \
         "come back)"
-    return f"broker: {broker}\n" + _table(rows)
+    return f"broker: {broker}\n" + columns(rows[1:], rows[0])
 
 
 def flow_table(status: dict[str, Any], flow_id: str) -> str:
@@ -79,13 +78,7 @@ def flow_table(status: dict[str, Any], flow_id: str) -> str:
                      str(sum(s.get("waiting", 0) for s in serving))))
     verdict = "every processor serves it" if flow["ok"] else "NOT every processor serves it"
     blueprint = flow["blueprint"] or "pinned by TG_FLOWS"
-    return f"flow {flow_id} (blueprint {blueprint}): {verdict}\n" + _table(rows)
-
-
-def _table(rows: Sequence[Sequence[str]]) -> str:
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)
-                               ).rstrip() for row in rows)
+    return f"flow {flow_id} (blueprint {blueprint}): {verdict}\n" + columns(rows[1:], rows[0])
 
 
 async def show_processors(args: argparse.Namespace) -> None:

@@ -3,6 +3,8 @@ where in the trace it ran (``tg-show-trace``), and a list of traces as a table
 (``tg-list-traces``). Pure functions of the JSON the gateway serves."""
 from typing import Any
 
+from .common import columns
+
 BAR = 24  # characters of the timeline bar
 # What a span's line says beside its name, when its attributes have it.
 NOTES = (("tg.time_to_sources_ms", "sources {:.1f} ms"),
@@ -16,16 +18,8 @@ NOTES = (("tg.time_to_sources_ms", "sources {:.1f} ms"),
          ("tg.document", "document {}"))
 
 
-def table(rows: list[tuple[str, ...]], header: tuple[str, ...]) -> str:
-    """Columns padded to their widest cell; the last column is not padded."""
-    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
-    return "\n".join("  ".join(cell.ljust(width) for cell, width in
-                               zip(row, widths, strict=True)).rstrip()
-                     for row in [header, *rows])
-
-
 def trace_list(traces: list[dict[str, Any]]) -> str:
-    return table([(t["trace_id"], t["start"], f"{t['duration_ms']:.1f}", str(t["spans"]),
+    return columns([(t["trace_id"], t["start"], f"{t['duration_ms']:.1f}", str(t["spans"]),
                    str(t["errors"]), t.get("user") or "", t.get("root") or "")
                   for t in traces],
                  ("trace id", "start (UTC)", "ms", "spans", "errors", "user", "root"))
