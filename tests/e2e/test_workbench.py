@@ -251,6 +251,9 @@ def test_the_flow_picker_lists_the_running_flows_and_asks_the_one_chosen(page, c
         client.stop_flow("wb-picked")
         page.find("#settings [name=flow]").click()
         page.wait(lambda: "wb-picked (not running)" in listed(), "the stopped flow marked")
+        picker.select_by_value("default")  # the click choosing it lists the flows again
+        turn = page.ask("document", "Who walked on the Moon? [tokens=5]")
+        assert turn["state"] == "done" and llm.asked()["model"] != "picked", turn
     finally:
         picker.select_by_value("default")
 

@@ -2,7 +2,10 @@
 before (pulsar-lite refuses a second consumer of a subscription with a consumer id
 already in it: ``Bus`` makes a replicated subscription only with an id its replica
 index owns), and share its messages."""
+import ast
 import asyncio
+import subprocess
+import sys
 import uuid
 
 from tests.support.waiting import eventually
@@ -35,3 +38,13 @@ async def test_replicas_whose_consumer_ids_would_clash_still_join_and_share(brok
     finally:
         for bus in replicas:
             await bus.close()
+
+
+def test_processes_burn_consumer_ids_on_topics_of_their_own():
+    # Every process counts its consumer ids from 0: on a shared throw-away topic two
+    # of them burning at once would meet with one id, and the broker refuses that.
+    script = "from trustgraph.pubsub.bus import burner_topic as t; print([t() for _ in range(50)])"
+    named = [set(ast.literal_eval(subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout))
+        for _ in range(2)]
+    assert len(named[0]) == len(named[1]) == 50 and not named[0] & named[1]

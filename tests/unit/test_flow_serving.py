@@ -1,8 +1,12 @@
 """Which flows a processor serves (``flows_of``), and how it gets there from what it
 served (``FlowServing.apply``): flows started, stopped, given new parameters; the
-fallback never overriding config; a flow that fails to start leaving the rest."""
+fallback never overriding config; a flow that fails to start leaving the rest, and
+tried again until it starts."""
 import asyncio
+from collections import Counter
 
+from tests.support.waiting import eventually
+from trustgraph.base import serving as serving_module
 from trustgraph.base.flows import Flow, Parameters, flows_of, pinned
 from trustgraph.base.serving import FlowServing, Served
 
@@ -39,8 +43,10 @@ class Starts:
     def __init__(self, failing: set[str] = frozenset()) -> None:
         self.runners: dict[str, FakeRunner] = {}
         self.failing = failing
+        self.attempts: Counter[str] = Counter()
 
     async def __call__(self, flow: Flow) -> Served:
+        self.attempts[flow.id] += 1
         if flow.id in self.failing:
             raise RuntimeError("broker away")
         runner = self.runners[flow.id] = FakeRunner()
@@ -84,6 +90,30 @@ async def test_a_flow_that_fails_to_start_leaves_the_others_served():
     serving = FlowServing("p", Starts(failing={"bad"}), None)
     await serving.apply(config(good={}, bad={}))
     assert list(serving.flows) == ["good"]
+
+
+async def test_a_flow_that_failed_to_start_is_tried_again_until_it_starts(monkeypatch):
+    monkeypatch.setattr(serving_module, "RETRY_FIRST", 0.01)
+    starts = Starts(failing={"late"})
+    serving = FlowServing("p", starts, None)
+    await serving.apply(config(late={}))
+    assert serving.flows == {}
+    await eventually(lambda: starts.attempts["late"] >= 3, "tries after the first")
+    starts.failing = set()  # the broker is back
+    await eventually(lambda: list(serving.flows) == ["late"], "the flow served")
+    assert serving.shutdown() == []  # nothing more to try
+
+
+async def test_a_flow_stopped_before_its_next_try_is_not_started(monkeypatch):
+    monkeypatch.setattr(serving_module, "RETRY_FIRST", 0.01)
+    starts = Starts(failing={"late"})
+    serving = FlowServing("p", starts, None)
+    await serving.apply(config(late={}))
+    await serving.apply(config())  # stopped while it waits to be tried again
+    starts.failing = set()
+    retry = serving.shutdown()
+    await asyncio.gather(*retry)
+    assert serving.flows == {} and "late" not in starts.runners
 
 
 async def test_a_stopped_flows_runner_is_kept_alive_while_it_answers():

@@ -7,6 +7,10 @@ per stage), a flow gone has them stopped, a flow whose parameters changed has th
 handed the new ones. Stopping a flow refuses its new requests at once; the requests
 being answered are answered, and its stages finish the records in hand (in the
 background) and leave the rest in their subscriptions for when it starts again.
+A flow whose runners could not start (the broker away for a moment) is tried again,
+after ``RETRY_FIRST`` seconds, doubling to ``RETRY_MAX``, until it starts or no
+longer runs: config says nothing more about a flow that started, so nothing else
+would try it again.
 """
 import asyncio
 import logging
@@ -19,6 +23,8 @@ from .service import ServiceRunner
 from .stage import StageRunner
 
 log = logging.getLogger(__name__)
+
+RETRY_FIRST, RETRY_MAX = 1.0, 30.0
 
 
 @dataclass
@@ -56,6 +62,9 @@ class FlowServing:
         self._stopping: set[asyncio.Task] = set()  # stages finishing their records
         self._changing = asyncio.Lock()
         self.from_config = False  # set once config has said which flows run
+        self._wanted: Mapping[str, Flow] = {}  # what the last ``apply`` was given
+        self._retry: asyncio.Task | None = None  # the next try of flows that failed
+        self._retry_after = RETRY_FIRST
 
     @property
     def flows(self) -> Mapping[str, Flow]:
@@ -69,6 +78,7 @@ class FlowServing:
             if not from_config and self.from_config:
                 return
             self.from_config = self.from_config or from_config
+            self._wanted = flows
             before = self.flows
             for flow_id in [f for f in self._served if f not in flows]:
                 await self._stop(self._served.pop(flow_id))
@@ -84,14 +94,31 @@ class FlowServing:
                     await self._changed(self.flows)
                 except Exception:
                     log.exception("%s: a listener to its flows failed", self._name)
+            if any(flow_id not in self._served for flow_id in flows):
+                self._try_again()
+            else:
+                self._retry_after = RETRY_FIRST
 
     async def _begin(self, flow: Flow) -> None:
         try:
             self._served[flow.id] = await self._start(flow)
         except Exception:
-            log.exception("%s: could not start serving flow %s", self._name, flow.id)
+            log.exception("%s: could not start serving flow %s; trying again in %g s",
+                          self._name, flow.id, self._retry_after)
             return
         log.info("%s: serving flow %s", self._name, flow.id)
+
+    def _try_again(self) -> None:
+        """Apply what was wanted again, later (once: a try already due stands)."""
+        if self._retry is not None and not self._retry.done():
+            return
+        delay, self._retry_after = self._retry_after, min(2 * self._retry_after, RETRY_MAX)
+
+        async def retry() -> None:
+            await asyncio.sleep(delay)
+            self._retry = None  # this try is under way: one it leads to may be due
+            await self.apply(self._wanted, self.from_config)
+        self._retry = asyncio.create_task(retry(), name=f"{self._name}: starting flows again")
 
     async def _stop(self, served: Served) -> None:
         for runner in served.services:
@@ -120,5 +147,6 @@ class FlowServing:
 
     def shutdown(self) -> list[asyncio.Task]:
         """The tasks to cancel when the processor stops: stages still finishing the
-        records of a stopped flow (unacknowledged, they are redelivered)."""
-        return list(self._stopping)
+        records of a stopped flow (unacknowledged, they are redelivered), and a try
+        to start flows again."""
+        return [*self._stopping, *([self._retry] if self._retry is not None else [])]

@@ -7,9 +7,9 @@ API is in ``pulsar_shim``, resolved once per producer and receive loop.
 """
 import asyncio
 import gc
-import itertools
 import logging
 import threading
+import uuid
 from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import TypeAlias
@@ -27,10 +27,16 @@ Message: TypeAlias = pulsar_shim.Message
 Consumer: TypeAlias = pulsar_async.Consumer
 Handler = Callable[[Message], Awaitable[None]]
 
-_subscription_names = itertools.count()
 # Replicas of one processor that join a subscription without a consumer id clash
 # (pulsar-lite): at most this many (``_align_consumer_id``).
 ID_STRIDE = 8
+
+
+def burner_topic() -> str:
+    """A throw-away topic to burn a consumer id on, no other process's: two processes
+    burning the same id on one topic at once were refused just the same, and the
+    broker dropped the refused one's whole connection."""
+    return f"non-persistent://tg/control/id-skip-{uuid.uuid4().hex}"
 
 
 class Bus:
@@ -130,7 +136,7 @@ class Bus:
         while self._consumer_ids % ID_STRIDE != self._replica % ID_STRIDE:
             self._consumer_ids += 1
             burner = await self._client.subscribe(
-                f"non-persistent://tg/control/id-skip-{next(_subscription_names)}",
+                burner_topic(),
                 "id-skip", consumer_type=pulsar.ConsumerType.Shared)
             await burner.close()
 

@@ -21,7 +21,6 @@ export class FlowPicker {
   }
 
   async list() {
-    const chosen = this.select.value;
     let ids;
     try {
       const answer = await this.gateway.call("flow", { operation: "list-flows" }, null);
@@ -30,6 +29,9 @@ export class FlowPicker {
       return; // a gateway without the flow service: the choice stays as it is
     }
     const described = await Promise.all(ids.map((id) => this.describe(id)));
+    // Read now, not before asking: a choice made while the listing was on its way
+    // (the click that chooses an option also opens the picker) is the one to keep.
+    const chosen = this.select.value;
     const options = ids.map((id, i) => h("option", { value: id }, described[i]));
     if (chosen && !ids.includes(chosen)) {
       options.push(h("option", { value: chosen }, `${chosen} (not running)`));
