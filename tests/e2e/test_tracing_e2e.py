@@ -12,6 +12,8 @@ which is a real receiver started here (Arize Phoenix, tests/support/phoenix.py).
   and graph-rag's spans, and GenAI / OpenInference attributes on the LLM's;
 * both traces arrive at Phoenix whole, with the same spans and parents as the
   store in the data dir keeps, and read back through its REST API;
+* each request continues the trace its frame's ``traceparent`` names, as a
+  tracing client's does (so the stack's default sampling keeps it);
 * ``tg-show-trace`` prints the question's trace as a tree; ``tg-list-explain-traces``
   and ``tg-show-explain-trace`` say why the answer cited what it cited.
 """
@@ -36,6 +38,7 @@ pytestmark = pytest.mark.asyncio(loop_scope="module")
 BIN = Path(sys.executable).parent
 DEADLINE = 120.0  # the pipeline on a busy machine; spans arrive within a second of it
 PROJECT = f"tg-e2e-{uuid.uuid4().hex[:8]}"  # Phoenix's project: these spans only
+CLIENT_SPAN = "00f067aa0ba902b7"  # the span of this test's, as a client, each request continues
 TEXT = ("The Apollo lunar module Eagle landed in the Sea of Tranquility. Neil Armstrong "
         "and Buzz Aldrin walked on the Moon while Michael Collins orbited in Columbia.")
 # Each pipeline stage's span (the stage it consumes) and the processor serving it.
@@ -79,9 +82,12 @@ async def client(stack):
 
 
 async def frames_of(stack: Stack, service: str, request: dict) -> list[dict]:
+    """The frames of one request that asks for its trace, as a tracing client's
+    would: the stack traces only a share of the others (TG_TRACE_SAMPLE)."""
     async with aiohttp.ClientSession() as session:
         async with session.ws_connect(stack.websocket_url) as ws:
-            await ws.send_json({"id": "e2e", "service": service, "request": request})
+            await ws.send_json({"id": "e2e", "service": service, "request": request,
+                                "traceparent": f"00-{uuid.uuid4().hex}-{CLIENT_SPAN}-01"})
             frames: list[dict] = []
             async with asyncio.timeout(DEADLINE):
                 while not frames or not frames[-1]["complete"]:
@@ -116,10 +122,16 @@ async def at_phoenix(phoenix: Phoenix, trace: dict) -> list[dict]:
 
 
 def assert_same_tree(trace: dict, received: list[dict]) -> None:
+    """The same spans and parents at Phoenix as kept here, but the root's: Phoenix has
+    it under the client's span, whose trace it continued; the store (this platform's
+    spans only) as the root."""
     parents = {s["context"]["span_id"]: s["parent_id"] for s in received}
     assert all(s["context"]["trace_id"] == trace["trace_id"] for s in received)
-    assert {span["span_id"]: span["parent_id"] for span in trace["spans"]} == \
-        {span_id: parents[span_id] for span_id in (s["span_id"] for s in trace["spans"])}
+    ours = {span["span_id"]: span["parent_id"] for span in trace["spans"]}
+    theirs = {span_id: parents[span_id] for span_id in ours}
+    [root] = [span_id for span_id, parent in ours.items() if parent is None]
+    assert theirs.pop(root) == CLIENT_SPAN and ours.pop(root) is None
+    assert ours == theirs
 
 
 def assert_one_tree(spans: list[dict]) -> dict:

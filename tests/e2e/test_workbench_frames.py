@@ -9,6 +9,7 @@ No broker, no stack: a few seconds.
 """
 import asyncio
 import json
+import re
 import threading
 from contextlib import contextmanager
 
@@ -162,6 +163,13 @@ def test_agent_turns_share_a_session_until_a_new_conversation(page, gateway):
     agent = gateway.sent[-1]
     assert agent["request"]["question"] == "A new question"
     assert agent["request"]["streaming"] is True
+    # Each question asks for its trace (its answer opens it), each in a trace of its own.
+    asked = [f["traceparent"] for f in gateway.sent if f["service"] == "agent"
+             and f["request"]["streaming"] is True]
+    assert all(re.fullmatch(r"00-[0-9a-f]{32}-[0-9a-f]{16}-01", t) for t in asked), asked
+    assert len({t.split("-")[1] for t in asked}) == len(asked) == 3
+    probe = [f for f in gateway.sent if f["request"].get("streaming") == "probe"]
+    assert probe and all("traceparent" not in f for f in probe)
 
 
 def test_lazy_shows_confidence_and_what_is_missing_under_the_answer(page, gateway):

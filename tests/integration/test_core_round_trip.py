@@ -77,6 +77,9 @@ def unit(seed: object) -> list[float]:
 
 # --- deployments ----------------------------------------------------------------------
 
+FLOWS = ["default"]  # pinned: no config service here to wait for (TG_CONFIG_WAIT each)
+
+
 @asynccontextmanager
 async def deployment(root: Path, vectors: VectorStore, triples):
     """A broker of its own with the three store owners and a gateway; its URL."""
@@ -87,19 +90,19 @@ async def deployment(root: Path, vectors: VectorStore, triples):
         stack.callback(broker.stop)
         url = broker.url
         for processor in (
-                Processor(LIBRARIAN_SPEC, LibrarianSettings(pulsar_url=url,
+                Processor(LIBRARIAN_SPEC, LibrarianSettings(pulsar_url=url, tg_flows=FLOWS,
                                                             tg_data_dir=str(root))),
                 Processor(ProcessorSpec("triples-store", ProcessorSettings,
                                         lambda runtime: triples_parts(triples)),
-                          ProcessorSettings(pulsar_url=url)),
+                          ProcessorSettings(pulsar_url=url, tg_flows=FLOWS)),
                 Processor(ProcessorSpec("vector-store", ProcessorSettings,
                                         lambda runtime: vector_parts(vectors)),
-                          ProcessorSettings(pulsar_url=url))):
+                          ProcessorSettings(pulsar_url=url, tg_flows=FLOWS))):
             await processor.start()
             stack.push_async_callback(processor.stop)
         gateway = Gateway(GatewaySettings(pulsar_url=url, tg_gateway_host="127.0.0.1",
                                           tg_gateway_port=free_port(),
-                                          tg_gateway_keys=False))  # no config service
+                                          tg_gateway_keys=False, tg_flows=FLOWS))
         stack.push_async_callback(gateway.stop)
         yield await gateway.start()
 

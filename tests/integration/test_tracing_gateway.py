@@ -6,7 +6,9 @@ The websocket's final frame carries the trace id, HTTP answers a ``traceparent``
 header; the trace's spans are parented across the broker (the gateway's request
 span → its call → text-completion's span), and carry who asked, the flow, the
 model, token counts and the first token's time; a cancelled request says so; with
-tracing off, nothing of it appears."""
+tracing off, nothing of it appears. A client's ``traceparent`` is continued, and its
+sampled flag decides over the gateway's own sampling; a question sampled out is
+given no trace id."""
 import asyncio
 
 import aiohttp
@@ -16,6 +18,8 @@ from tests.support.inprocess import inprocess_stack
 from tests.support.openai_server import expected_text
 from tests.support.traces import by_name, children, traced
 from tests.support.waiting import eventually
+from trustgraph import tracing
+from trustgraph.api import AsyncTrustGraph
 
 DEADLINE = 30.0
 
@@ -32,11 +36,14 @@ async def gateway(traces, broker, openai_server):
         yield url
 
 
-async def ask(url: str, request: dict) -> list[dict]:
+async def ask(url: str, request: dict, traceparent: str | None = None) -> list[dict]:
     frames = []
+    frame = {"id": "q", "service": "text-completion", "request": request}
+    if traceparent is not None:
+        frame["traceparent"] = traceparent
     async with aiohttp.ClientSession() as session:
         async with session.ws_connect(url + "api/v1/socket") as ws:
-            await ws.send_json({"id": "q", "service": "text-completion", "request": request})
+            await ws.send_json(frame)
             async with asyncio.timeout(DEADLINE):
                 while not frames or not frames[-1]["complete"]:
                     frames.append(await ws.receive_json())
@@ -147,3 +154,64 @@ async def test_with_tracing_off_nothing_is_traced(broker, openai_server, tmp_pat
                 assert response.status == 200 and "traceparent" not in response.headers
     assert "trace_id" not in frames[-1]
 
+
+
+CLIENT_TRACE, CLIENT_SPAN = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+
+
+async def test_a_question_continues_the_trace_its_client_sent(gateway, traces):
+    frames = await ask(gateway, {"prompt": "[tokens=2]", "streaming": True},
+                       traceparent=f"00-{CLIENT_TRACE}-{CLIENT_SPAN}-01")
+    assert frames[-1]["trace_id"] == CLIENT_TRACE
+    trace = await traces.settled(CLIENT_TRACE, {"text-completion"})
+    # Kept here rooted at the gateway's span: the client's own span is the client's.
+    [root] = [s for s in trace["spans"] if s["parent_id"] is None]
+    assert root["name"] == "websocket text-completion"
+    assert root["attributes"]["tg.client_span"] == CLIENT_SPAN
+    async with aiohttp.ClientSession() as session:
+        async with session.post(gateway + "api/v1/flow/default/service/text-completion",
+                                json={"prompt": "[tokens=2]"},
+                                headers={"traceparent": f"00-{'1' * 32}-{CLIENT_SPAN}-01"}
+                                ) as response:
+            assert response.headers["traceparent"].split("-")[1] == "1" * 32
+
+
+async def test_sampled_out_questions_carry_no_trace_id_and_a_client_can_ask_for_one(
+        broker, openai_server, tmp_path):
+    with traced(tmp_path, sample=0.0) as traces:
+        async with inprocess_stack(broker.url, openai_server.base_url) as url:
+            sampled_out = await ask(url, {"prompt": "[tokens=2]", "streaming": True})
+            declined = await ask(url, {"prompt": "[tokens=2]", "streaming": True},
+                                 traceparent=f"00-{'2' * 32}-{CLIENT_SPAN}-00")
+            wanted = await ask(url, {"prompt": "[tokens=2]", "streaming": True},
+                               traceparent=f"00-{'3' * 32}-{CLIENT_SPAN}-01")
+            malformed = await ask(url, {"prompt": "[tokens=2]", "streaming": True},
+                                  traceparent="not a traceparent")
+            async with aiohttp.ClientSession() as session:
+                async with session.post(
+                        url + "api/v1/flow/default/service/text-completion",
+                        json={"prompt": "[tokens=2]"}) as response:
+                    assert response.status == 200 and "traceparent" not in response.headers
+            async with AsyncTrustGraph(url, traced=True) as client:  # the tg-invoke-* way
+                assert await client.text_completion("", "[tokens=2]") == expected_text(2)
+        for frames in (sampled_out, declined, malformed):
+            assert "".join(f["response"]["response"] for f in frames) == expected_text(2)
+            assert "trace_id" not in frames[-1]  # only ids a client can read back
+        assert wanted[-1]["trace_id"] == "3" * 32
+        await traces.settled("3" * 32, {"text-completion"})
+
+        def kept() -> list[str]:
+            tracing.flush()
+            return [t["trace_id"] for t in traces.reader.recent(10)]
+        both = await eventually(lambda: kept() if len(kept()) == 2 else None,
+                                "the client's trace too")
+        assert "3" * 32 in both
+
+
+async def test_a_traceparent_that_is_not_text_is_refused(gateway):
+    async with aiohttp.ClientSession() as session:
+        async with session.ws_connect(gateway + "api/v1/socket") as ws:
+            await ws.send_json({"id": "q", "service": "text-completion", "traceparent": 7,
+                                "request": {"prompt": "[tokens=2]"}})
+            frame = await asyncio.wait_for(ws.receive_json(), DEADLINE)
+    assert frame["error"]["type"] == "bad-request" and "traceparent" in frame["error"]["message"]

@@ -131,10 +131,12 @@ def test_tg_start_says_where_traces_go(monkeypatch, tmp_path):
                      "TG_TRACING", "TG_TRACE_SAMPLE", "TG_TRACE_STORE_MB"):
         monkeypatch.delenv(variable, raising=False)
     assert start._traces(StartSettings(), tmp_path) == \
-        f"{tmp_path / 'traces.db'} (tg-list-traces, tg-show-trace ID)"
+        f"{tmp_path / 'traces.db'} (tg-list-traces, tg-show-trace ID); those clients " \
+        f"ask for, and 10% of the rest"
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector:4318")
     assert start._traces(StartSettings(tg_trace_store_mb=0, tg_trace_sample=0.25),
-                         tmp_path) == "OTLP http://collector:4318; 25% of them"
+                         tmp_path) == "OTLP http://collector:4318; those clients ask for, " \
+                                      "and 25% of the rest"
     assert start._traces(StartSettings(tg_tracing=False), tmp_path) == ""
     monkeypatch.delenv("OTEL_EXPORTER_OTLP_ENDPOINT")
     assert start._traces(StartSettings(tg_trace_store_mb=0), tmp_path) == ""  # nowhere

@@ -57,11 +57,13 @@ class AsyncTrustGraph(LibraryCalls, LazyRagCalls, FlowCalls, TraceCalls, StatusC
 
     def __init__(self, url: str = DEFAULT_URL, token: str | None = None, *,
                  connect_timeout: float = CONNECT_TIMEOUT,
-                 max_inflight: int = MAX_INFLIGHT) -> None:
+                 max_inflight: int = MAX_INFLIGHT, traced: bool = False) -> None:
+        """``traced``: every request asks the gateway to keep its trace (a gateway
+        keeps a share of the others: TG_TRACE_SAMPLE)."""
         self.url = url
         self._socket = GatewaySocket(url, token, connect_timeout=connect_timeout,
-                                     max_inflight=max_inflight)
-        self._http = GatewayHttp(url, token, connect_timeout=connect_timeout)
+                                     max_inflight=max_inflight, traced=traced)
+        self._http = GatewayHttp(url, token, connect_timeout=connect_timeout, traced=traced)
 
     async def __aenter__(self) -> "AsyncTrustGraph":
         return self

@@ -16,6 +16,7 @@ import aiohttp
 
 from .errors import TrustGraphError, error_from
 from .socket import SOCKET_PATH, connect_failure
+from .wire import TRACEPARENT, traceparent
 
 
 def http_url(url: str) -> str:
@@ -31,8 +32,10 @@ def http_url(url: str) -> str:
 
 
 class GatewayHttp:
-    def __init__(self, url: str, token: str | None = None, *, connect_timeout: float) -> None:
+    def __init__(self, url: str, token: str | None = None, *, connect_timeout: float,
+                 traced: bool = False) -> None:
         self.url = url
+        self._traced = traced
         self._base = http_url(url)
         self._query = urlsplit(url).query  # e.g. ?token=, as the socket also sends it
         self._headers = {"Authorization": f"Bearer {token}"} if token else {}
@@ -97,6 +100,8 @@ class GatewayHttp:
         if self._session is None:
             self._session = aiohttp.ClientSession(timeout=self._timeout)
         headers = {**self._headers, "Accept": accept}
+        if self._traced and body is not None:
+            headers[TRACEPARENT] = traceparent()
         url = self.endpoint(path)
         if query:
             url += ("&" if "?" in url else "?") + urlencode(query)

@@ -19,6 +19,7 @@ from urllib.parse import urlsplit, urlunsplit
 import aiohttp
 
 from .errors import TrustGraphError, error_from
+from .wire import traceparent
 
 log = logging.getLogger(__name__)
 
@@ -146,8 +147,9 @@ class GatewaySocket:
     def __init__(self, url: str, token: str | None = None, *,
                  connect_timeout: float = CONNECT_TIMEOUT,
                  max_waiting: int = MAX_WAITING_FRAMES,
-                 max_inflight: int = MAX_INFLIGHT) -> None:
+                 max_inflight: int = MAX_INFLIGHT, traced: bool = False) -> None:
         self.url = url
+        self._traced = traced
         self._ws_url = socket_url(url)
         self._token = token or None
         self._connect_timeout = connect_timeout
@@ -170,6 +172,8 @@ class GatewaySocket:
                                     "request": request}
         if flow is not None:
             envelope["flow"] = flow
+        if self._traced:
+            envelope["traceparent"] = traceparent()
         async with self._slots:
             connection = await self.connection()
             inbox = connection.open_inbox(envelope["id"])

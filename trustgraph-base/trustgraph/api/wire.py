@@ -4,11 +4,20 @@ their defaults), bytes as base64, terms and records as the plain JSON the wire
 carries; ``final_response`` the reply of a service that answers once.
 """
 import base64
+import secrets
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from typing import Any
 
 Term = dict[str, str]  # {"t": "i", "i": iri} or {"t": "l", "v": value}
+
+TRACEPARENT = "traceparent"  # the W3C trace context's header and frame field
+
+
+def traceparent() -> str:
+    """A new W3C ``traceparent`` with the sampled flag: the gateway keeps the trace of
+    a request that carries one, whatever share it keeps of its own accord."""
+    return f"00-{secrets.token_hex(16)}-{secrets.token_hex(8)}-01"
 
 
 async def final_response(responses: AsyncGenerator[dict[str, Any], None]) -> dict[str, Any]:

@@ -20,7 +20,9 @@ from .spans import (
     end,
     extract,
     failed,
+    from_client,
     inject,
+    kept_trace_id,
     note,
     open_scope,
     start_client,
@@ -30,7 +32,7 @@ from .spans import (
 
 __all__ = [
     "CLIENT", "CONSUMER", "SERVER", "STORE_FILE", "TRACEPARENT", "Context", "Scope",
-    "configure", "current", "current_span", "current_trace_id", "current_tracer", "describe", "end",
-    "extract", "failed", "flush", "inject", "names", "note", "open_scope", "shutdown",
-    "start_client", "trace_id", "traceparent", "tracer",
+    "configure", "current", "current_span", "current_trace_id", "current_tracer", "describe",
+    "end", "extract", "failed", "flush", "from_client", "inject", "kept_trace_id", "names",
+    "note", "open_scope", "shutdown", "start_client", "trace_id", "traceparent", "tracer",
 ]

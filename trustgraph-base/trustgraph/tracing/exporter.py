@@ -49,7 +49,10 @@ def row(span: ReadableSpan) -> SpanRow:
     status = span.status
     return SpanRow(
         trace_id=f"{context.trace_id:032x}", span_id=f"{context.span_id:016x}",
-        parent_id=f"{parent.span_id:016x}" if parent is not None else None,
+        # A request's span continuing a client's trace is the root of the trace kept
+        # here: its parent, the client's span, is kept (if anywhere) by the client.
+        parent_id=f"{parent.span_id:016x}" if parent is not None
+        and names.CLIENT_SPAN not in attributes else None,
         name=span.name, service=str(span.resource.attributes.get("service.name", "")),
         kind=span.kind.name, start_ns=span.start_time or 0,
         end_ns=span.end_time or span.start_time or 0, status=status.status_code.name,

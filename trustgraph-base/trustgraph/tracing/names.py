@@ -14,6 +14,7 @@ USER = "tg.user"
 COLLECTION = "tg.collection"
 DOCUMENT = "tg.document"
 TRANSPORT = "tg.transport"  # websocket, or the HTTP route
+CLIENT_SPAN = "tg.client_span"  # the client's span a request's span continues
 DELIVERY = "tg.delivery"  # a stage record's delivery (1: the first)
 # Milliseconds from the span's start (a service: from taking the request).
 FIRST_RESPONSE_MS = "tg.time_to_first_response_ms"

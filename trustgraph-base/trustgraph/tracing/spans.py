@@ -15,6 +15,7 @@ The tracer of the processor whose span is current travels in the context too
 Every helper takes None for "not traced" and then does nothing.
 """
 import time
+from collections.abc import Mapping
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
@@ -30,7 +31,7 @@ from opentelemetry.trace import (
     Tracer,
 )
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
-from opentelemetry.util.types import Attributes
+from opentelemetry.util.types import Attributes, AttributeValue
 
 from . import names, setup
 
@@ -49,10 +50,26 @@ def inject(properties: dict[str, str], span: Span | None = None) -> dict[str, st
     return properties
 
 
-def extract(properties: dict[str, str]) -> Context | None:
-    """The context ``properties`` carry (an empty one, so a root span, when they
-    carry none); None when this process is not traced."""
+def extract(properties: Mapping[str, str]) -> Context | None:
+    """The context ``properties`` (message properties, HTTP headers) carry (an empty
+    one, so a root span, when they carry none or a malformed one); None when this
+    process is not traced."""
     return _W3C.extract(properties) if setup.current() is not None else None
+
+
+def from_client(carrier: Mapping[str, str], attributes: dict[str, AttributeValue]
+                ) -> Context | None:
+    """The trace context a client sent with its request (the ``traceparent`` header,
+    or a frame's field): the request's span continues the client's trace, and the
+    client's sampled flag decides whether it is kept. ``attributes`` gain the
+    client's span id (``names.CLIENT_SPAN``): the trace store keeps this platform's
+    spans only, and roots the trace at the request's span."""
+    context = extract(carrier)
+    if context is not None:
+        parent = trace.get_current_span(context).get_span_context()
+        if parent.is_valid:
+            attributes[names.CLIENT_SPAN] = f"{parent.span_id:016x}"
+    return context
 
 
 def traceparent(span: Span) -> str | None:
@@ -62,6 +79,14 @@ def traceparent(span: Span) -> str | None:
 
 def trace_id(span: Span) -> str:
     return f"{span.get_span_context().trace_id:032x}"
+
+
+def kept_trace_id(scope: "Scope | None") -> str | None:
+    """The id of the trace ``scope`` records; None when it records nothing (not
+    traced, or sampled out): a client is given only ids it can read back."""
+    if scope is None or not scope.span.is_recording():
+        return None
+    return trace_id(scope.span)
 
 
 def current_tracer() -> Tracer | None:

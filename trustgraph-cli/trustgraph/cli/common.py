@@ -75,8 +75,10 @@ def positive(text: str) -> int:
     return value
 
 
-def connect(args: argparse.Namespace) -> AsyncTrustGraph:
-    return AsyncTrustGraph(args.url, args.token)
+def connect(args: argparse.Namespace, traced: bool = False) -> AsyncTrustGraph:
+    """``traced``: the gateway keeps the trace of each request (a question, whose
+    explanation tg-show-explain-trace then reads), whatever share it samples."""
+    return AsyncTrustGraph(args.url, args.token, traced=traced)
 
 
 def run(prog: str, command: Coroutine[Any, Any, Any]) -> int:

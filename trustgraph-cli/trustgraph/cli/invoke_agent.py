@@ -104,7 +104,7 @@ class DialogPrinter:
 async def invoke(args: argparse.Namespace) -> None:
     printer = DialogPrinter(sys.stdout, args.verbose,
                             dim=sys.stdout.isatty() and not os.environ.get("NO_COLOR"))
-    async with connect(args) as client:
+    async with connect(args, traced=True) as client:
         # Without streaming the agent sends the answer alone; to show the steps too,
         # ask for the stream and print it once it is whole.
         reply = client.agent(

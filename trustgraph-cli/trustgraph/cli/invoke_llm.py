@@ -30,7 +30,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
 
 
 async def invoke(args: argparse.Namespace) -> None:
-    async with connect(args) as client:
+    async with connect(args, traced=True) as client:
         if args.streaming:
             stream = client.text_completion(args.system, args.prompt, streaming=True,
                                             flow=args.flow_id)

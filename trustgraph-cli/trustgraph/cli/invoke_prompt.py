@@ -46,7 +46,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
 
 
 async def invoke(args: argparse.Namespace) -> None:
-    async with connect(args) as client:
+    async with connect(args, traced=True) as client:
         stream = client.prompt_stream(args.id, dict(args.variables), args.streaming,
                                       flow=args.flow_id)
         await print_stream(stream)

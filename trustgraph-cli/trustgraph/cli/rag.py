@@ -74,7 +74,7 @@ async def invoke_rag(args: argparse.Namespace, method: RagMethod, options: dict[
     """Ask with ``method`` (the client's ``graph_rag``, ``document_rag`` or
     ``lazy_rag``) and its ``options``; print the answer, streamed or whole, and for
     lazy-rag the confidence and what is missing after it."""
-    async with connect(args) as client:
+    async with connect(args, traced=True) as client:
         reply = method(client, args.question, user=args.user, collection=args.collection,
                        streaming=args.streaming, flow=args.flow_id, **options)
         if isinstance(reply, RagStream):  # asked with streaming

@@ -304,7 +304,8 @@ def _traces(settings: StartSettings, data_dir: Path) -> str:
         kept.append(f"OTLP {collector}")
     if not kept:  # nowhere to send them: not traced
         return ""
-    sampled = f"; {settings.tg_trace_sample:.0%} of them" if settings.tg_trace_sample < 1 else ""
+    sampled = (f"; those clients ask for, and {settings.tg_trace_sample:.0%} of the rest"
+               if settings.tg_trace_sample < 1 else "")
     return " and ".join(kept) + sampled
 
 

@@ -149,7 +149,7 @@ class Core:
             task = asyncio.current_task()
             assert task is not None  # aiohttp runs each handler in a task of its own
             self._handlers.add(task)
-            scope = http_scope(route.method, route.path)  # a question's trace starts here
+            scope = http_scope(route.method, route.path, request.headers)  # its trace starts here
             response: web.StreamResponse | None = None
             try:
                 caller = PUBLIC if route.public else self.auth.identify(

@@ -2,15 +2,19 @@
 starts, what it says about the request, and how the client learns its id.
 
 * ``http_scope``: a span for each request to a route that asks something (every
-  method but GET), current in its handler's task; its ``traceparent`` goes back as
-  a response header (``stamp`` for a response the handler returns, ``on_prepare``
-  for one it streams). The websocket opens its own per request (websocket.py).
+  method but GET), current in its handler's task, the child of the client's own
+  ``traceparent`` when it sends one (whose sampled flag then decides, not
+  TG_TRACE_SAMPLE); a kept trace's ``traceparent`` goes back as a response header
+  (``stamp`` for a response the handler returns, ``on_prepare`` for one it
+  streams). The websocket opens its own per request (websocket.py), the child of
+  the frame's ``traceparent``.
 * ``Watch``: the dispatcher's note of who asked what (service, flow, user,
   collection) on the request's span, and when the answer's first record, its
   sources and its first token passed the gateway, each timed once: after the
   first token nothing of this runs.
 """
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from aiohttp import web
@@ -25,12 +29,16 @@ GATEWAY = "gateway"  # the gateway's spans' service name
 TRACEPARENT = tracing.TRACEPARENT
 
 
-def http_scope(method: str, path: str) -> tracing.Scope | None:
+def http_scope(method: str, path: str, headers: Mapping[str, str]) -> tracing.Scope | None:
+    """The request's span: a child of the client's ``traceparent``, if it sent one
+    (its sampled flag then decides whether the question is traced)."""
     if method == "GET":  # reads (pages, metrics, traces themselves) start no trace
         return None
+    attributes: dict[str, Any] = {names.HTTP_METHOD: method, names.HTTP_ROUTE: path,
+                                  names.TRANSPORT: path}
     return tracing.open_scope(tracing.tracer(GATEWAY), f"{method} {path}", tracing.SERVER,
-                              attributes={names.HTTP_METHOD: method, names.HTTP_ROUTE: path,
-                                          names.TRANSPORT: path})
+                              parent=tracing.from_client(headers, attributes),
+                              attributes=attributes)
 
 
 def stamp(response: web.StreamResponse, scope: tracing.Scope | None) -> None:
@@ -39,15 +47,16 @@ def stamp(response: web.StreamResponse, scope: tracing.Scope | None) -> None:
     if scope is None:
         return
     scope.span.set_attribute(names.HTTP_STATUS, response.status)
-    if not response.prepared and TRACEPARENT not in response.headers:
+    if not response.prepared and TRACEPARENT not in response.headers \
+            and tracing.kept_trace_id(scope) is not None:
         if header := tracing.traceparent(scope.span):
             response.headers[TRACEPARENT] = header
 
 
 async def on_prepare(request: web.Request, response: web.StreamResponse) -> None:
     """A streamed response's headers go out inside its handler, where its span is
-    current: the ``traceparent`` goes with them."""
-    if TRACEPARENT not in response.headers and tracing.current_trace_id() is not None:
+    current: the ``traceparent`` of a kept trace goes with them."""
+    if TRACEPARENT not in response.headers and tracing.current_span() is not None:
         tracing.inject(response.headers)  # type: ignore[arg-type]
 
 

@@ -12,6 +12,7 @@ import math
 import re
 from contextlib import aclosing
 from dataclasses import dataclass
+from typing import Any
 
 from aiohttp import WSCloseCode, WSMsgType, web
 
@@ -208,19 +209,26 @@ class Session:
             # TrustGraph's clients name a workspace and no flow for a service outside
             # flows, and read it as its REST path answers them
             record = row.as_global(record)
+        traceparent = frame.get("traceparent", "")
+        if not isinstance(traceparent, str):
+            raise bad_request("traceparent: a W3C traceparent string is required")
         REQUESTS.labels(row.name, "websocket").inc()
-        task = asyncio.create_task(self._serve(client_id, row, flow, record, caller))
+        task = asyncio.create_task(self._serve(client_id, row, flow, record, caller,
+                                               traceparent))
         self.tasks[client_id] = task
         self._running.add(task)
         task.add_done_callback(self._running.discard)
 
     async def _serve(self, client_id: str, row: ServiceRow, flow: str, record: Record,
-                     caller: Caller) -> None:
-        # The question's trace starts here, current in this request's own task.
+                     caller: Caller, traceparent: str) -> None:
+        # The question's trace starts here, current in this request's own task: in
+        # the client's trace, if the frame names one.
+        attributes: dict[str, Any] = {tracing.names.TRANSPORT: "websocket"}
+        parent = tracing.from_client(
+            {tracing.TRACEPARENT: traceparent} if traceparent else {}, attributes)
         scope = tracing.open_scope(tracing.tracer("gateway"), f"websocket {row.name}",
-                                   tracing.SERVER, attributes={
-                                       tracing.names.TRANSPORT: "websocket"})
-        trace_id = tracing.trace_id(scope.span) if scope is not None else None
+                                   tracing.SERVER, parent=parent, attributes=attributes)
+        trace_id = tracing.kept_trace_id(scope)
         envelope = Envelope(client_id, trace_id)
         send = self.ws.send_frame  # send_str without the str: the frame is already bytes
         frames = self.endpoint.dispatcher.frames(row, flow, record, caller=caller)

@@ -93,6 +93,7 @@ export class AskPanel {
     const read = answerReader();
     const handle = this.gateway.request(spec.service, spec.request(question, settings, this.session), {
       flow: settings.flow || "default",
+      traced: true, // its answer opens its trace: kept whatever the gateway samples
       onFrame: (response, complete, traceId) => {
         draw();
         if (traceId) view.traced(traceId); // before the done event keeps the turn

@@ -102,9 +102,11 @@ export class Gateway extends EventTarget {
   // --- requests -----------------------------------------------------------------
 
   // Starts one request. `onFrame(response, complete, traceId)` sees every response
-  // object in order (the last with the request's trace id, when it is traced); the returned `done` settles with the last one, or rejects with a
-  // GatewayError (a gateway error, a service's error, a lost connection).
-  request(service, request, { flow = "default", onFrame = () => {} } = {}) {
+  // object in order (the last with the request's trace id, when it is traced); the
+  // returned `done` settles with the last one, or rejects with a GatewayError (a
+  // gateway error, a service's error, a lost connection). `traced`: the gateway is
+  // asked to keep its trace, whatever share of traces it keeps of its own accord.
+  request(service, request, { flow = "default", onFrame = () => {}, traced = false } = {}) {
     const id = `wb-${Date.now().toString(36)}-${++this.counter}`;
     const done = new Promise((resolve, reject) => {
       if (this.state === "refused") {
@@ -113,6 +115,7 @@ export class Gateway extends EventTarget {
       this.pending.set(id, { onFrame, resolve, reject });
       const frame = { id, service, request };
       if (flow) frame.flow = flow;
+      if (traced) frame.traceparent = traceparent();
       this.send(frame);
     });
     const cancel = () => {
@@ -128,6 +131,13 @@ export class Gateway extends EventTarget {
   call(service, request, flow = "default") {
     return this.request(service, request, { flow }).done;
   }
+}
+
+// A new W3C traceparent with the sampled flag: a trace of this page's own.
+function traceparent() {
+  const hex = (bytes) => Array.from(crypto.getRandomValues(new Uint8Array(bytes)),
+    (byte) => byte.toString(16).padStart(2, "0")).join("");
+  return `00-${hex(16)}-${hex(8)}-01`;
 }
 
 // ws://host/api/v1/socket for the page's own origin.
