@@ -1,14 +1,18 @@
 """The embeddings batcher (no broker needed): concurrent requests share model
 runs, a question's texts go before a load's and have a run of their own, a load's
 short and long texts go in order of arrival and run apart, order is kept,
-cancelled work is skipped, a failing run fails only its own requests."""
+cancelled work is skipped, a failing run fails only its own requests, bulk runs go
+on threads of lower priority."""
 import asyncio
+import os
+import sys
 import threading
 
 import numpy as np
 import pytest
 
 from trustgraph.base import BULK, set_lane
+from trustgraph.base.lanes import BULK_NICE, MAX_NICE
 from trustgraph.embeddings.minilm.batcher import SHORT_TEXT, Batcher
 
 LONG = "x" * (SHORT_TEXT + 1)
@@ -186,3 +190,19 @@ async def test_the_model_runs_off_the_event_loop():
     await batcher.embed(["slow"])
     ticker.cancel()
     assert ticks >= 10  # the loop kept running while the model worked
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="a thread's own nice is Linux's")
+async def test_bulk_runs_go_on_threads_of_lower_priority_and_questions_do_not():
+    niceness: dict[str, int] = {}
+
+    def model(texts: list[str]) -> np.ndarray:
+        niceness[texts[0]] = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+        return np.zeros((len(texts), 2), dtype=np.float32)
+
+    batcher = Batcher(model, batch=1, runs=1)
+    await batcher.embed(["question"])
+    set_lane(BULK)
+    await batcher.embed([LONG])
+    base = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    assert niceness == {"question": base, LONG: min(MAX_NICE, base + BULK_NICE)}

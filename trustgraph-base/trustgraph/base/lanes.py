@@ -16,7 +16,13 @@ Where work waits for something shared, it waits by lane, interactive first:
   of which ``TG_INTERACTIVE_SLOTS`` bulk work never takes, so a question finds a
   slot free however deep a load's backlog;
 * ``LaneLock``: one at a time (a store's one connection), interactive waiters first;
-* the embeddings model's queue (``embeddings/minilm/batcher.py``).
+* the embeddings model's queue (``embeddings/minilm/batcher.py``);
+* the CPU, inside a process: the embeddings model's bulk runs go on threads of
+  lower priority (``lower_thread_priority``), so a question's run takes the
+  process's share of the cores first. Not whole processes: where the kernel groups
+  each session (tg-start starts each process in a session of its own) a process's
+  nice counts against other processes only through its group, and a stage starved
+  that way holds up the loads that wait on it.
 
 A request that waits in such a queue says so to its requester (``queued_until``):
 its keep-alives carry ``queued``, and a requester does not count the wait against
@@ -24,6 +30,9 @@ its keep-alives carry ``queued``, and a requester does not count the wait agains
 keep-alives alone: they stop only when the process does.
 """
 import asyncio
+import os
+import sys
+import threading
 from collections import deque
 from collections.abc import Callable
 from contextvars import ContextVar
@@ -33,6 +42,9 @@ Lane = Literal["interactive", "bulk"]
 INTERACTIVE: Lane = "interactive"
 BULK: Lane = "bulk"
 LANE = "lane"  # the request's message property: "bulk", or absent
+
+BULK_NICE = 10  # a bulk thread's nice, above its process's: ~1/10 of a default thread's share
+MAX_NICE = 19
 
 _lane: ContextVar[Lane] = ContextVar("tg_lane", default=INTERACTIVE)
 
@@ -201,3 +213,14 @@ def queued_until() -> Callable[[], None]:
 
 def _nothing() -> None:
     pass
+
+
+def lower_thread_priority() -> None:
+    """The calling thread's nice raised by ``BULK_NICE``, as ``os.nice`` raises a
+    process's. Linux only: there a thread has a nice of its own; elsewhere
+    setpriority would lower the whole process."""
+    if sys.platform == "linux":
+        thread = threading.get_native_id()
+        nice = os.getpriority(os.PRIO_PROCESS, thread)
+        os.setpriority(os.PRIO_PROCESS, thread, min(MAX_NICE, nice + BULK_NICE))
+

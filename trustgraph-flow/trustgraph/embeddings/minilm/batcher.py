@@ -15,7 +15,9 @@ question's embedding is interactive, a pipeline stage's is bulk):
 
 * interactive pieces go first, short ones (a question) before long ones, and one
   more run than ``runs`` is theirs alone: a question waits for no bulk run, only
-  shares the cores with those under way;
+  shares the cores with those under way, and on Linux bulk runs go on threads of
+  lower priority (``lower_thread_priority``), so the scheduler gives a question's run,
+  and the rest of the question's work in other processes, the cores first;
 * bulk pieces go in order of arrival, short (entity labels) and long (chunks)
   alike, so neither starves the other; a bulk run takes pieces of one kind only
   (a short text is not padded to a chunk's length): up to ``short_batch`` short
@@ -35,7 +37,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from trustgraph.base import BULK, INTERACTIVE, current_lane, queued_until
-from trustgraph.base.lanes import Lane
+from trustgraph.base.lanes import Lane, lower_thread_priority
 
 SHORT_TEXT = 300  # characters: about 60-80 tokens
 SHORT_BATCH = 32
@@ -94,8 +96,11 @@ class Batcher:
         self._lanes: dict[Lane, _Lane] = {INTERACTIVE: _Lane(), BULK: _Lane()}
         self._bulk_runs = max(1, runs)
         self._running: dict[Lane, int] = {INTERACTIVE: 0, BULK: 0}
-        self._executor = ThreadPoolExecutor(self._bulk_runs + 1,
-                                            thread_name_prefix="embeddings-model")
+        self._executors = {
+            INTERACTIVE: ThreadPoolExecutor(self._bulk_runs + 1,
+                                            thread_name_prefix="embeddings-interactive"),
+            BULK: ThreadPoolExecutor(self._bulk_runs, thread_name_prefix="embeddings-bulk",
+                                     initializer=lower_thread_priority)}
         self._tasks: set[asyncio.Task] = set()
 
     async def embed(self, texts: list[str]) -> np.ndarray:
@@ -153,12 +158,12 @@ class Batcher:
 
     async def _run_then_more(self, pieces: list[_Piece], lane: Lane) -> None:
         try:
-            await self._run_pieces(pieces)
+            await self._run_pieces(pieces, self._executors[lane])
         finally:
             self._running[lane] -= 1
             self._start_runs()
 
-    async def _run_pieces(self, pieces: list[_Piece]) -> None:
+    async def _run_pieces(self, pieces: list[_Piece], executor: ThreadPoolExecutor) -> None:
         """One run; if it fails, each piece again on its own, so that a text the
         model cannot take fails only its own request."""
         texts = [t for p in pieces for t in p.texts]
@@ -166,13 +171,13 @@ class Batcher:
             piece.request.started()
         try:
             vectors = await asyncio.get_running_loop().run_in_executor(
-                self._executor, self._run, texts)
+                executor, self._run, texts)
             self._deliver(pieces, vectors)
         except Exception as error:
             if len(pieces) > 1:
                 for piece in pieces:
                     if not piece.request.future.done():
-                        await self._run_pieces([piece])
+                        await self._run_pieces([piece], executor)
             elif not pieces[0].request.future.done():
                 pieces[0].request.future.set_exception(error)
 
@@ -221,3 +226,4 @@ class Batcher:
             request.pieces_left -= 1
             if request.pieces_left == 0 and not request.future.done():
                 request.future.set_result(request.vectors)
+
