@@ -223,4 +223,3 @@ def lower_thread_priority() -> None:
         thread = threading.get_native_id()
         nice = os.getpriority(os.PRIO_PROCESS, thread)
         os.setpriority(os.PRIO_PROCESS, thread, min(MAX_NICE, nice + BULK_NICE))
-

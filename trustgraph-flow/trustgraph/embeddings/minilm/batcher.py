@@ -16,8 +16,8 @@ question's embedding is interactive, a pipeline stage's is bulk):
 * interactive pieces go first, short ones (a question) before long ones, and one
   more run than ``runs`` is theirs alone: a question waits for no bulk run, only
   shares the cores with those under way, and on Linux bulk runs go on threads of
-  lower priority (``lower_thread_priority``), so the scheduler gives a question's run,
-  and the rest of the question's work in other processes, the cores first;
+  lower priority (``lower_thread_priority``), so a question's run takes this
+  process's share of the cores first;
 * bulk pieces go in order of arrival, short (entity labels) and long (chunks)
   alike, so neither starves the other; a bulk run takes pieces of one kind only
   (a short text is not padded to a chunk's length): up to ``short_batch`` short
