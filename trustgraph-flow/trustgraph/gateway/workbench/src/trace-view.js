@@ -5,8 +5,11 @@
 // /api/v1/explain/{id} when the user opens it, never while the answer streams.
 import { fill, h, seconds } from "./dom.js";
 
-// Each process writes its spans within ~0.5 s of their end: a trace opened right
-// after its answer may still be missing some, so it is read again until whole.
+// Each process writes its spans within ~0.5 s of their end (later on a busy
+// machine): a trace opened right after its answer may still be missing some, so it
+// is read again until whole: a root, every parent kept, and every call answered by
+// the called service's span (a process that has not written yet leaves its
+// caller's call span childless, while the spans kept still form a tree).
 const TRIES = 15;
 const WAIT = 400; // ms
 const NOTES = [["tg.time_to_sources_ms", "sources"], ["tg.time_to_first_token_ms", "first token"],
@@ -21,8 +24,10 @@ async function read(path, token) {
 
 function whole(trace) {
   const ids = new Set(trace.spans.map((span) => span.span_id));
+  const parents = new Set(trace.spans.map((span) => span.parent_id));
   return trace.spans.some((span) => span.parent_id === null) &&
-    trace.spans.every((span) => span.parent_id === null || ids.has(span.parent_id));
+    trace.spans.every((span) => span.parent_id === null || ids.has(span.parent_id)) &&
+    trace.spans.every((span) => span.kind !== "CLIENT" || parents.has(span.span_id));
 }
 
 // {trace, explained}: the trace once whole (or as far as it got), its explanation.
