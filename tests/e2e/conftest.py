@@ -5,7 +5,7 @@ import pytest
 
 from tests.support.stack import Stack
 
-INGESTION = ["librarian", "decoder", "embeddings", "chunk-embeddings", "extract",
+INGESTION = ["config", "librarian", "decoder", "embeddings", "chunk-embeddings", "extract",
              "entity-embeddings", "triples-store", "vector-store", "gateway"]
 
 

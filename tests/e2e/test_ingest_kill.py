@@ -40,7 +40,7 @@ from trustgraph.schema import DocumentMetadata
 
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.timeout(300)]
 
-PROCESSORS = ["librarian", "decoder", "embeddings", "chunk-embeddings", "extract",
+PROCESSORS = ["config", "librarian", "decoder", "embeddings", "chunk-embeddings", "extract",
               "entity-embeddings", "triples-store", "vector-store", "gateway"]
 DEADLINE = 120.0
 USER, COLLECTION = "erin", "survivors"

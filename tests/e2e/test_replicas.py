@@ -49,7 +49,7 @@ from trustgraph.schema import DocumentMetadata
 
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.timeout(300)]
 
-PROCESSORS = ["text-completion", "embeddings", "vector-store", "prompt", "document-rag",
+PROCESSORS = ["config", "text-completion", "embeddings", "vector-store", "prompt", "document-rag",
               "gateway"]
 REPLICATED = ("text-completion", "document-rag")
 SCOPE = {"user": "rhea", "collection": "replicas"}

@@ -18,7 +18,7 @@ from tests.support.waiting import eventually
 from trustgraph.pubsub.embedded import broker_binary
 from trustgraph.run.rundir import alive
 
-PARTS = ["text-completion", "gateway"]
+PARTS = ["config", "text-completion", "gateway"]
 
 
 async def complete(stack: Stack, prompt: str = "[tokens=5]", timeout: float = 10.0
@@ -74,8 +74,8 @@ async def test_stack_answers_and_says_where_it_listens(stack):
     log = stack.log()
     assert f"{stack.broker_url}  (embedded pulsar-lite, pid {stack.pid('broker')}" in log
     assert stack.gateway_url in log and stack.websocket_url in log
-    assert "OPEN: no TG_GATEWAY_TOKEN set" in log
-    assert set(stack.pids()) == {"tg-start", "broker", "text-completion", "gateway"}
+    assert "API keys (open to this machine until one is created)" in log
+    assert set(stack.pids()) == {"tg-start", "broker", *PARTS}
     assert all(alive(pid) for pid in stack.pids().values())
 
 
@@ -137,10 +137,13 @@ def test_ctrl_c_stops_everything_and_exits_0():
 
 
 def test_sigterm_while_starting_leaves_nothing_behind():
-    stack = Stack(processors=PARTS)
+    # Without a config service of their own, the processors wait TG_CONFIG_WAIT for
+    # one: the stop comes while they wait. No config service means no API keys.
+    stack = Stack(processors=["text-completion", "gateway"])
     try:
         stack.launch()
-        stack.wait_for(lambda: stack.pid_or_none("text-completion"), 20, "a child")
+        stack.wait_for(lambda: "tg-start: gateway " in stack.log(), 20, "the gateway's start")
+        assert "OPEN: no TG_GATEWAY_TOKEN set (to this machine only)" in stack.log()
         assert stack.stop(signal.SIGTERM) == 0
         assert "tg-start: ready" not in stack.log()
     finally:
