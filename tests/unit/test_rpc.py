@@ -9,7 +9,8 @@ import pytest
 
 from trustgraph.base import Delta, RequestTimeout, ServiceError, Timing
 from trustgraph.base.local import LocalReply
-from trustgraph.base.rpc import MAX_PENDING, BusReply, Call
+from trustgraph.base.reply import BusReply
+from trustgraph.base.rpc import MAX_PENDING, Call
 from trustgraph.schema import TextCompletionResponse, encode
 
 TIMING = Timing(timeout=30.0, resend=1.0, accept_timeout=5.0, keep_alive=2.0, beats=5,

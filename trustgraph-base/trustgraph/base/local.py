@@ -25,8 +25,9 @@ from typing import Any, Protocol
 
 from ..schema import Error, Record, Response, encode
 from .relay import Frame
+from .reply import Reply
 from .requester import Calls
-from .rpc import TIMING, Call, Reply, ServiceError, Timing
+from .rpc import TIMING, Call, ServiceError, Timing
 
 log = logging.getLogger(__name__)
 

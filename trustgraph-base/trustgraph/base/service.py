@@ -33,18 +33,8 @@ from .items import Items, Relay, Yielded
 from .lanes import LANE, Lane, Slots, current_lane, lane_of, serving, set_lane
 from .metrics import SLOT_WAIT, WAITING, RequestTimer
 from .relay import Delta
-from .rpc import (
-    BATCHED_FROM,
-    ID,
-    REPLY_TO,
-    TIMING,
-    Answered,
-    Reply,
-    ReplyProducers,
-    RequestTimeout,
-    ServiceError,
-    Timing,
-)
+from .reply import BATCHED_FROM, Answered, Reply, ReplyProducers
+from .rpc import ID, REPLY_TO, TIMING, RequestTimeout, ServiceError, Timing
 from .runtime import Runtime
 
 log = logging.getLogger(__name__)
