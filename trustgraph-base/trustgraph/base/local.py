@@ -128,7 +128,7 @@ class LocalRequester(Calls):
         try:
             while not call.finished:
                 batch = await call.next()
-                if batch is not None:  # always: accepted from the start, never sent again
+                if batch is not None:  # None: a probe is due; in a process nothing is lost
                     yield batch
         finally:
             call.close()

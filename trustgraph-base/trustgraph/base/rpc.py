@@ -15,13 +15,22 @@ message answering it carries the same ``id``:
 
 The requester sends its request again, every ``Timing.resend`` at most (sooner at
 first: ``Timing.first_resend``, doubling), until it is accepted (a
-non-persistent topic drops what no consumer is ready for; a runner ignores an id it
-has in hand or answered lately) and gives up after ``Timing.accept_timeout``
+non-persistent topic drops what no consumer is ready for; a runner serves an id it
+has in hand or answered lately only once) and gives up after ``Timing.accept_timeout``
 (``no-service``). Once accepted, the request fails when no record comes for
 ``Timing.timeout`` (time spent ``queued`` does not count: a busy service is not a
 stuck one), or no word at all (keep-alives included) for ``Timing.liveness`` (a
 dead one). A requester that stops listening sends ``Cancel{id}`` on the
 cancel topic.
+
+Answers travel on non-persistent topics too, and the broker drops a message for a
+consumer whose connection is backed up (a busy requester's process, a large
+answer on the same connection). So a requester that has heard nothing for
+``Timing.probe_after`` asks again: before acceptance by sending the request again,
+after it by a ``probe`` (the id, no payload: a probe is never served as a request),
+saying how many records it has (``seq``). A runner that has the request in hand
+says ``accepted`` at once; one that answered it lately sends the answer's records
+from ``seq`` again (``reply.Kept``), and the requester ignores a record it has.
 
 ``Call`` is one request at its requester, driven by the bus ``Requester`` and the
 in-process ``LocalRequester`` alike; its answer at the serving runner is a
@@ -37,6 +46,7 @@ from ..schema import Error
 # Message properties.
 ID, REPLY_TO, SEQ, ACCEPTED, END = "id", "reply-to", "seq", "accepted", "end"
 QUEUED = "queued"  # on an ``accepted`` marker: the request waits behind others
+PROBE = "probe"  # on a request without payload: "where is my answer?"
 YES = "1"
 
 # Records waiting for a caller that has stopped reading; past this the request fails
@@ -92,6 +102,19 @@ class Timing:
         """The longest a requester waits without a word from the service."""
         return self.beats * self.keep_alive
 
+    @property
+    def probe_after(self) -> float:
+        """How long an accepted request goes without a word before its requester
+        asks after it (then again every ``keep_alive``): a keep-alive and a half, so
+        that a keep-alive that is only late does not cause one."""
+        return 1.5 * self.keep_alive
+
+    @property
+    def kept_for(self) -> float:
+        """How long a runner keeps an answer to send again: the longest its requester
+        may still be asking after it."""
+        return max(self.liveness, self.accept_timeout, self.busy_accept_timeout)
+
 
 TIMING = Timing()  # the protocol's own; processors set ``timeout`` from their settings
 
@@ -114,7 +137,8 @@ class Call:
 
     __slots__ = ("timing", "service", "flow", "finished", "accepted", "_frames", "_seq",
                  "_failure", "_arrived", "_loop", "_heard", "_alive_at", "_quiet_until",
-                 "_resend_at", "_resend_every", "_waited", "_give_up", "_timer", "_timer_at")
+                 "_resend_at", "_resend_every", "_waited", "_give_up", "_timer", "_timer_at",
+                 "_probed_at")
 
     def __init__(self, timing: Timing, service: str, flow: str,
                  accept_timeout: float | None = None) -> None:
@@ -139,6 +163,12 @@ class Call:
         self._give_up = now + self._waited
         self._timer: asyncio.TimerHandle | None = None
         self._timer_at = 0.0
+        self._probed_at = -float("inf")  # when it last asked after its answer
+
+    @property
+    def received(self) -> int:
+        """The records that have arrived (the ``seq`` of the next one)."""
+        return self._seq
 
     # -- what the transport hands over ------------------------------------------------
 
@@ -159,6 +189,8 @@ class Call:
         sender that numbers nothing)."""
         if self._failure is not None:
             return
+        if seq is not None and seq < self._seq:
+            return  # sent again after it was asked after, and had arrived after all
         if seq is not None and seq != self._seq:
             self.fail(ServiceError(Error(
                 type="responses-lost",
@@ -182,9 +214,11 @@ class Call:
 
     async def next(self) -> list[Any] | None:
         """The records that have arrived (all of them, in order), waiting for some as
-        long as the protocol allows; None when the request is to be sent again
-        (nobody has accepted it yet). Raises ``ServiceError`` (``no-service``, records
-        lost) or ``RequestTimeout`` (a service gone quiet)."""
+        long as the protocol allows; None when the requester is to ask again: send
+        the request again (nobody has accepted it yet), or a probe (accepted, and
+        quiet for ``probe_after``: its answer may have been lost). Raises
+        ``ServiceError`` (``no-service``, records lost) or ``RequestTimeout`` (a
+        service gone quiet)."""
         while True:
             if self._frames:
                 batch = list(self._frames)
@@ -205,7 +239,12 @@ class Call:
                                          f"for {self.timing.timeout:g} s")
                 if now >= lost_at:
                     raise self._lost()
-                deadline = min(self._quiet_until, lost_at)
+                probe_at = max(self._alive_at + self.timing.probe_after,
+                               self._probed_at + self.timing.keep_alive)
+                if now >= probe_at:
+                    self._probed_at = now
+                    return None
+                deadline = min(self._quiet_until, lost_at, probe_at)
             else:
                 if now >= self._give_up:
                     raise self._no_service()
