@@ -9,7 +9,8 @@ import pulsar.asyncio as pulsar_async
 import pytest
 
 from trustgraph.base.relay import Delta
-from trustgraph.base.rpc import END, ID, SEQ, ReplyProducers
+from trustgraph.base.reply import ReplyProducers
+from trustgraph.base.rpc import END, ID, SEQ
 from trustgraph.pubsub.bus import MAX_TAKEN
 from trustgraph.pubsub.pulsar_shim import MAX_RECORD_BYTES
 from trustgraph.schema import TextCompletionResponse
@@ -82,7 +83,7 @@ async def test_a_batched_producer_sends_what_one_turn_posted_as_one_batch(bus):
 
 async def test_a_reply_goes_unbatched_or_batched_as_asked_and_in_order(bus):
     """A service answers a request through its reply topic's unbatched producer while
-    it has few requests in hand (``rpc.BATCHED_FROM``), else through the batched one;
+    it has few requests in hand (``reply.BATCHED_FROM``), else through the batched one;
     either way the request's records arrive in order, the last marked."""
     topic = f"non-persistent://tg/test/replies-{uuid.uuid4().hex}"
     places: dict[str, list[tuple[str, int]]] = {"lone": [], "busy": []}

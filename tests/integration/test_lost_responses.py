@@ -7,7 +7,8 @@ pipeline stage that had made that request held its concurrency slot, and ingesti
 stalled (test_ingest_kill failed this way when tg-start restarted the broker). Now a
 service keeps telling its requester that it still has the request while it sends
 nothing, and a requester that hears nothing at all for ``liveness`` seconds fails
-with a timeout that says so.
+with a timeout that says so. (An answer a running service still keeps is sent again
+when the requester asks after it: test_lost_answers.py.)
 """
 import asyncio
 import uuid
@@ -53,6 +54,9 @@ async def test_an_accepted_request_whose_answer_is_lost_fails_within_the_livenes
     replies = {}
 
     async def accept_and_lose(message):
+        if message.properties().get("probe"):
+            return  # asked after its answer: it has nothing to say (a lost answer kept
+            # nowhere, as when the broker restarted with it in flight)
         topic = message.properties()["reply-to"]
         if topic not in replies:
             replies[topic] = await bus.producer(topic)

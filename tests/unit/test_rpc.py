@@ -9,7 +9,8 @@ import pytest
 
 from trustgraph.base import Delta, RequestTimeout, ServiceError, Timing
 from trustgraph.base.local import LocalReply
-from trustgraph.base.rpc import MAX_PENDING, BusReply, Call
+from trustgraph.base.reply import BusReply, Kept
+from trustgraph.base.rpc import MAX_PENDING, Call
 from trustgraph.schema import TextCompletionResponse, encode
 
 TIMING = Timing(timeout=30.0, resend=1.0, accept_timeout=5.0, keep_alive=2.0, beats=5,
@@ -116,11 +117,18 @@ async def test_sent_again_sooner_at_first_then_every_resend_until_no_service(clo
     assert "no text-completion processor took the request" in failure.value.error.message
 
 
+async def keep_alives(request: Call, clock, seconds: float) -> None:
+    """``seconds`` pass, the service saying every ``keep_alive`` that it has the request."""
+    for _ in range(int(seconds / TIMING.keep_alive)):
+        await clock.advance(TIMING.keep_alive)
+        request.accept()
+
+
 async def test_the_accepted_marker_ends_the_resends(clock):
     request = call()
     waiting = await pending(request.next())
     request.accept()
-    await clock.advance(TIMING.resend * 3)
+    await keep_alives(request, clock, TIMING.accept_timeout + 1)
     assert not waiting.done()  # accepted: nothing sent again, no-service never comes
     request.put((b"x", True), 0)
     assert await waiting == [(b"x", True)]
@@ -131,22 +139,37 @@ async def test_a_first_record_is_acceptance_too(clock):
     request.put((b"a", False), 0)
     assert await request.next() == [(b"a", False)]
     waiting = await pending(request.next())
-    await clock.advance(TIMING.accept_timeout + 1)
+    await keep_alives(request, clock, TIMING.accept_timeout + 1)
     assert not waiting.done()
     waiting.cancel()
 
 
 # --- once accepted ------------------------------------------------------------------------
 
-async def test_not_a_word_for_the_liveness_is_an_answer_lost(clock):
+async def test_not_a_word_asks_after_the_answer_then_is_an_answer_lost(clock):
+    """Quiet for a keep-alive and a half, the requester asks after its answer (it may
+    have been dropped on its way), again every keep-alive; quiet for the liveness,
+    it takes the answer as lost."""
     request = call()
     request.accept()
-    waiting = await pending(request.next())
-    await clock.advance(TIMING.liveness - 0.5)
-    assert not waiting.done()
-    await clock.advance(0.5)
+    started, asked_at = clock.now, []
     with pytest.raises(RequestTimeout, match="went quiet: not a word for 10 s"):
-        await waiting
+        while True:
+            waiting = await pending(request.next())
+            while not waiting.done():
+                await clock.advance(0.25)
+            assert await waiting is None  # ask after it
+            asked_at.append(clock.now - started)
+    assert asked_at == [3.0, 5.0, 7.0, 9.0]
+    assert clock.now - started == TIMING.liveness
+
+
+async def test_a_record_sent_again_that_had_arrived_is_ignored(clock):
+    request = call()
+    request.put((b"a", False), 0)
+    request.put((b"a", False), 0)  # the answer sent again, after a probe
+    request.put((b"b", True), 1)
+    assert await request.next() == [(b"a", False), (b"b", True)]
 
 
 async def test_keep_alives_hold_a_quiet_request_until_its_timeout(clock):
@@ -269,6 +292,40 @@ async def test_a_reply_waiting_behind_other_work_says_queued(clock):
     assert [properties for _, _, properties in producer.messages] == [
         {"id": "r1", "accepted": "1", "queued": "1"},
         {"id": "r1", "accepted": "1", "queued": "1"}, {"id": "r1", "accepted": "1"}]
+
+
+async def test_asked_after_an_answer_it_sends_the_records_the_requester_lacks(clock):
+    producer = Producer()
+    reply = BusReply(producer, TextCompletionResponse, "r1")
+    reply.again(0)  # in hand, nothing sent yet: it says so
+    await clock.advance(0)
+    await reply.send(Delta("a"), False)
+    await reply.send(TextCompletionResponse(end_of_stream=True), True)
+    reply.again(1)  # the requester has record 0: 1, the final, again
+    await clock.advance(0)
+    assert [(how, properties) for how, _, properties in producer.messages] == [
+        ("post", {"id": "r1", "accepted": "1"}), ("post", {"id": "r1", "seq": "0"}),
+        ("send", {"id": "r1", "seq": "1", "end": "1"}),
+        ("post", {"id": "r1", "seq": "1", "end": "1"})]
+
+
+async def test_answers_are_kept_for_a_while_and_within_a_budget(clock):
+    kept = Kept(keep_for=20.0, budget=3 * Kept.OVERHEAD + 200)
+    replies = []
+    for n in range(3):
+        reply = BusReply(Producer(), TextCompletionResponse, f"r{n}")
+        if n:  # r0 never ended: nothing to keep
+            await reply.send(TextCompletionResponse(end_of_stream=True), True)
+        kept.add(f"r{n}", reply)
+        replies.append(reply)
+    assert [kept.get(f"r{n}") for n in range(3)] == [None, replies[1], replies[2]]
+    await clock.advance(10.0)
+    late = BusReply(Producer(), TextCompletionResponse, "r3")
+    await late.send(TextCompletionResponse(response="x" * 300, end_of_stream=True), True)
+    kept.add("r3", late)  # over the budget: the oldest goes
+    assert [kept.get(f"r{n}") for n in (1, 2, 3)] == [None, replies[2], late]
+    await clock.advance(10.0)  # r2 kept for its 20 s, r3 not yet
+    assert [kept.get(f"r{n}") for n in (2, 3)] == [None, late]
 
 
 async def test_in_process_a_delta_is_handed_over_and_a_record_encoded(clock):

@@ -25,8 +25,9 @@ from typing import Any, Protocol
 
 from ..schema import Error, Record, Response, encode
 from .relay import Frame
+from .reply import Reply
 from .requester import Calls
-from .rpc import TIMING, Call, Reply, ServiceError, Timing
+from .rpc import TIMING, Call, ServiceError, Timing
 
 log = logging.getLogger(__name__)
 
@@ -127,7 +128,7 @@ class LocalRequester(Calls):
         try:
             while not call.finished:
                 batch = await call.next()
-                if batch is not None:  # always: accepted from the start, never sent again
+                if batch is not None:  # None: a probe is due; in a process nothing is lost
                     yield batch
         finally:
             call.close()

@@ -35,7 +35,7 @@ from .flows import Flow, flows_of, pinned
 from .heap import freeze_startup_heap
 from .lanes import Slots
 from .local import LocalServices
-from .rpc import ReplyProducers
+from .reply import ReplyProducers
 from .runtime import Runtime
 from .service import Service, ServiceRunner
 from .serving import FlowServing, Served

@@ -32,6 +32,7 @@ from .rpc import (
     ACCEPTED,
     END,
     ID,
+    PROBE,
     QUEUED,
     REPLY_TO,
     SEQ,
@@ -137,7 +138,11 @@ class Requester(Calls):
         properties = message.properties()
         call = self._calls.get(properties.get(ID, ""))
         if call is None:
-            return  # late response for a request that was cancelled or timed out
+            # A request that was cancelled or timed out; or one answered twice, when
+            # its answer was asked after and then arrived all the same.
+            log.debug("%s: a record for id=%s, which is no longer waited for",
+                      self.service, properties.get(ID))
+            return
         if properties.get(ACCEPTED):
             call.accept(properties.get(QUEUED) == YES)
             return
@@ -171,8 +176,8 @@ class Requester(Calls):
             await producer.send(data, properties)
             while not call.finished:
                 batch = await call.next()
-                if batch is None:  # not accepted yet: it may have been dropped on its way
-                    await producer.send(data, properties)
+                if batch is None:  # nothing heard lately: the request or its answer lost?
+                    await producer.send(*_asking_again(call, data, properties))
                 else:
                     yield batch
         except Exception as error:
@@ -208,3 +213,14 @@ class Requester(Calls):
                                              properties={ID: request_id})
         except Exception as error:
             log.warning("id=%s cancel not sent: %s", request_id, error)
+
+
+def _asking_again(call: Call, data: bytes, properties: dict[str, str]
+                  ) -> tuple[bytes, dict[str, str]]:
+    """The request again while no replica has accepted it (it may have been dropped
+    on its way); once one has, a probe: its id and the records it has, no payload,
+    so that a replica that never had it cannot serve it a second time."""
+    if not call.accepted:
+        return data, properties
+    return b"", {ID: properties[ID], REPLY_TO: properties[REPLY_TO], PROBE: YES,
+                 SEQ: str(call.received)}

@@ -15,40 +15,43 @@ message answering it carries the same ``id``:
 
 The requester sends its request again, every ``Timing.resend`` at most (sooner at
 first: ``Timing.first_resend``, doubling), until it is accepted (a
-non-persistent topic drops what no consumer is ready for; a runner ignores an id it
-has in hand or answered lately) and gives up after ``Timing.accept_timeout``
+non-persistent topic drops what no consumer is ready for; a runner serves an id it
+has in hand or answered lately only once) and gives up after ``Timing.accept_timeout``
 (``no-service``). Once accepted, the request fails when no record comes for
 ``Timing.timeout`` (time spent ``queued`` does not count: a busy service is not a
 stuck one), or no word at all (keep-alives included) for ``Timing.liveness`` (a
 dead one). A requester that stops listening sends ``Cancel{id}`` on the
 cancel topic.
 
+Answers travel on non-persistent topics too, and the broker drops a message for a
+consumer whose connection is backed up (a busy requester's process, a large
+answer on the same connection). So a requester that has heard nothing for
+``Timing.probe_after`` asks again: before acceptance by sending the request again,
+after it by a ``probe`` (the id, no payload: a probe is never served as a request),
+saying how many records it has (``seq``). A runner that has the request in hand
+says ``accepted`` at once; one that answered it lately sends the answer's records
+from ``seq`` again (``reply.Kept``), and the requester ignores a record it has.
+
 ``Call`` is one request at its requester, driven by the bus ``Requester`` and the
-in-process ``LocalRequester`` alike; ``Reply`` is its answer at the serving runner:
-``BusReply`` over the bus (``local.LocalReply`` straight into the caller's ``Call``).
+in-process ``LocalRequester`` alike; its answer at the serving runner is a
+``reply.Reply``.
 """
 import asyncio
-import logging
-from collections import OrderedDict, deque
+from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
-from ..pubsub import Bus
-from ..schema import Error, Response
-
-log = logging.getLogger(__name__)
+from ..schema import Error
 
 # Message properties.
 ID, REPLY_TO, SEQ, ACCEPTED, END = "id", "reply-to", "seq", "accepted", "end"
 QUEUED = "queued"  # on an ``accepted`` marker: the request waits behind others
+PROBE = "probe"  # on a request without payload: "where is my answer?"
 YES = "1"
 
 # Records waiting for a caller that has stopped reading; past this the request fails
 # rather than holding memory for a reader that is not there.
 MAX_PENDING = 10_000
-# Ids a runner remembers having answered, so that a re-send arriving after the
-# answer is not served twice.
-REMEMBERED = 4096
 
 
 @dataclass(frozen=True)
@@ -99,6 +102,19 @@ class Timing:
         """The longest a requester waits without a word from the service."""
         return self.beats * self.keep_alive
 
+    @property
+    def probe_after(self) -> float:
+        """How long an accepted request goes without a word before its requester
+        asks after it (then again every ``keep_alive``): a keep-alive and a half, so
+        that a keep-alive that is only late does not cause one."""
+        return 1.5 * self.keep_alive
+
+    @property
+    def kept_for(self) -> float:
+        """How long a runner keeps an answer to send again: the longest its requester
+        may still be asking after it."""
+        return max(self.liveness, self.accept_timeout, self.busy_accept_timeout)
+
 
 TIMING = Timing()  # the protocol's own; processors set ``timeout`` from their settings
 
@@ -121,7 +137,8 @@ class Call:
 
     __slots__ = ("timing", "service", "flow", "finished", "accepted", "_frames", "_seq",
                  "_failure", "_arrived", "_loop", "_heard", "_alive_at", "_quiet_until",
-                 "_resend_at", "_resend_every", "_waited", "_give_up", "_timer", "_timer_at")
+                 "_resend_at", "_resend_every", "_waited", "_give_up", "_timer", "_timer_at",
+                 "_probed_at")
 
     def __init__(self, timing: Timing, service: str, flow: str,
                  accept_timeout: float | None = None) -> None:
@@ -146,6 +163,12 @@ class Call:
         self._give_up = now + self._waited
         self._timer: asyncio.TimerHandle | None = None
         self._timer_at = 0.0
+        self._probed_at = -float("inf")  # when it last asked after its answer
+
+    @property
+    def received(self) -> int:
+        """The records that have arrived (the ``seq`` of the next one)."""
+        return self._seq
 
     # -- what the transport hands over ------------------------------------------------
 
@@ -166,6 +189,8 @@ class Call:
         sender that numbers nothing)."""
         if self._failure is not None:
             return
+        if seq is not None and seq < self._seq:
+            return  # sent again after it was asked after, and had arrived after all
         if seq is not None and seq != self._seq:
             self.fail(ServiceError(Error(
                 type="responses-lost",
@@ -189,9 +214,11 @@ class Call:
 
     async def next(self) -> list[Any] | None:
         """The records that have arrived (all of them, in order), waiting for some as
-        long as the protocol allows; None when the request is to be sent again
-        (nobody has accepted it yet). Raises ``ServiceError`` (``no-service``, records
-        lost) or ``RequestTimeout`` (a service gone quiet)."""
+        long as the protocol allows; None when the requester is to ask again: send
+        the request again (nobody has accepted it yet), or a probe (accepted, and
+        quiet for ``probe_after``: its answer may have been lost). Raises
+        ``ServiceError`` (``no-service``, records lost) or ``RequestTimeout`` (a
+        service gone quiet)."""
         while True:
             if self._frames:
                 batch = list(self._frames)
@@ -212,7 +239,12 @@ class Call:
                                          f"for {self.timing.timeout:g} s")
                 if now >= lost_at:
                     raise self._lost()
-                deadline = min(self._quiet_until, lost_at)
+                probe_at = max(self._alive_at + self.timing.probe_after,
+                               self._probed_at + self.timing.keep_alive)
+                if now >= probe_at:
+                    self._probed_at = now
+                    return None
+                deadline = min(self._quiet_until, lost_at, probe_at)
             else:
                 if now >= self._give_up:
                     raise self._no_service()
@@ -255,136 +287,3 @@ class Call:
             message=f"no {self.service} processor took the request on flow {self.flow} "
                     f"within {self._waited:g} s: is it running (tg-start, or "
                     f"tg-run {self.service}) and is the flow started?"))
-
-
-class Reply:
-    """One request's answer at its serving runner: the deferred ``accepted`` marker,
-    keep-alives while it sends nothing, then its records in order, the last final.
-    Subclasses carry it: ``_accept`` says "accepted" (and ``queued`` while
-    ``queued``), ``send`` sends a record or a delta (calling ``_sending`` first)."""
-
-    __slots__ = ("_marker", "_quiet", "queued")
-
-    def __init__(self) -> None:
-        self._marker: asyncio.TimerHandle | None = None
-        self._quiet = True  # nothing sent since the last keep-alive
-        self.queued = 0  # waits it is in now, behind other work (``lanes.queued_until``)
-
-    def open(self, timing: Timing) -> None:
-        """Serving starts: unless a record goes first, a marker in ``accept_after``."""
-        self._marker = asyncio.get_running_loop().call_later(timing.accept_after,
-                                                             self._mark)
-
-    async def keep_alive(self) -> None:
-        """``accepted`` again, unless records went out since the last keep-alive."""
-        if self._quiet:
-            await self._accept()
-        self._quiet = True
-
-    def close(self) -> None:
-        if self._marker is not None:
-            self._marker.cancel()
-            self._marker = None
-
-    async def send(self, item: Any, final: bool) -> None:
-        raise NotImplementedError
-
-    async def _accept(self) -> None:
-        raise NotImplementedError
-
-    def _sending(self) -> None:
-        if self._marker is not None:
-            self.close()
-        self._quiet = False
-
-    def _mark(self) -> None:
-        self._marker = None
-        task = asyncio.ensure_future(self._accept_quietly())
-        _MARKING.add(task)
-        task.add_done_callback(_MARKING.discard)
-
-    async def _accept_quietly(self) -> None:
-        try:
-            await self._accept()
-        except Exception as error:  # the broker away: keep-alives and re-sends follow
-            log.debug("accepted marker not sent: %s", error)
-
-
-_MARKING: set[asyncio.Future] = set()  # markers being sent (held, so none is collected)
-
-
-class BusReply(Reply):
-    """The answer over the bus, on the requester's reply topic."""
-
-    __slots__ = ("_producer", "_model", "_id", "_seq")
-
-    def __init__(self, producer: Any, model: type[Response], request_id: str) -> None:
-        super().__init__()
-        self._producer = producer
-        self._model = model
-        self._id = request_id
-        self._seq = 0
-
-    async def _accept(self) -> None:
-        properties = {ID: self._id, ACCEPTED: YES}
-        if self.queued:
-            properties[QUEUED] = YES
-        await self._producer.post(b"", properties)
-
-    async def send(self, item: Any, final: bool) -> None:
-        """A record, or a ``Delta`` (written as this service's delta record)."""
-        self._sending()
-        properties = {ID: self._id, SEQ: str(self._seq)}
-        self._seq += 1
-        data = item.encoded() if isinstance(item, Response) else item.encoded_as(self._model)
-        if final:
-            properties[END] = YES
-            await self._producer.send(data, properties)  # its receipt: all went out
-        else:
-            await self._producer.post(data, properties)
-
-
-# From this many requests in hand in a process, a new request is answered through its
-# reply topic's batched producer (``bus.Producer``). Batching what one turn of the
-# event loop sends halves the broker's CPU per token when many streams run; a lone
-# stream pays ~0.2 ms per request for it (the flush of each turn, measured in one
-# process), so a request that has the process nearly to itself goes unbatched.
-BATCHED_FROM = 16
-
-
-class ReplyProducers:
-    """Two producers per reply topic, batched and not, each created on first use and
-    kept. A request's records all go through one of them, so they stay in order."""
-
-    def __init__(self, bus: Bus) -> None:
-        self._bus = bus
-        self._producers: dict[tuple[str, bool], asyncio.Future] = {}
-
-    async def reply(self, topic: str, model: type[Response], request_id: str,
-                    batched: bool = False) -> BusReply:
-        key = (topic, batched)
-        if key not in self._producers:
-            self._producers[key] = asyncio.ensure_future(
-                self._bus.producer(topic, batched=batched))
-        try:
-            producer = await asyncio.shield(self._producers[key])
-        except Exception:
-            self._producers.pop(key, None)
-            raise
-        return BusReply(producer, model, request_id)
-
-
-class Answered:
-    """The ids a runner answered lately (``REMEMBERED`` of them)."""
-
-    def __init__(self, size: int = REMEMBERED) -> None:
-        self._ids: OrderedDict[str, None] = OrderedDict()
-        self._size = size
-
-    def add(self, request_id: str) -> None:
-        self._ids[request_id] = None
-        if len(self._ids) > self._size:
-            self._ids.popitem(last=False)
-
-    def __contains__(self, request_id: str) -> bool:
-        return request_id in self._ids

@@ -33,18 +33,8 @@ from .items import Items, Relay, Yielded
 from .lanes import LANE, Lane, Slots, current_lane, lane_of, serving, set_lane
 from .metrics import SLOT_WAIT, WAITING, RequestTimer
 from .relay import Delta
-from .rpc import (
-    BATCHED_FROM,
-    ID,
-    REPLY_TO,
-    TIMING,
-    Answered,
-    Reply,
-    ReplyProducers,
-    RequestTimeout,
-    ServiceError,
-    Timing,
-)
+from .reply import BATCHED_FROM, Answered, Kept, Reply, ReplyProducers
+from .rpc import ID, PROBE, REPLY_TO, SEQ, TIMING, RequestTimeout, ServiceError, Timing
 from .runtime import Runtime
 
 log = logging.getLogger(__name__)
@@ -158,6 +148,7 @@ class ServiceRunner:
         self._inflight = inflight
         self._open: dict[str, Reply] = {}  # replies of the requests being served
         self._answered = Answered()
+        self._kept = Kept(timing.kept_for)  # answers to send again, should they be lost
         self._limit = limit  # requests handled at once, shared by the processor's runners
         self._backlog = backlog  # requests held (handled or waiting), then refused
         self._replies = replies
@@ -191,12 +182,23 @@ class ServiceRunner:
             log.warning("%s: request without id or reply-to dropped", self.service.name)
             return
         if request_id in self._inflight or request_id in self._answered:
-            return  # a re-send of a request this process has, or has answered
+            # Asked again (a re-send, a probe): served once, but answered again.
+            self._asked_again(request_id, properties.get(SEQ, ""))
+            return
+        if properties.get(PROBE):
+            return  # after a request this process never had: another replica has it
         batched = len(self._inflight) >= BATCHED_FROM
         self._take(message.data(), request_id,
                    partial(self._replies.reply, reply_to, self.service.response, request_id,
                            batched), lane_of(properties.get(LANE)),
                    tracing.extract(properties))
+
+    def _asked_again(self, request_id: str, seq: str) -> None:
+        """Its requester heard nothing lately, and has ``seq`` records: a request in
+        hand is marked accepted, an answer lost is sent again (if kept)."""
+        reply = self._open.get(request_id) or self._kept.get(request_id)
+        if reply is not None:
+            reply.again(int(seq) if seq.isdecimal() else 0)
 
     def serve_local(self, data: bytes, request_id: str, reply: Reply) -> asyncio.Task:
         """Serve a request made in this process (``LocalRequester``), answering into
@@ -213,7 +215,7 @@ class ServiceRunner:
         """``parent``: the trace context the request came with over the bus."""
         overloaded = len(self._inflight) >= self._backlog
         task = asyncio.create_task(
-            self._refuse(open_reply) if overloaded else
+            self._refuse(request_id, open_reply) if overloaded else
             self._serve(data, request_id, open_reply, lane, parent))
         self._inflight[request_id] = task
         self._taken += 1
@@ -225,11 +227,13 @@ class ServiceRunner:
         self._inflight.pop(request_id, None)
         self._answered.add(request_id)
 
-    async def _refuse(self, open_reply: Callable[[], Awaitable[Reply]]) -> None:
+    async def _refuse(self, request_id: str,
+                      open_reply: Callable[[], Awaitable[Reply]]) -> None:
         reply = await open_reply()
         await reply.send(self.service.response.failure(Error(
             type="overloaded", message=f"{self.service.name} has {self._backlog} requests "
                                        f"in hand; try again shortly")), True)
+        self._kept.add(request_id, reply)
 
     async def keep_alive(self) -> None:
         """A sign of life to the requester of each request that sent nothing since the
@@ -315,6 +319,7 @@ class ServiceRunner:
         finally:
             if reply is not None:
                 reply.close()
+                self._kept.add(request_id, reply)  # once answered (kept_bytes says)
             self._open.pop(request_id, None)
             if holding:
                 self._limit.release(lane)
