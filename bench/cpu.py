@@ -117,6 +117,7 @@ class Side:
     failures: dict = field(default_factory=dict)
     cpu: dict[str, float] = field(default_factory=dict)
     wall: float = 0.0
+    turns: list[float] = field(default_factory=list)  # the stack's CPU per token, by round
 
     def start(self) -> None:
         self.cpu = {name: -cpu_seconds(pid) for name, pid in self.pids.items()}
@@ -125,12 +126,16 @@ class Side:
         for name, pid in self.pids.items():
             self.cpu[name] += cpu_seconds(pid)
 
-    async def round(self, concurrency: int) -> None:
+    async def round(self, concurrency: int, tokens: int = 1) -> None:
         before = cpu_seconds(self.client) if self.client is not None else 0.0
+        stack = sum(cpu_seconds(pid) for pid in self.pids.values())
         started = time.perf_counter()
         results = await asyncio.gather(*(self.one() for _ in range(concurrency)),
                                        return_exceptions=True)
         self.wall += time.perf_counter() - started
+        done = sum(not isinstance(result, BaseException) for result in results)
+        self.turns.append((sum(cpu_seconds(pid) for pid in self.pids.values()) - stack)
+                          / max(1, done * tokens))
         if self.client is not None:
             self.cpu[CLIENT] = self.cpu.get(CLIENT, 0.0) + cpu_seconds(self.client) - before
         for result in results:
@@ -171,13 +176,13 @@ async def measure(direct: Streams, stacks: list[tuple[Streams, dict[str, int]]],
             side.start()
         for turn in range(max(1, count // concurrency)):
             for side in sides if turn % 2 == 0 else sides[::-1]:
-                await side.round(concurrency)
+                await side.round(concurrency, tokens)
         await asyncio.sleep(SETTLE)
         for row, side in zip(rows, sides, strict=True):
             side.stop()
             row.append({"concurrency": concurrency, "direct": straight,
                         "stack": side.result(), "cpu_per_token": side.cpu_per_token(tokens),
-                        "load": load()})
+                        "turns": side.turns, "load": load()})
             print(json.dumps(row[-1]), file=sys.stderr, flush=True)
     return rows
 
@@ -276,16 +281,21 @@ def run(args: argparse.Namespace, states: tuple[str, ...]
 
 def tracing_cost(on: list[dict], off: list[dict], names: list[str]) -> str:
     """What tracing costs per level: the stack's CPU per token (its processes, not the
-    bench client) and the added TTFT p50, on against off."""
-    lines = ["| conc | stack µs/token on | off | on vs off | added TTFT p50 on − off ms |",
-             "|---|---|---|---|---|"]
+    bench client) and the added TTFT p50, on against off. Also the median of the
+    rounds' ratios, each round with tracing on against the round with it off next to
+    it: a burst of other work that lands on a few rounds moves the total, seldom the
+    median."""
+    lines = ["| conc | stack µs/token on | off | on vs off | paired rounds, median "
+             "(min..max) | added TTFT p50 on − off ms |", "|---|---|---|---|---|---|"]
     for r, o in zip(on, off, strict=True):
         cpu_on = sum(r["cpu_per_token"][name] for name in names) * 1e6
         cpu_off = sum(o["cpu_per_token"][name] for name in names) * 1e6
+        ratios = [a / b - 1 for a, b in zip(r["turns"], o["turns"], strict=True)]
         added = (r["stack"]["ttft_p50"] - r["direct"]["ttft_p50"]) - \
             (o["stack"]["ttft_p50"] - o["direct"]["ttft_p50"])
         lines.append(f"| {r['concurrency']} | {cpu_on:.0f} | {cpu_off:.0f} | "
-                     f"{cpu_on / cpu_off - 1:+.1%} | {ms(added).strip()} |")
+                     f"{cpu_on / cpu_off - 1:+.1%} | {median(ratios):+.1%} "
+                     f"({min(ratios):+.0%}..{max(ratios):+.0%}) | {ms(added).strip()} |")
     return "What tracing costs:\n" + "\n".join(lines)
 
 
