@@ -131,7 +131,8 @@ def open_scope(tracer: Tracer | None, name: str, kind: SpanKind,
     current in this task; None when not traced."""
     if tracer is None:
         return None
-    span = tracer.start_span(name, context=parent, kind=kind, attributes=attributes)
+    span = _unsampled_child(parent) or \
+        tracer.start_span(name, context=parent, kind=kind, attributes=attributes)
     context = trace.set_span_in_context(span, parent)
     token = otel_context.attach(otel_context.set_value(_TRACER, tracer, context))
     return Scope(span, token)
@@ -147,8 +148,23 @@ def start_client(service: str, flow: str, request_id: str) -> Span | None:
         return None
     if not trace.get_current_span().get_span_context().is_valid:
         return trace.NonRecordingSpan(_UNSAMPLED.generate())
+    if (span := _unsampled_child(None)) is not None:
+        return span
     return tracer.start_span(service, kind=CLIENT, attributes={
         names.SERVICE: service, names.FLOW: flow, names.REQUEST_ID: request_id})
+
+
+def _unsampled_child(parent: Context | None) -> Span | None:
+    """Under a span of a trace not kept (``parent``, else the current one), the
+    child: one that records nothing and passes the same context on. The sampler is
+    ParentBased, so the SDK would make no other, but only after ~10 µs of ids and
+    sampling; most questions are not kept (TG_TRACE_SAMPLE), on every hop."""
+    above = trace.get_current_span(parent)
+    context = above.get_span_context()
+    if context.is_valid and not context.trace_flags.sampled:
+        return above if isinstance(above, trace.NonRecordingSpan) else \
+            trace.NonRecordingSpan(context)
+    return None
 
 
 class _Unsampled:
