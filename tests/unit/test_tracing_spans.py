@@ -8,7 +8,7 @@ import pytest
 from tests.support.traces import traced
 from trustgraph import tracing
 from trustgraph.base import Delta
-from trustgraph.base.rpc import BusReply
+from trustgraph.base.reply import BusReply
 from trustgraph.schema import TextCompletionResponse
 
 NOT_KEPT = f"00-{'2' * 32}-{'3' * 16}-00"
