@@ -146,7 +146,8 @@ def start_client(service: str, flow: str, request_id: str) -> Span | None:
     tracer = current_tracer()
     if tracer is None:
         return None
-    if not trace.get_current_span().get_span_context().is_valid:
+    context = trace.get_current_span().get_span_context()
+    if not context.is_valid:
         return trace.NonRecordingSpan(_UNSAMPLED.generate())
     if (span := _unsampled_child(None)) is not None:
         return span
@@ -203,15 +204,23 @@ def current_trace_id() -> str | None:
 def describe(span: Span, record: object) -> None:
     """Whose request or document it is, read off the record: its ``user`` and
     ``collection``, or those of the document a pipeline record is about."""
-    document = getattr(record, "document", None) or \
-        getattr(getattr(record, "chunk", None), "document", None)
-    if document is not None and isinstance(getattr(document, "id", None), str):
-        span.set_attribute(names.DOCUMENT, document.id)
+    if not span.is_recording():  # a service's span of a request not traced
+        return
+    document = _field(record, "document") or _field(_field(record, "chunk"), "document")
+    if document is not None and isinstance(_field(document, "id"), str):
+        span.set_attribute(names.DOCUMENT, document.id)  # type: ignore[attr-defined]
         record = document
     for name, field in ((names.USER, "user"), (names.COLLECTION, "collection")):
-        value = getattr(record, field, None)
+        value = _field(record, field)
         if isinstance(value, str) and value:
             span.set_attribute(name, value)
+
+
+def _field(record: object, name: str) -> object:
+    # A record's fields are in its __dict__ (pydantic); getattr of one it lacks
+    # raises and catches an AttributeError inside pydantic, microseconds each.
+    fields = getattr(record, "__dict__", None)
+    return fields.get(name) if isinstance(fields, dict) else getattr(record, name, None)
 
 
 def failed(span: Span | None, error_type: str, message: str) -> None:

@@ -147,7 +147,10 @@ class Dispatcher:
             answer = requester.frames(record, request_id or new_request_id())
             how, observe = self._how.get(row.name), self._observers.get(row.name)
             # Its caller's next request must find the flows as this one left them.
-            changes_flows = getattr(record, "operation", None) in row.changes_flows
+            # (getattr only for a row that has such operations: a field a record lacks
+            # is a pydantic AttributeError, microseconds on every request.)
+            changes_flows = bool(row.changes_flows) and \
+                getattr(record, "operation", None) in row.changes_flows
             async with aclosing(answer) as batches:
                 try:
                     async for batch in batches:

@@ -189,18 +189,30 @@ class Session:
         return json.dumps({"type": "auth-ok", "default_workspace": caller.user}).encode()
 
     def _start(self, frame: dict) -> None:
+        # Only what decides whether the id is taken happens here, on the reader loop;
+        # the rest of a request's setup (routing, validation, its span) is its own
+        # task's, so a burst of frames puts its first request on the bus after one
+        # request's setup, not after every frame's in the burst.
         client_id = frame.get("id")
         if not isinstance(client_id, str) or not client_id:
             raise bad_request("id: a non-empty string is required")
         for field in ("service", "request"):
             if field not in frame:
                 raise bad_request(f"{field}: required")
-        caller = self.caller()
+        caller = self.caller()  # the credential as it is when the frame is read
         if client_id in self.tasks:
             raise GatewayError("duplicate-id", f"request {client_id!r} is still in flight", 409)
         if len(self.tasks) >= self.endpoint.limits.max_inflight:
             raise GatewayError("too-many-requests", f"this socket already has "
                                f"{len(self.tasks)} requests in flight", 429)
+        task = asyncio.create_task(self._serve(client_id, frame, caller))
+        self.tasks[client_id] = task
+        self._running.add(task)
+        task.add_done_callback(self._running.discard)
+
+    def _prepared(self, frame: dict) -> tuple[ServiceRow, str, Record, str]:
+        """The frame's row, flow, request record and client ``traceparent``, or the
+        error refusing it."""
         dispatcher = self.endpoint.dispatcher
         flow = frame.get("flow", "default")
         row = dispatcher.resolve(frame.get("service"), flow)
@@ -213,14 +225,19 @@ class Session:
         if not isinstance(traceparent, str):
             raise bad_request("traceparent: a W3C traceparent string is required")
         REQUESTS.labels(row.name, "websocket").inc()
-        task = asyncio.create_task(self._serve(client_id, row, flow, record, caller,
-                                               traceparent))
-        self.tasks[client_id] = task
-        self._running.add(task)
-        task.add_done_callback(self._running.discard)
+        return row, flow, record, traceparent
 
-    async def _serve(self, client_id: str, row: ServiceRow, flow: str, record: Record,
-                     caller: Caller, traceparent: str) -> None:
+    async def _serve(self, client_id: str, frame: dict, caller: Caller) -> None:
+        try:
+            row, flow, record, traceparent = self._prepared(frame)
+        except Exception as exception:
+            self._forget(client_id)  # its error frame is its last: the id is free
+            await self._send(error_frame(client_id, exception))
+            return
+        await self._answer(client_id, row, flow, record, caller, traceparent)
+
+    async def _answer(self, client_id: str, row: ServiceRow, flow: str, record: Record,
+                      caller: Caller, traceparent: str) -> None:
         # The question's trace starts here, current in this request's own task: in
         # the client's trace, if the frame names one.
         attributes: dict[str, Any] = {tracing.names.TRANSPORT: "websocket"}
