@@ -33,7 +33,9 @@ from tests.support.stack import Stack, openai_server_thread
 from tests.support.waiting import eventually
 from trustgraph.api import AsyncTrustGraph, TrustGraphError
 
-pytestmark = pytest.mark.asyncio(loop_scope="module")
+# A fresh clone's first run makes Phoenix's venv (uv), creates its database and starts
+# a stack, all in the first test's setup: the sum of their deadlines, not the default.
+pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.timeout(420)]
 
 BIN = Path(sys.executable).parent
 DEADLINE = 120.0  # the pipeline on a busy machine; spans arrive within a second of it
