@@ -27,10 +27,10 @@ run: $(STAMP)
 	$(BIN)/tg-start
 
 # The checks and the suite side by side: mypy's ~40 s of CPU fits in the time the
-# suite spends waiting on stacks; their output lines interleave whole (the suite's
-# progress shows as it goes), and either failing fails the run.
+# suite spends waiting on stacks; their output interleaves as each goes (mypy's comes
+# at its end, in one piece), and either failing fails the run.
 test: browser $(STAMP)
-	@$(MAKE) --no-print-directory -j2 --output-sync=line check suite
+	@$(MAKE) --no-print-directory -j2 check suite
 
 # The suite on two workers (pytest-xdist): it waits on stacks, brokers and timers
 # more than it computes, so a second worker roughly halves it on 2 cores. Each
