@@ -85,13 +85,6 @@ class Relay:
 
 
 @pytest.fixture
-async def bus(broker):
-    bus = Bus(broker.url)
-    yield bus
-    await bus.close()
-
-
-@pytest.fixture
 async def librarian(broker, tmp_path):
     back = f"lost-{uuid.uuid4().hex[:8]}"
     processor = Processor(LIBRARIAN_SPEC, LibrarianSettings(
